@@ -1,0 +1,189 @@
+# Reproducibility artifact for "Rethinking the Security of DP-SGD" (Wang et al. 2026).
+#
+#   make all      execute every notebook (MODE auto: full on a CUDA GPU, else quick), build the book
+#   make test     pytest: tests/ plus every notebook run once with nbval (quick-mode defaults)
+#   make figures  execute notebooks/*.py into book/notebooks/*.ipynb (writes results/, figures/)
+#   make book     figures + jupyter-book build (warnings are errors)
+#   make bench    run bench/bench_*.py in turn
+#   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
+#   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
+#   make distclean  clean + remove .venv
+#
+# Variables: MODE=smoke|quick|full (default: auto), DEVICE=cpu|cuda (default: auto), SEED=0,
+#            PYTHON=python3 (interpreter used to create .venv).
+# With no virtualenv/conda env active, everything runs in ./.venv, created from
+# requirements-lock.txt on first use. With one active, its python is used.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.SUFFIXES:
+MAKEFLAGS += --no-builtin-rules
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+PYTHON ?= python3
+SEED ?= 0
+
+# ---------------------------------------------------------------- environment
+ifeq ($(strip $(VIRTUAL_ENV)$(CONDA_PREFIX)),)
+  ENV_KIND := venv
+  PY := $(ROOT)/.venv/bin/python
+  ENV_TARGET := .venv/.installed
+else
+  ENV_KIND := active
+  ifneq ($(strip $(VIRTUAL_ENV)),)
+    PY := $(VIRTUAL_ENV)/bin/python
+  else
+    PY := $(CONDA_PREFIX)/bin/python
+  endif
+  ENV_TARGET := env-check
+endif
+BIN := $(dir $(PY))
+JUPYTEXT := $(PY) -m jupytext
+PAPERMILL := $(PY) -m papermill
+JB := $(BIN)jupyter-book
+
+# Kernel for papermill: a kernelspec that runs exactly $(PY), in a repo-local Jupyter
+# path that takes precedence over any user-level "paperlib"/"python3" kernel.
+KERNEL_NAME := paperlib
+JUPYTER_DIR := $(ROOT)/build/jupyter
+KERNEL_SPEC := $(JUPYTER_DIR)/kernels/$(KERNEL_NAME)/kernel.json
+JUPYTER_ENV := JUPYTER_PATH=$(JUPYTER_DIR) JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1
+
+# ---------------------------------------------------------------- MODE / DEVICE
+# Evaluated lazily (inside recipes, after the environment exists), at most once.
+ALLOWED_MODES := smoke quick full
+CUDA_AVAILABLE = $(eval CUDA_AVAILABLE := $(shell $(PY) -c 'import torch; print(int(torch.cuda.is_available()))' 2>/dev/null || echo error))$(CUDA_AVAILABLE)
+
+MODE ?=
+ifeq ($(strip $(MODE)),)
+  MODE_SRC := auto
+  override MODE = $(eval override MODE := $(if $(filter 1,$(CUDA_AVAILABLE)),full,quick))$(MODE)
+else
+  MODE_SRC := given
+  ifneq ($(words $(MODE)),1)
+    $(error MODE='$(MODE)' is not allowed: use MODE=smoke, MODE=quick or MODE=full)
+  endif
+  ifeq ($(filter $(MODE),$(ALLOWED_MODES)),)
+    $(error MODE='$(MODE)' is not allowed: use MODE=smoke, MODE=quick or MODE=full)
+  endif
+endif
+
+DEVICE ?=
+ifeq ($(strip $(DEVICE)),)
+  override DEVICE = $(eval override DEVICE := $(if $(and $(filter full,$(MODE)),$(filter 1,$(CUDA_AVAILABLE))),cuda,cpu))$(DEVICE)
+endif
+
+# ---------------------------------------------------------------- notebooks
+NB_SRC := $(sort $(wildcard notebooks/[0-9]*.py))
+NB_NAMES := $(notdir $(basename $(NB_SRC)))
+NB_OUT := $(addprefix book/notebooks/,$(addsuffix .ipynb,$(NB_NAMES)))
+LIB_SRC := $(shell find paperlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
+PARAMS_STAMP := build/params.txt
+
+.PHONY: all figures book test bench sync clean distclean env env-check help FORCE
+
+all: book
+	@echo
+	@echo "Done (MODE=$(MODE), DEVICE=$(DEVICE), SEED=$(SEED))."
+	@echo "  book:    file://$(ROOT)/book/_build/html/index.html"
+	@echo "  figures: $(ROOT)/figures/"
+	@echo "  results: $(ROOT)/results/"
+
+help:
+	@sed -n '3,16p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
+
+env: $(ENV_TARGET)
+
+# Fresh .venv from the lock; re-installs only when pyproject.toml or the lock changes.
+.venv/.installed: pyproject.toml requirements-lock.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "paperlib needs Python >= 3.11; found " + sys.version.split()[0] + " (set PYTHON=python3.11)")'
+	@test -x .venv/bin/python || { echo "Creating .venv with $(PYTHON) -m venv .venv"; $(PYTHON) -m venv .venv; }
+	@echo "Installing the locked environment into .venv (requirements-lock.txt, then paperlib -e)"
+	.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-lock.txt
+	.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+# An active env is used as it is; the locked set is installed into it only if
+# paperlib (or a tool the Makefile calls) cannot be imported from outside the repo.
+env-check:
+	@test -x "$(PY)" || { echo "error: active environment has no $(PY)" >&2; exit 1; }
+	@if ! (cd / && "$(PY)" -c 'import paperlib, papermill, jupytext, nbval, pytest, ipykernel, jupyter_book, torch') >/dev/null 2>&1; then \
+	  echo "paperlib or its tools are not importable in the active environment ($(PY)); installing the locked set into it"; \
+	  "$(PY)" -m pip install --disable-pip-version-check -r requirements-lock.txt; \
+	  "$(PY)" -m pip install --disable-pip-version-check --no-deps -e .; \
+	fi
+
+$(KERNEL_SPEC): | $(ENV_TARGET)
+	@mkdir -p $(dir $@)
+	@$(PY) -c 'import json, sys; json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "Python (paperlib)", "language": "python", "metadata": {"debugger": False}}, open(sys.argv[1], "w"), indent=1)' $@
+
+# Rewritten only when MODE/DEVICE/SEED change, so executed notebooks re-run exactly then.
+$(PARAMS_STAMP): FORCE | $(ENV_TARGET)
+	@mkdir -p $(dir $@)
+	@if [ "$(CUDA_AVAILABLE)" = error ]; then echo "warning: could not import torch with $(PY) to detect CUDA" >&2; fi
+	@if [ "$(MODE_SRC)" = auto ]; then \
+	  if [ "$(CUDA_AVAILABLE)" = 1 ]; then echo "MODE=$(MODE) (CUDA GPU found; use MODE=quick for the 20-minute CPU version)"; \
+	  else echo "MODE=$(MODE) (no CUDA GPU found; use MODE=full on a GPU for paper-size runs)"; fi; \
+	else echo "MODE=$(MODE) (set by you)"; fi
+	@echo "DEVICE=$(DEVICE) SEED=$(SEED)"
+	@if [ "$(MODE)" = full ] && [ "$(DEVICE)" = cpu ]; then echo "warning: MODE=full on the CPU runs the paper-size experiments and can take many hours" >&2; fi
+	@printf 'MODE=%s\nDEVICE=%s\nSEED=%s\n' '$(MODE)' '$(DEVICE)' '$(SEED)' > $@.new
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv -f $@.new $@; fi
+
+figures: $(NB_OUT)
+	@if [ -z "$(NB_OUT)" ]; then echo "No notebooks/NN_*.py found."; fi
+
+# notebooks/NAME.py --jupytext--> build/nb_in/NAME.ipynb --papermill--> book/notebooks/NAME.ipynb
+# papermill writes into a temporary file beside the target, renamed when the run succeeds:
+# an interrupted or failed run never leaves a notebook that looks complete.
+book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
+	@grep -Eq '^# %%.*tags=\[[^]]*"parameters"' $< || { echo "error: $< has no cell tagged \"parameters\" (write '# %% tags=[\"parameters\"]' above MODE/DEVICE/SEED)" >&2; exit 1; }
+	@mkdir -p build/nb_in $(dir $@)
+	@echo "== executing $< (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"
+	@$(JUPYTEXT) --quiet --to ipynb $< -o build/nb_in/$*.ipynb
+	@rm -f $(dir $@).$*.tmp.ipynb
+	@start=$$(date +%s); \
+	if env -u MPLBACKEND $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
+	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
+	  mv -f $(dir $@).$*.tmp.ipynb $@; \
+	  echo "== $< done in $$(( $$(date +%s) - start )) s -> $@"; \
+	else \
+	  msg="error: notebook $< failed (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
+	  if [ -f $(dir $@).$*.tmp.ipynb ]; then mkdir -p build/failed; mv -f $(dir $@).$*.tmp.ipynb build/failed/$*.ipynb; \
+	    msg="$$msg; the partial run is in build/failed/$*.ipynb"; fi; \
+	  echo "$$msg" >&2; \
+	  exit 1; \
+	fi
+
+book: figures | $(ENV_TARGET)
+	$(JB) build book -W -n --all
+	@echo "Book: file://$(ROOT)/book/_build/html/index.html"
+
+# Notebooks are paired with notebooks/jupytext.toml (ipynb + py:percent).
+sync: | $(ENV_TARGET)
+	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
+
+# tests/ plus every paired notebook executed once by nbval with its own parameters cell
+# (quick-mode defaults), in this environment's kernel; outputs go to build/test/.
+test: sync | $(ENV_TARGET)
+	@rm -rf build/test && mkdir -p build/test
+	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
+	  PAPERLIB_RESULTS=$(ROOT)/build/test/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
+	  $(PY) -m pytest tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(addsuffix .ipynb,$(basename $(NB_SRC))))
+
+bench: | $(ENV_TARGET) $(PARAMS_STAMP)
+	@shopt -s nullglob; files=(bench/bench_*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "No bench/bench_*.py scripts."; exit 0; fi; \
+	for f in "$${files[@]}"; do \
+	  echo "== $$f (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
+	  MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED) $(PY) "$$f" || { echo "error: $$f failed" >&2; exit 1; }; \
+	done
+
+clean:
+	rm -rf build results figures book/_build book/notebooks
+
+distclean: clean
+	rm -rf .venv
+
+FORCE:

@@ -1,0 +1,374 @@
+"""One-round guarantees of the four mechanisms and their upper bounds.
+
+Ordered pair ``(D, D')`` with ``|D| = N``, ``|D'| = N + 1``; ``P = M(D)``,
+``Q = M(D')`` (THEORY.md section 0). Noise multiplier ``sigma``: the Gaussian
+noise on the clipped sum has standard deviation ``sigma * C``.
+
+* :func:`sgm_claim` — ``f_q = q G_{1/sigma} + (1 - q) Id`` (Bu et al. 2020; THEORY.md §3),
+  the guarantee that DP-SGD analyses claim; :func:`sgm_claim_symmetric` is ``C_q``.
+* :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee` — the
+  per-pair guarantees for worst-case gradients (Theorem 3.6, the reconstructed ASGM
+  statement, Theorems A.2/A.3; THEORY.md §6), as common-threshold mixtures.
+* :func:`easgm_guarantee_given`, :func:`asgm_guarantee_given` — the same for given
+  clipped per-example vectors (the component shifts are the norms of §6).
+* :func:`easgm_upper_bound`, :func:`asgm_upper_bound`, :func:`feasgm_upper_bound` —
+  Theorems 3.8, 3.10 (Eq. 14) and A.4, evaluated exactly by the chi-square test of §7.
+
+Binomial sums over the batch size ``k ~ Bin(N, q)`` keep the ``k`` whose mass is
+not negligible; the dropped mass (at most ``tail_tol``) is treated as perfectly
+distinguishable, so the result stays a lower bound, and is reported in ``meta``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy import stats
+
+from .gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
+from .mixture import LRMixture, PointwiseMixture
+from .validation import check_int, check_positive, check_rate
+
+__all__ = [
+    "MECHANISMS",
+    "binomial_support",
+    "sgm_claim",
+    "sgm_claim_symmetric",
+    "easgm_guarantee",
+    "asgm_guarantee",
+    "feasgm_guarantee",
+    "easgm_guarantee_given",
+    "asgm_guarantee_given",
+    "easgm_upper_bound",
+    "asgm_upper_bound",
+    "feasgm_upper_bound",
+    "feasgm_floors",
+    "guarantee",
+    "upper_bound",
+]
+
+MECHANISMS = ("sgm", "easgm", "asgm", "feasgm")
+DEFAULT_TAIL_TOL = 1e-12
+
+
+def _check_common(N, q, sigma, n=None):
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    if n is not None:
+        n = check_int(n, "n", 1)
+    return N, q, sigma, n
+
+
+def binomial_support(N: int, q: float, tail_tol: float = DEFAULT_TAIL_TOL):
+    """Batch sizes ``k`` of ``Bin(N, q)`` that carry all but ``<= tail_tol`` of the mass.
+
+    Returns ``(k, pmf, dropped)``: int array, float array of the same length, and the
+    dropped mass (a float in [0, tail_tol]). Both tails are cut by ``tail_tol / 2``.
+    """
+    N = check_int(N, "N", 0)
+    q = check_rate(q)
+    if not (0 <= tail_tol < 1):
+        raise ValueError(f"tail_tol must be in [0, 1), got {tail_tol!r}")
+    if tail_tol == 0 or N <= 2000:
+        k = np.arange(N + 1)
+        pmf = stats.binom.pmf(k, N, q)
+        keep = pmf > 0
+        if tail_tol > 0:
+            # drop the smallest atoms while their total stays under tail_tol
+            order = np.argsort(pmf)
+            cum = np.cumsum(pmf[order])
+            drop = order[cum <= tail_tol]
+            keep[drop] = False
+        k, pmf = k[keep], pmf[keep]
+    else:
+        lo = int(stats.binom.ppf(tail_tol / 2, N, q))
+        hi = int(stats.binom.isf(tail_tol / 2, N, q))
+        k = np.arange(lo, hi + 1)
+        pmf = stats.binom.pmf(k, N, q)
+    dropped = max(0.0, 1.0 - math.fsum(pmf))
+    return k, pmf, dropped
+
+
+# ----------------------------------------------------------------------------- SGM
+def sgm_claim(q: float, sigma: float) -> LRMixture:
+    """The SGM guarantee ``f_q = q G_{1/sigma} + (1 - q) Id`` for the ordered pair (D, D').
+
+    Tight for SGM (attained when the gradients of D are zero); this is what the
+    analyses of EASGM/ASGM/FEASGM-based DP-SGD claim. ``q`` in (0, 1], ``sigma > 0``.
+    Source: Bu et al. (2020b); paper Section 2; THEORY.md section 3.
+    """
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    return LRMixture(
+        [SubsampledGaussian(q, 1.0 / sigma)],
+        label="SGM claim",
+        meta={"mechanism": "sgm", "bound": "claim", "q": q, "sigma": sigma},
+    )
+
+
+def sgm_claim_symmetric(q: float, sigma: float, tol: float = 1e-6):
+    """``C_q(G_{1/sigma}) = min{f_q, f_q^{-1}}**``: the claim for the unordered pair.
+
+    Returns a :class:`~paperlib.tradeoff.TradeOffCurve` (sampled). Its privacy profile
+    equals that of :func:`sgm_claim` (which already takes both directions).
+    """
+    return sgm_claim(q, sigma).curve(tol).symmetrised()
+
+
+# ----------------------------------------------------------------------------- EASGM
+def _easgm_like(N_eff: float, k, pmf, q, sigma, n, label, meta, dropped):
+    """Components of Theorem 3.6 with normaliser scale ``N_eff`` (N for EASGM, K for FEASGM)."""
+    s_den = (N_eff + 1.0) * sigma
+    mu1 = k / s_den  # new point not sampled
+    mu2 = (N_eff + k) / s_den  # new point sampled
+    fam = GaussVarFamily(n, N_eff, np.concatenate([mu1, mu2]), np.concatenate([(1 - q) * pmf, q * pmf]))
+    # drop zero-weight components (q = 1 makes the first half vanish)
+    keep = fam.weights > 0
+    fam = GaussVarFamily(n, N_eff, fam.mus[keep], fam.weights[keep])
+    return LRMixture([fam], label=label, meta=meta, dropped_mass=dropped)
+
+
+def easgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+    """Per-pair EASGM guarantee for worst-case gradients (Theorem 3.6).
+
+    ``f = sum_k Bin(k; N, q) [(1-q) T(P^n, Q_N^{n-1} x Q_N^{mu1_k}) + q T(P^n, Q_N^{n-1} x Q_N^{mu2_k})]``
+    with ``mu1_k = k/((N+1) sigma)``, ``mu2_k = (N+k)/((N+1) sigma)``, ``s = N/(N+1)``,
+    all components at one likelihood-ratio threshold. Tight at ``q = 1``.
+
+    Parameters: ``N >= 1`` (|D|), ``q`` in (0, 1], ``sigma > 0``, ``n >= 1`` (output
+    dimension), ``tail_tol`` (largest binomial mass dropped). Raises ValueError on bad input.
+    """
+    N, q, sigma, n = _check_common(N, q, sigma, n)
+    k, pmf, dropped = binomial_support(N, q, tail_tol)
+    meta = {"mechanism": "easgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n}
+    return _easgm_like(float(N), k.astype(float), pmf, q, sigma, n, "EASGM guarantee", meta, dropped)
+
+
+def feasgm_floors(N: int, q: float) -> tuple[int, int]:
+    """``(floor(N q), floor((N + 1) q))``: the normalisers of FEASGM on D and D' (Opacus v1.x)."""
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    # guard against N*q landing a hair below an integer in floating point
+    return int(math.floor(N * q + 1e-12)), int(math.floor((N + 1) * q + 1e-12))
+
+
+def feasgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+    """Per-pair FEASGM guarantee (Theorems A.2, A.3): normalisers ``floor(N q)`` and ``floor((N+1) q)``.
+
+    When the floors agree both outputs are the same post-processing of SGM, so the
+    SGM claim holds and is returned (``meta['case'] = 'floors agree'``). Otherwise the
+    EASGM formula with ``N`` replaced by ``K = floor(N q)`` in ``s`` and the shifts,
+    while ``k ~ Bin(N, q)``.
+
+    Raises ValueError when ``floor(N q) = 0``: FEASGM then divides by zero (as Opacus
+    v1.x does), so there is no guarantee to compute.
+    """
+    N, q, sigma, n = _check_common(N, q, sigma, n)
+    K, K1 = feasgm_floors(N, q)
+    if K == 0:
+        raise ValueError(
+            f"floor(N*q) = 0 for N={N}, q={q}: FEASGM divides by zero on D (Opacus v1.x raises or "
+            "returns inf/NaN); choose N*q >= 1"
+        )
+    meta = {"mechanism": "feasgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n, "K": K, "K_prime": K1}
+    if K1 == K:
+        claim = sgm_claim(q, sigma)
+        claim.label = "FEASGM guarantee (floors agree: SGM)"
+        claim.meta.update(meta, case="floors agree")
+        return claim
+    k, pmf, dropped = binomial_support(N, q, tail_tol)
+    meta["case"] = "floors differ"
+    return _easgm_like(float(K), k.astype(float), pmf, q, sigma, n, "FEASGM guarantee", meta, dropped)
+
+
+# ----------------------------------------------------------------------------- ASGM
+def asgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+    """Per-pair ASGM guarantee for worst-case gradients (THEORY.md section 6, reconstructed).
+
+    Components: ``k >= 1`` and new point not sampled, weight ``(1-q) Bin(k)``: Id;
+    ``k >= 1`` and sampled, weight ``q Bin(k)``: ``T(P^n, Q_k^{n-1} x Q_k^{mu_k})`` with
+    ``mu_k = 2k/((k+1) sigma)``, ``s = k/(k+1)``; ``k = 0`` (empty batch divides by 1):
+    weight ``(1-q)^N`` split into ``(1-q)`` Id and ``q G_{1/sigma}``.
+    Parameters as :func:`easgm_guarantee`.
+    """
+    N, q, sigma, n = _check_common(N, q, sigma, n)
+    k, pmf, dropped = binomial_support(N, q, tail_tol)
+    fams = []
+    id_weight = 0.0
+    pos = k >= 1
+    for kk, w in zip(k[pos], pmf[pos]):
+        fams.append(GaussVarFamily(n, float(kk), [2.0 * kk / ((kk + 1.0) * sigma)], [q * w]))
+        id_weight += (1 - q) * w
+    if np.any(k == 0):
+        w0 = float(pmf[k == 0][0])
+        id_weight += (1 - q) * w0
+        if q * w0 > 0:
+            fams.append(GaussShiftFamily([1.0 / sigma], [q * w0]))
+    if id_weight > 0:
+        fams.append(IdentityFamily(id_weight))
+    meta = {"mechanism": "asgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n}
+    return LRMixture(fams, label="ASGM guarantee", meta=meta, dropped_mass=dropped)
+
+
+# ----------------------------------------------------------------------------- given gradients
+def _clip(g: np.ndarray, C: float) -> np.ndarray:
+    norms = np.linalg.norm(g, axis=1, keepdims=True)
+    return g / np.maximum(1.0, norms / C)
+
+
+def _check_gradients(gradients, C, max_N=16):
+    g = np.asarray(gradients, dtype=float)
+    if g.ndim != 2 or g.shape[0] < 2:
+        raise ValueError("gradients must be an array of shape (N+1, n) with N >= 1")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("gradients must be finite")
+    if g.shape[0] - 1 > max_N:
+        raise ValueError(f"gradients: N = {g.shape[0] - 1} > {max_N}; subsets are enumerated (2^N of them)")
+    C = check_positive(C, "C")
+    return _clip(g, C), C
+
+
+def easgm_guarantee_given(gradients, q: float, sigma: float, C: float) -> LRMixture:
+    """EASGM guarantee for given per-example vectors (Theorem 3.6, general form).
+
+    ``gradients``: array (N+1, n); rows 0..N-1 are D, row N is the added point. They
+    are clipped to norm ``C``. For every subset B of D (probability ``q^|B| (1-q)^(N-|B|)``)
+    the shifts are ``mu1_B = ||S_B|| / ((N+1) C sigma)`` and
+    ``mu2_B = ||N g_{N+1} - S_B|| / ((N+1) C sigma)``. ``N <= 16``.
+    """
+    g, C = _check_gradients(gradients, C)
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    N, n = g.shape[0] - 1, g.shape[1]
+    mus1, mus2, ws = [], [], []
+    for mask in itertools.product((0, 1), repeat=N):
+        m = np.array(mask, dtype=bool)
+        kk = int(m.sum())
+        w = q**kk * (1 - q) ** (N - kk)
+        sb = g[:N][m].sum(axis=0)
+        mus1.append(np.linalg.norm(sb) / ((N + 1) * C * sigma))
+        mus2.append(np.linalg.norm(N * g[N] - sb) / ((N + 1) * C * sigma))
+        ws.append(w)
+    ws = np.asarray(ws)
+    fam = GaussVarFamily(n, float(N), np.concatenate([mus1, mus2]), np.concatenate([(1 - q) * ws, q * ws]))
+    meta = {"mechanism": "easgm", "bound": "guarantee-given", "N": N, "q": q, "sigma": sigma, "n": n, "C": C}
+    return LRMixture([fam], label="EASGM guarantee (given gradients)", meta=meta)
+
+
+def asgm_guarantee_given(gradients, q: float, sigma: float, C: float) -> LRMixture:
+    """ASGM guarantee for given per-example vectors (THEORY.md section 6).
+
+    For a non-empty subset B (size k) with the new point sampled the shift is
+    ``||k g_{N+1} - S_B|| / ((k+1) C sigma)`` with ``s = k/(k+1)``; with it not sampled
+    the pair is identical. The empty batch divides by 1: ``G_{||g_{N+1}||/(C sigma)}``.
+    """
+    g, C = _check_gradients(gradients, C)
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    N, n = g.shape[0] - 1, g.shape[1]
+    fams = []
+    id_w = 0.0
+    for mask in itertools.product((0, 1), repeat=N):
+        m = np.array(mask, dtype=bool)
+        kk = int(m.sum())
+        w = q**kk * (1 - q) ** (N - kk)
+        id_w += (1 - q) * w
+        if kk == 0:
+            mu0 = np.linalg.norm(g[N]) / (C * sigma)
+            if mu0 > 0:
+                fams.append(GaussShiftFamily([mu0], [q * w]))
+            else:
+                id_w += q * w
+            continue
+        sb = g[:N][m].sum(axis=0)
+        mu = np.linalg.norm(kk * g[N] - sb) / ((kk + 1) * C * sigma)
+        fams.append(GaussVarFamily(n, float(kk), [mu], [q * w]))
+    fams.append(IdentityFamily(id_w))
+    meta = {"mechanism": "asgm", "bound": "guarantee-given", "N": N, "q": q, "sigma": sigma, "n": n, "C": C}
+    return LRMixture(fams, label="ASGM guarantee (given gradients)", meta=meta)
+
+
+# ----------------------------------------------------------------------------- upper bounds
+def _chi2_pair(m: int, x: float, label: str, meta: dict) -> LRMixture:
+    """``T(P^{m}, Q_x^{m})`` exactly (THEORY.md §7); the identity when ``m = 0``."""
+    if m == 0:
+        return LRMixture([IdentityFamily(1.0)], label=label, meta=meta)
+    return LRMixture([GaussVarFamily(m, x, [0.0], [1.0])], label=label, meta=meta)
+
+
+def easgm_upper_bound(N: int, n: int, q: float | None = None, sigma: float | None = None) -> LRMixture:
+    """EASGM upper bound ``T(P^{n-1}, Q_N^{n-1})`` (Theorem 3.8), independent of ``q`` and ``sigma``.
+
+    ``N >= 1``, ``n >= 1`` (``n = 1`` gives ``Id``). Evaluated exactly as a chi-square test.
+    """
+    N = check_int(N, "N", 1)
+    n = check_int(n, "n", 1)
+    meta = {"mechanism": "easgm", "bound": "upper", "N": N, "n": n, "q": q, "sigma": sigma}
+    return _chi2_pair(n - 1, float(N), "EASGM upper bound", meta)
+
+
+def feasgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None):
+    """FEASGM upper bound ``T(P^{n-1}, Q_K^{n-1})``, ``K = floor(N q)`` (Theorem A.4).
+
+    Only when the floors differ; when they agree the SGM claim holds and is returned.
+    Raises ValueError when ``floor(N q) = 0`` (division by zero).
+    """
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    n = check_int(n, "n", 1)
+    K, K1 = feasgm_floors(N, q)
+    if K == 0:
+        raise ValueError(f"floor(N*q) = 0 for N={N}, q={q}: FEASGM divides by zero; choose N*q >= 1")
+    meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "K": K, "K_prime": K1}
+    if K == K1:
+        if sigma is None:
+            raise ValueError("sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
+        claim = sgm_claim(q, sigma)
+        claim.meta.update(meta, case="floors agree")
+        return claim
+    return _chi2_pair(n - 1, float(K), "FEASGM upper bound", meta)
+
+
+def asgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None) -> PointwiseMixture:
+    """ASGM upper bound, Theorem 3.10 (Eq. 14).
+
+    ``(q - q(1-q)^N) T(P^{n-1}, Q_N^{n-1}) + (1 - q + q(1-q)^N) Id``, the two parts
+    taken at the same ``alpha`` (Lemma 3.3). ``N >= 1``, ``q`` in (0, 1], ``n >= 1``.
+    """
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    n = check_int(n, "n", 1)
+    w = q - q * (1 - q) ** N
+    meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "sigma": sigma, "weight_chi2": w}
+    chi = _chi2_pair(n - 1, float(N), "chi-square part", {})
+    return PointwiseMixture([(w, chi), (1 - w, "identity")], label="ASGM upper bound", meta=meta)
+
+
+# ----------------------------------------------------------------------------- dispatch
+def guarantee(mechanism: str, N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL):
+    """The one-round per-pair guarantee of ``mechanism`` in {sgm, easgm, asgm, feasgm}."""
+    if mechanism == "sgm":
+        return sgm_claim(q, sigma)
+    table = {"easgm": easgm_guarantee, "asgm": asgm_guarantee, "feasgm": feasgm_guarantee}
+    if mechanism not in table:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    return table[mechanism](N, q, sigma, n, tail_tol=tail_tol)
+
+
+def upper_bound(mechanism: str, N: int, q: float, sigma: float, n: int):
+    """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
+    if mechanism == "sgm":
+        return sgm_claim(q, sigma)
+    if mechanism == "easgm":
+        _check_common(N, q, sigma, n)
+        return easgm_upper_bound(N, n, q, sigma)
+    if mechanism == "asgm":
+        _check_common(N, q, sigma, n)
+        return asgm_upper_bound(N, q, n, sigma)
+    if mechanism == "feasgm":
+        _check_common(N, q, sigma, n)
+        return feasgm_upper_bound(N, q, n, sigma)
+    raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")

@@ -1,0 +1,245 @@
+"""Mixtures of hypothesis pairs (THEORY.md section 5).
+
+:class:`LRMixture` — the index of the component is revealed to the adversary
+(Lemma 2.10). The optimal test thresholds every component's likelihood ratio at
+the **same** ``t`` (Lemma 3.1), so ``alpha(t) = sum_i w_i alpha_i(t)`` and
+``beta(t) = sum_i w_i beta_i(t)``, and the curve has slope ``-t`` there.
+Identical components (``L = 0``) form an atom at ``t = 1``; randomising there
+draws the straight segment of slope -1 that the curve must contain.
+
+:class:`PointwiseMixture` — ``sum_i w_i f_i(alpha)`` at the same ``alpha`` in every
+component: the upper bound of Lemma 3.3 (used by Eq. 14 for ASGM).
+
+Components whose weight was dropped (binomial truncation) are treated as
+perfectly distinguishable: they add nothing to ``alpha`` or ``beta``, which keeps
+the curve a valid lower bound; ``dropped_mass`` says how much was dropped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .gaussian import IdentityFamily
+from .tradeoff import TradeOffCurve, _chord_tangent_gaps, epsilon_from_delta
+from .validation import check_alpha_array
+
+__all__ = ["LRMixture", "PointwiseMixture"]
+
+
+class LRMixture:
+    """Common-threshold mixture of likelihood-ratio families (Lemma 2.10 / 3.1).
+
+    Parameters
+    ----------
+    families : list
+        Objects with ``tails(logt) -> (alpha, beta)``, ``logt_bracket()`` and
+        ``seed_points()`` (see :mod:`paperlib.gaussian`).
+    label : str
+    meta : dict
+        Parameters and provenance, copied into the curve.
+    dropped_mass : float
+        Weight left out of ``families`` (treated as perfectly distinguishable).
+
+    Use ``mix(alpha)`` for FNR values (a lower bound, within ``tol`` of the exact
+    value), :meth:`curve` for the sampled curve, :meth:`delta` for the exact privacy
+    profile and :meth:`epsilon` for its inverse.
+    """
+
+    def __init__(self, families, label: str = "", meta: dict | None = None, dropped_mass: float = 0.0):
+        if not families:
+            raise ValueError("an LRMixture needs at least one family")
+        self.families = list(families)
+        self.label = label
+        self.meta = dict(meta or {})
+        self.dropped_mass = float(dropped_mass)
+        self.meta.setdefault("dropped_mass", self.dropped_mass)
+        self.total_weight = float(sum(float(np.sum(f.weights)) for f in self.families))
+        self.atom_weight = float(
+            sum(float(np.sum(f.weights)) for f in self.families if isinstance(f, IdentityFamily))
+        )
+        self._curves: dict[float, TradeOffCurve] = {}
+
+    # ---------------------------------------------------------------- exact parts
+    def tails(self, logt) -> tuple[np.ndarray, np.ndarray]:
+        """``alpha = sum w P[L > log t]``, ``beta = sum w Q[L <= log t]`` for an array of ``log t``."""
+        lt = np.atleast_1d(np.asarray(logt, dtype=float))
+        a = np.zeros(lt.shape)
+        b = np.zeros(lt.shape)
+        for f in self.families:
+            fa, fb = f.tails(lt)
+            a += fa
+            b += fb
+        return np.clip(a, 0, 1), np.clip(b, 0, 1)
+
+    def delta(self, eps):
+        """Exact privacy profile ``delta(eps)`` for ``eps >= 0`` (both directions).
+
+        ``max(1 - beta(eps) - e^eps alpha(eps), 1 - alpha(-eps) - e^eps beta(-eps), 0)``
+        with ``alpha, beta`` evaluated at ``log t = +-eps``: the supremum over the
+        curve is where its slope is ``-e^eps`` (resp. ``-e^-eps``), THEORY.md section 1.
+        """
+        e = np.atleast_1d(np.asarray(eps, dtype=float))
+        if not np.all(np.isfinite(e)) or np.any(e < 0):
+            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+        a1, b1 = self.tails(e)
+        a2, b2 = self.tails(-e)
+        ee = np.exp(e)
+        d = np.maximum(np.maximum(1 - b1 - ee * a1, 1 - a2 - ee * b2), 0.0)
+        d = np.maximum(d, self.dropped_mass)
+        return d if np.ndim(eps) else float(d[0])
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when none (THEORY.md section 1)."""
+        return epsilon_from_delta(self.delta, delta)
+
+    # ---------------------------------------------------------------- sampled curve
+    def curve(self, tol: float = 1e-6, max_points: int = 6000) -> TradeOffCurve:
+        """The trade-off curve sampled adaptively until chord and tangents differ by <= ``tol``.
+
+        Points are exact ``(alpha(t), beta(t))`` with slope ``-t``; intervals are split
+        (in ``log t``) while the gap between the chord and the tangent envelope exceeds
+        ``tol``. ``curve.meta['max_gap']`` reports the error bound reached, and
+        ``meta['evaluations']`` the number of thresholds evaluated.
+        """
+        key = float(tol)
+        if key in self._curves:
+            return self._curves[key]
+        lo, hi = math.inf, -math.inf
+        seeds = [np.array([0.0])]
+        for f in self.families:
+            flo, fhi = f.logt_bracket()
+            lo, hi = min(lo, flo), max(hi, fhi)
+            seeds.append(np.asarray(f.seed_points(), dtype=float))
+        seeds = np.unique(np.concatenate(seeds))
+        if seeds.size > 64:
+            # large families: start from quantiles of their seeds, refinement does the rest
+            seeds = np.quantile(seeds, np.linspace(0, 1, 64))
+        grid = np.unique(np.concatenate([seeds, np.linspace(lo, hi, 33)]))
+        grid = grid[(grid >= lo) & (grid <= hi)]
+        grid = np.unique(np.concatenate([grid, [lo, hi, 0.0]]))
+        a, b = self.tails(grid)
+        evaluations = grid.size
+        for _ in range(200):
+            pa, pb, ps = self._vertices(grid, a, b)
+            gaps = _chord_tangent_gaps(pa, pb, ps)
+            # map vertex intervals back to grid intervals: split where any gap is large
+            bad_vertex = np.flatnonzero(gaps > tol)
+            if bad_vertex.size == 0 or evaluations >= max_points:
+                break
+            # vertex i corresponds to grid index (descending log t); find the log t of each end
+            lt_of_vertex = self._vertex_logt
+            l0 = lt_of_vertex[bad_vertex]
+            l1 = lt_of_vertex[bad_vertex + 1]
+            ok = np.isfinite(l0) & np.isfinite(l1) & (np.abs(l0 - l1) > 1e-12 * (1 + np.abs(l0)))
+            new = 0.5 * (l0[ok] + l1[ok])
+            new = np.setdiff1d(np.unique(new), grid)
+            if new.size == 0:
+                break
+            na, nb = self.tails(new)
+            evaluations += new.size
+            grid = np.concatenate([grid, new])
+            a = np.concatenate([a, na])
+            b = np.concatenate([b, nb])
+            order = np.argsort(grid)
+            grid, a, b = grid[order], a[order], b[order]
+        pa, pb, ps = self._vertices(grid, a, b)
+        curve = TradeOffCurve(pa, pb, ps, label=self.label, meta=dict(self.meta))
+        curve.meta.update(max_gap=curve.max_gap, evaluations=int(evaluations), tol=tol)
+        self._curves[key] = curve
+        return curve
+
+    def _vertices(self, grid, a, b):
+        """Curve vertices in increasing alpha (decreasing log t), with the t = 1 atom split."""
+        order = np.argsort(-grid)
+        lt = grid[order]
+        va, vb = a[order], b[order]
+        slope = -np.exp(np.minimum(lt, 700.0))
+        w = self.atom_weight
+        if w > 0:
+            z = np.flatnonzero(lt == 0.0)
+            if z.size:
+                i = int(z[0])
+                # tails at 0 give the c = 0 end (atom in beta); add the c = 1 end
+                va = np.insert(va, i + 1, va[i] + w)
+                vb = np.insert(vb, i + 1, vb[i] - w)
+                slope = np.insert(slope, i + 1, -1.0)
+                lt = np.insert(lt, i + 1, 0.0)
+        # end points: alpha = 0 (t = infinity) and beta = 0 (t = 0)
+        tw = self.total_weight
+        va = np.concatenate([[0.0], va, [tw, 1.0]])
+        vb = np.concatenate([[tw], vb, [0.0, 0.0]])
+        slope = np.concatenate([[-np.inf], slope, [0.0, 0.0]])
+        self._vertex_logt = np.concatenate([[np.inf], lt, [-np.inf, -np.inf]])
+        keep = np.ones(va.size, dtype=bool)
+        # drop repeated points (same alpha and beta) produced by saturated tails
+        keep[1:] = (np.diff(va) != 0) | (np.diff(vb) != 0)
+        self._vertex_logt = self._vertex_logt[keep]
+        return np.clip(va[keep], 0, 1), np.clip(vb[keep], 0, 1), slope[keep]
+
+    def __call__(self, alpha, tol: float = 1e-6) -> np.ndarray:
+        """FNR at FPR ``alpha``: tangent-envelope lower bound, within ``tol`` of the exact value."""
+        return self.curve(tol).lower(alpha)
+
+
+class PointwiseMixture:
+    """``f(alpha) = sum_i w_i f_i(alpha)`` (same alpha in every component; Lemma 3.3).
+
+    ``parts`` is a list of ``(weight, curve)`` where ``curve`` is a
+    :class:`~paperlib.tradeoff.TradeOffCurve`, an :class:`LRMixture` or the string
+    ``"identity"``. Evaluated on the union of the parts' sampled alphas; slopes add.
+    """
+
+    def __init__(self, parts, label: str = "", meta: dict | None = None, tol: float = 1e-6):
+        self.parts = list(parts)
+        self.label = label
+        self.meta = dict(meta or {})
+        self.tol = tol
+        self._curve = None
+
+    def curve(self) -> TradeOffCurve:
+        if self._curve is not None:
+            return self._curve
+        curves = []
+        for w, c in self.parts:
+            if isinstance(c, str) and c == "identity":
+                curves.append((w, TradeOffCurve([0.0, 1.0], [1.0, 0.0], [-1.0, -1.0], label="Id")))
+            elif isinstance(c, LRMixture):
+                curves.append((w, c.curve(self.tol)))
+            else:
+                curves.append((w, c))
+        grid = np.unique(np.concatenate([c.alpha for _, c in curves]))
+        beta = np.zeros_like(grid)
+        slope = np.zeros_like(grid)
+        for w, c in curves:
+            beta += w * np.interp(grid, c.alpha, c.beta)
+            if c.slope is None:
+                slope = None
+            elif slope is not None:
+                # slope at the sampled points of c; elsewhere the chord's slope
+                s = np.interp(grid, c.alpha, c.slope)
+                exact = np.isin(grid, c.alpha)
+                if not exact.all():
+                    chord = np.gradient(np.interp(grid, c.alpha, c.beta), grid)
+                    s = np.where(exact, s, chord)
+                slope = slope + w * s
+        self._curve = TradeOffCurve(grid, beta, slope, label=self.label, meta=dict(self.meta))
+        return self._curve
+
+    def __call__(self, alpha) -> np.ndarray:
+        a = check_alpha_array(alpha)
+        out = np.zeros_like(a)
+        for w, c in self.parts:
+            if isinstance(c, str):
+                out += w * (1 - a)
+            else:
+                out += w * np.asarray(c(a))
+        return out
+
+    def delta(self, eps):
+        """Privacy profile from the sampled curve (a lower estimate; see TradeOffCurve.delta)."""
+        return self.curve().delta(eps)
+
+    def epsilon(self, delta: float) -> float:
+        return epsilon_from_delta(self.delta, delta)
