@@ -79,7 +79,7 @@ def check_alpha_array(alpha, name: str = "alpha") -> np.ndarray:
         raise ValueError(f"{name} must hold at least one value in [0, 1]")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
         bad = a[~(np.isfinite(a) & (a >= 0) & (a <= 1))].ravel()[0]
-        raise ValueError(f"{name} must be in [0, 1] (an FPR), got {bad!r}")
+        raise ValueError(f"{name} must be in [0, 1] (an FPR), got {float(bad)!r}")
     return a
 
 

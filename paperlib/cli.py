@@ -1,0 +1,164 @@
+"""Command line: ``python -m paperlib {tradeoff,epsilon} ...`` (contract in DESIGN.md).
+
+Examples::
+
+    python -m paperlib tradeoff --mechanism easgm --bound guarantee \\
+        --N 3 --q 0.5 --sigma 2 --n 20 --alpha 0.1
+    python -m paperlib epsilon --mechanism feasgm --bound upper \\
+        --N 140199 --q 0.005 --sigma 10 --n 26010 --rounds 200 --delta 1e-5
+
+Output is one JSON object on stdout. Invalid input exits with status 2 and one
+line on stderr that names the parameter and its allowed range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from . import clt
+from .guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
+from .mixture import LRMixture
+from .validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+
+BOUNDS = ("guarantee", "upper", "clt")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse's own status for usage errors)
+        sys.stderr.write(f"paperlib: error: {message}\n")
+        sys.exit(2)
+
+
+def _curve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mechanism", required=True, choices=MECHANISMS, help="which normalisation DP-SGD uses")
+    p.add_argument("--bound", default="guarantee", choices=BOUNDS,
+                   help="guarantee (exact per-pair lower bound), upper (its upper bound, Thm 3.8/3.10/A.4), clt (Berry-Esseen CLT upper bound)")
+    p.add_argument("--N", type=int, required=True, help="size of the smaller dataset |D| (D' has N+1)")
+    p.add_argument("--q", type=float, required=True, help="Poisson sampling rate in (0, 1]")
+    p.add_argument("--sigma", type=float, required=True, help="noise multiplier > 0")
+    p.add_argument("--n", type=int, required=True, help="number of model parameters (output dimension) >= 1")
+    p.add_argument("--rounds", type=int, default=1, help="number of training rounds T >= 1")
+    p.add_argument("--tol", type=float, default=1e-6, help="largest interpolation error in beta (default 1e-6)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m paperlib", description="Corrected f-DP guarantees of DP-SGD as it is run (Wang et al. 2026).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    t = sub.add_parser("tradeoff", help="FNR beta at given FPR alpha values")
+    _curve_options(t)
+    t.add_argument("--alpha", type=float, nargs="+", required=True, help="FPR values in [0, 1]")
+    e = sub.add_parser("epsilon", help="epsilon at a given delta")
+    _curve_options(e)
+    e.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
+    e.add_argument("--claimed", action="store_true", help="report the SGM claim's epsilon instead")
+    return p
+
+
+def _validate(args) -> None:
+    check_int(args.N, "N", 1)
+    check_rate(args.q)
+    check_positive(args.sigma, "sigma")
+    check_int(args.n, "n", 1)
+    check_int(args.rounds, "rounds", 1)
+    check_positive(args.tol, "tol")
+    if args.mechanism == "feasgm":
+        K, _ = feasgm_floors(args.N, args.q)
+        if K == 0:
+            raise ValueError(f"N*q must be >= 1 for feasgm: floor(N*q) = 0 divides by zero (N={args.N}, q={args.q})")
+
+
+def _curve(args):
+    """The curve object asked for (an LRMixture, PointwiseMixture, or a CLT closure)."""
+    mech, bound, T = args.mechanism, args.bound, args.rounds
+    if bound == "clt":
+        if mech not in ("easgm", "feasgm"):
+            raise ValueError("bound=clt is defined for mechanism easgm or feasgm (Theorems 3.13, A.7)")
+        if args.n < 2:
+            raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
+        if mech == "easgm":
+            return lambda a: clt.clt_upper_bound_easgm(a, args.N, args.n, rounds=T)
+        return lambda a: clt.clt_upper_bound_feasgm(a, args.N, args.q, args.n, rounds=T)
+    if T > 1:
+        if bound == "upper" and mech in ("easgm", "feasgm"):
+            # T rounds of the chi-square upper bound: T(n-1) coordinates (THEORY.md sections 7-8)
+            c = upper_bound(mech, args.N, args.q, args.sigma, T * (args.n - 1) + 1)
+            c.meta.update(rounds=T, n=args.n)
+            return c
+        raise ValueError(
+            f"rounds > 1 is available for --bound upper or clt with mechanism easgm/feasgm; "
+            f"{mech} {bound} over {T} rounds is not implemented yet"
+        )
+    if bound == "guarantee":
+        return guarantee(mech, args.N, args.q, args.sigma, args.n)
+    return upper_bound(mech, args.N, args.q, args.sigma, args.n)
+
+
+def _jsonnum(x):
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def run_tradeoff(args) -> dict:
+    alpha = check_alpha_array(args.alpha)
+    curve = _curve(args)
+    out = {"command": "tradeoff", "mechanism": args.mechanism, "bound": args.bound,
+           "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
+    if args.bound == "clt":
+        res = curve(alpha)
+        out.update(alpha=alpha.tolist(), beta=[_jsonnum(b) for b in res.upper], mu=res.mu, gamma=res.gamma,
+                   note="CLT upper bound, defined on [gamma, 1 - gamma]; null outside")
+    else:
+        beta = curve(alpha) if not isinstance(curve, LRMixture) else curve(alpha, tol=args.tol)
+        out.update(alpha=alpha.tolist(), beta=[float(b) for b in beta], label=getattr(curve, "label", ""))
+        meta = getattr(curve, "meta", {})
+        for k in ("dropped_mass", "case", "K", "K_prime"):
+            if k in meta:
+                out[k] = meta[k]
+        if isinstance(curve, LRMixture):
+            out["max_error"] = curve.curve(args.tol).meta["max_gap"]
+    if args.rounds == 1:
+        out["sgm_claim_beta"] = [float(b) for b in sgm_claim(args.q, args.sigma)(alpha)]
+    return out
+
+
+def run_epsilon(args) -> dict:
+    delta = check_delta(args.delta)
+    if args.claimed:
+        if args.rounds > 1:
+            raise ValueError("--claimed with rounds > 1 needs an accountant (not implemented yet); use rounds = 1")
+        curve, label = sgm_claim(args.q, args.sigma), "SGM claim"
+    else:
+        if args.bound == "clt":
+            raise ValueError("bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
+        curve = _curve(args)
+        label = getattr(curve, "label", "")
+    eps = curve.epsilon(delta)
+    out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta, "curve": label,
+           "mechanism": args.mechanism, "bound": "claim" if args.claimed else args.bound,
+           "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
+    if not math.isfinite(eps):
+        out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
+    return out
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        _validate(args)
+        out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
+    except ValueError as exc:
+        sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
+        return 2
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
