@@ -180,6 +180,13 @@ bench: | $(ENV_TARGET) $(PARAMS_STAMP)
 	  MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED) $(PY) "$$f" || { echo "error: $$f failed" >&2; exit 1; }; \
 	done
 
+# Refresh the stored Opacus code-audit table (Table 2): list the releases on the package
+# index, download missing wheels into .cache/opacus-src/ (or PAPERLIB_CACHE/opacus-src/), re-audit
+# their source, confirm each by a real step; rewrites paperlib/data/opacus_table2.json. Needs the network.
+.PHONY: opacus-table
+opacus-table: | $(ENV_TARGET)
+	$(PY) -m paperlib.opacus_code --refresh --confirm all
+
 clean:
 	rm -rf build results figures book/_build book/notebooks
 

@@ -56,7 +56,46 @@ def build_parser() -> argparse.ArgumentParser:
     _curve_options(e)
     e.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
     e.add_argument("--claimed", action="store_true", help="report the SGM claim's epsilon instead")
+    _audit_options(sub.add_parser("audit", help="audit one round on worst-case synthetic data (game, eps lower bound)"))
     return p
+
+
+def _audit_options(a: argparse.ArgumentParser) -> None:
+    """Options of ``python -m paperlib audit`` (DESIGN.md command line; paperlib.audit)."""
+    a.add_argument("--mechanism", required=True, choices=MECHANISMS, help="which normalisation DP-SGD uses")
+    a.add_argument("--N", type=int, required=True, help="size of D (D' has N+1); at most 12 (subsets are enumerated)")
+    a.add_argument("--q", type=float, required=True, help="Poisson sampling rate in (0, 1]")
+    a.add_argument("--sigma", type=float, required=True, help="noise multiplier > 0")
+    a.add_argument("--C", type=float, required=True, help="clipping norm > 0")
+    a.add_argument("--n", type=int, required=True, help="output dimension (number of parameters) >= 1")
+    a.add_argument("--trials", type=int, required=True,
+                   help="counted rounds in total, half on D and half on D' (>= 2); as many again calibrate the threshold")
+    a.add_argument("--distinguisher", required=True, choices=("optimal", "normality"),
+                   help="optimal: exact likelihood ratio; normality: the paper's per-component normality votes")
+    a.add_argument("--seed", type=int, required=True, help="random seed")
+    a.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the rounds run (default cpu)")
+    a.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon lower bound, in (0, 1) (default 1e-5)")
+
+
+def run_audit(args) -> dict:
+    """``audit``: worst-case data (D = N copies of C u, added point -C u), balanced game, Eq. 3."""
+    from .audit import audit_worst_case
+
+    check_int(args.N, "N", 1)
+    check_rate(args.q)
+    check_positive(args.sigma, "sigma")
+    check_positive(args.C, "C")
+    check_int(args.n, "n", 1)
+    check_int(args.trials, "trials", 2)
+    check_delta(args.delta)
+    r = audit_worst_case(args.mechanism, args.N, args.n, args.q, args.sigma, args.C, trials=args.trials,
+                         distinguisher=args.distinguisher, seed=args.seed, device=args.device, delta=args.delta)
+    return {"command": "audit", "fpr": r.fpr, "fnr": r.fnr, "eps_lower": r.eps_lower, "delta": r.delta,
+            "trials": r.trials, "eps_claimed": _jsonnum(r.eps_claimed), "fpr_ci": list(r.fpr_ci),
+            "fnr_ci": list(r.fnr_ci), "delta_lower": r.delta_lower, "violation": r.violation,
+            "trials_D": r.trials_D, "trials_Dprime": r.trials_Dprime, "calibration_trials": r.calibration_trials,
+            "mechanism": r.mechanism, "distinguisher": r.distinguisher, "N": r.N, "n": r.n, "q": r.q,
+            "sigma": r.sigma, "C": r.C, "seed": r.seed, "device": r.device}
 
 
 def _validate(args) -> None:
@@ -84,15 +123,12 @@ def _curve(args):
             return lambda a: clt.clt_upper_bound_easgm(a, args.N, args.n, rounds=T)
         return lambda a: clt.clt_upper_bound_feasgm(a, args.N, args.q, args.n, rounds=T)
     if T > 1:
-        if bound == "upper" and mech in ("easgm", "feasgm"):
-            # T rounds of the chi-square upper bound: T(n-1) coordinates (THEORY.md sections 7-8)
-            c = upper_bound(mech, args.N, args.q, args.sigma, T * (args.n - 1) + 1)
-            c.meta.update(rounds=T, n=args.n)
-            return c
-        raise ValueError(
-            f"rounds > 1 is available for --bound upper or clt with mechanism easgm/feasgm; "
-            f"{mech} {bound} over {T} rounds is not implemented yet"
-        )
+        # T rounds (paperlib.composition): easgm/feasgm upper exact (chi-square with T(n-1)
+        # coordinates), asgm upper by numerical composition of Eq. 14, sgm f_q^(xT); the
+        # T-round guarantee of easgm/asgm/feasgm has no closed form (clear error there)
+        from .composition import rounds_curve
+
+        return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, T)
     if bound == "guarantee":
         return guarantee(mech, args.N, args.q, args.sigma, args.n)
     return upper_bound(mech, args.N, args.q, args.sigma, args.n)
@@ -130,7 +166,17 @@ def run_epsilon(args) -> dict:
     delta = check_delta(args.delta)
     if args.claimed:
         if args.rounds > 1:
-            raise ValueError("--claimed with rounds > 1 needs an accountant (not implemented yet); use rounds = 1")
+            # T rounds: the claim as Opacus's RDP accountant reports it (the paper's Figure 7 baseline)
+            from .composition import sgm_claim_epsilon
+
+            eps = sgm_claim_epsilon(args.q, args.sigma, args.rounds, delta, accountant="rdp")
+            out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta,
+                   "curve": f"SGM claim over {args.rounds} rounds (Opacus RDP accountant)",
+                   "accountant": "rdp", "mechanism": args.mechanism, "bound": "claim",
+                   "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
+            if not math.isfinite(eps):
+                out["note"] = "the RDP accountant gives no finite epsilon at this delta"
+            return out
         curve, label = sgm_claim(args.q, args.sigma), "SGM claim"
     else:
         if args.bound == "clt":
@@ -150,8 +196,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        _validate(args)
-        out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
+        if args.command == "audit":
+            out = run_audit(args)  # validates its own options
+        else:
+            _validate(args)
+            out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
     except ValueError as exc:
         sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
         return 2

@@ -62,6 +62,11 @@ def _check_common(N, q, sigma, n=None):
     return N, q, sigma, n
 
 
+def _check_optional(q, sigma):
+    """Validate ``q`` and ``sigma`` where a function accepts them only as metadata (None allowed)."""
+    return (None if q is None else check_rate(q)), (None if sigma is None else check_positive(sigma, "sigma"))
+
+
 def binomial_support(N: int, q: float, tail_tol: float = DEFAULT_TAIL_TOL):
     """Batch sizes ``k`` of ``Bin(N, q)`` that carry all but ``<= tail_tol`` of the mass.
 
@@ -148,11 +153,15 @@ def easgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DE
 
 
 def feasgm_floors(N: int, q: float) -> tuple[int, int]:
-    """``(floor(N q), floor((N + 1) q))``: the normalisers of FEASGM on D and D' (Opacus v1.x)."""
+    """``(floor(N q), floor((N + 1) q))``: the normalisers of FEASGM on D and D' (Opacus v1.x).
+
+    Computed in floating point exactly as Opacus does (``int(len(dataset) * sample_rate)``),
+    so a rate such as ``q = b / N`` whose product rounds just below an integer gives the
+    same floor as the library would.
+    """
     N = check_int(N, "N", 1)
     q = check_rate(q)
-    # guard against N*q landing a hair below an integer in floating point
-    return int(math.floor(N * q + 1e-12)), int(math.floor((N + 1) * q + 1e-12))
+    return int(N * q), int((N + 1) * q)
 
 
 def feasgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
@@ -306,6 +315,7 @@ def easgm_upper_bound(N: int, n: int, q: float | None = None, sigma: float | Non
     """
     N = check_int(N, "N", 1)
     n = check_int(n, "n", 1)
+    q, sigma = _check_optional(q, sigma)
     meta = {"mechanism": "easgm", "bound": "upper", "N": N, "n": n, "q": q, "sigma": sigma}
     return _chi2_pair(n - 1, float(N), "EASGM upper bound", meta)
 
@@ -319,6 +329,7 @@ def feasgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None):
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
+    _, sigma = _check_optional(None, sigma)
     K, K1 = feasgm_floors(N, q)
     if K == 0:
         raise ValueError(f"floor(N*q) = 0 for N={N}, q={q}: FEASGM divides by zero; choose N*q >= 1")
@@ -341,6 +352,7 @@ def asgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None) -> Po
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
+    _, sigma = _check_optional(None, sigma)
     w = q - q * (1 - q) ** N
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "sigma": sigma, "weight_chi2": w}
     chi = _chi2_pair(n - 1, float(N), "chi-square part", {})
@@ -351,6 +363,7 @@ def asgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None) -> Po
 def guarantee(mechanism: str, N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL):
     """The one-round per-pair guarantee of ``mechanism`` in {sgm, easgm, asgm, feasgm}."""
     if mechanism == "sgm":
+        _check_common(N, q, sigma, n)  # N and n do not enter the claim, but must be valid
         return sgm_claim(q, sigma)
     table = {"easgm": easgm_guarantee, "asgm": asgm_guarantee, "feasgm": feasgm_guarantee}
     if mechanism not in table:
@@ -361,6 +374,7 @@ def guarantee(mechanism: str, N: int, q: float, sigma: float, n: int, tail_tol: 
 def upper_bound(mechanism: str, N: int, q: float, sigma: float, n: int):
     """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
     if mechanism == "sgm":
+        _check_common(N, q, sigma, n)
         return sgm_claim(q, sigma)
     if mechanism == "easgm":
         _check_common(N, q, sigma, n)

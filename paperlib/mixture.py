@@ -59,6 +59,17 @@ class LRMixture:
         self.atom_weight = float(
             sum(float(np.sum(f.weights)) for f in self.families if isinstance(f, IdentityFamily))
         )
+        # supremum of log LR over all components (inf when unbounded): the curve's slope at
+        # alpha = 0 is -exp of it, a supporting line that lets the first chord be refined
+        sups = []
+        for f in self.families:
+            if isinstance(f, IdentityFamily):
+                sups.append(0.0)
+            elif hasattr(f, "l_max"):  # GaussVarFamily: log LR <= l_max per component
+                sups.append(float(np.max(f.l_max)))
+            else:
+                sups.append(math.inf)
+        self.sup_logt = max(sups)
         self._curves: dict[float, TradeOffCurve] = {}
 
     # ---------------------------------------------------------------- exact parts
@@ -130,8 +141,21 @@ class LRMixture:
                 break
             # vertex i corresponds to grid index (descending log t); find the log t of each end
             lt_of_vertex = self._vertex_logt
-            l0 = lt_of_vertex[bad_vertex]
-            l1 = lt_of_vertex[bad_vertex + 1]
+            l0 = lt_of_vertex[bad_vertex].copy()
+            l1 = lt_of_vertex[bad_vertex + 1].copy()
+            # the end points (alpha = 0 at t = inf, beta = 0 at t = 0) carry no threshold;
+            # split such an interval towards the nearest evaluated threshold beyond its
+            # other end (a bounded likelihood ratio, e.g. GaussVarFamily's, otherwise
+            # leaves the first chord unrefined: alpha up to 0.34 for n = 3)
+            up = np.isposinf(l0) & np.isfinite(l1)
+            if up.any():
+                j = np.searchsorted(grid, l1[up], side="right")
+                l0[up] = np.where(j < grid.size, grid[np.minimum(j, grid.size - 1)],
+                                  l1[up] + 1.0 + np.abs(l1[up]))
+            down = np.isneginf(l1) & np.isfinite(l0)
+            if down.any():
+                j = np.searchsorted(grid, l0[down], side="left") - 1
+                l1[down] = np.where(j >= 0, grid[np.maximum(j, 0)], l0[down] - 1.0 - np.abs(l0[down]))
             ok = np.isfinite(l0) & np.isfinite(l1) & (np.abs(l0 - l1) > 1e-12 * (1 + np.abs(l0)))
             new = 0.5 * (l0[ok] + l1[ok])
             new = np.setdiff1d(np.unique(new), grid)
@@ -170,7 +194,8 @@ class LRMixture:
         tw = self.total_weight
         va = np.concatenate([[0.0], va, [tw, 1.0]])
         vb = np.concatenate([[tw], vb, [0.0, 0.0]])
-        slope = np.concatenate([[-np.inf], slope, [0.0, 0.0]])
+        s0 = -math.exp(self.sup_logt) if self.sup_logt < 700.0 else -np.inf
+        slope = np.concatenate([[s0], slope, [0.0, 0.0]])
         self._vertex_logt = np.concatenate([[np.inf], lt, [-np.inf, -np.inf]])
         keep = np.ones(va.size, dtype=bool)
         # drop repeated points (same alpha and beta) produced by saturated tails

@@ -44,7 +44,7 @@ def normaliser(mechanism: str, N_data: int, batch: np.ndarray, q: float) -> np.n
     if mechanism == "asgm":
         return np.where(batch > 0, batch, 1.0)
     if mechanism == "feasgm":
-        K = int(math.floor(N_data * q + 1e-12))
+        K = int(N_data * q)  # Opacus: int(len(dataset) * sample_rate)
         if K == 0:
             raise ValueError(f"floor(N*q) = 0 for N={N_data}, q={q}: FEASGM divides by zero")
         return np.full_like(batch, float(K))

@@ -176,12 +176,16 @@ class TradeOffCurve:
             return np.interp(a, self.alpha, self.beta)
         j = np.clip(np.searchsorted(self.alpha, a), 1, self.alpha.size - 1)
         out = np.interp(a, self.alpha, self.beta)
-        # tangent lines at the two neighbouring sampled points bound a convex f from below
+        # tangent lines at the two neighbouring sampled points bound a convex f from below;
+        # their maximum (the tangent envelope) is the tightest such bound, within max_gap
+        # of the chord (taking the minimum, as before, could be 2x max_gap or more low)
+        best = np.full(a.shape, -np.inf)
         for idx in (j - 1, j):
             s = self.slope[idx]
             ok = np.isfinite(s)
             val = self.beta[idx] + np.where(ok, s, 0.0) * (a - self.alpha[idx])
-            out = np.where(ok & (val < out), val, out)
+            best = np.where(ok, np.maximum(best, val), best)
+        out = np.where(np.isfinite(best), np.minimum(out, best), out)
         return np.clip(np.maximum(out, 0.0), 0.0, 1.0)
 
     @property
@@ -197,8 +201,10 @@ class TradeOffCurve:
         """``f^{-1}``: reflection of the graph in the line beta = alpha (THEORY.md section 1)."""
         slope = None
         if self.slope is not None:
+            # reflected points are listed in reverse order, so their slopes must be too;
+            # a flat piece (slope 0) becomes a vertical one (slope -inf)
             with np.errstate(divide="ignore"):
-                slope = 1.0 / self.slope
+                slope = np.where(self.slope == 0, -np.inf, 1.0 / self.slope)[::-1].copy()
         return TradeOffCurve(
             self.beta[::-1].copy(), self.alpha[::-1].copy(), slope,
             label=f"inverse of {self.label}", meta=dict(self.meta),

@@ -1,0 +1,98 @@
+"""Benchmark: a 200-point EASGM guarantee curve at the size of the large model.
+
+Times ``easgm_guarantee(N, 0.005, 10, 1_485_217)(alpha, tol=TOL)`` for 200 values of
+``alpha`` in [0, 1] (Theorem 3.6: a common-threshold mixture of noncentral chi-square
+components in dimension 1,485,217) on one thread, for
+
+* ``N = 4``       target < 5 s  (10 components, all far apart: the curve is ~0),
+* ``N = 59,999``  target < 30 s (about 500 binomial components).
+
+Run by ``make bench`` (MODE/DEVICE/SEED arrive as environment variables; the
+computation is deterministic and CPU-only, so they are only recorded). Prints one
+line per case with time, tolerance, number of likelihood-ratio thresholds evaluated
+and PASS/FAIL, stores the numbers in ``results/bench_guarantee.json`` and exits with
+status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import os
+
+# one thread, set before numpy/scipy are imported
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from paperlib import guarantees  # noqa: E402
+from paperlib.provenance import RESULTS_ENV, save_result  # noqa: E402
+
+MODE = os.environ.get("MODE", "quick")
+DEVICE = os.environ.get("DEVICE", "cpu")
+SEED = int(os.environ.get("SEED", "0"))
+
+Q, SIGMA, N_PARAMS = 0.005, 10.0, 1_485_217
+N_ALPHA = 200
+TOL = 1e-5  # chord error of the sampled curve (the value is within TOL of the exact one)
+CASES = [(4, 5.0), (59_999, 30.0)]  # (N, target seconds)
+
+
+def main() -> int:
+    root = Path(__file__).resolve().parent.parent
+    os.environ.setdefault(RESULTS_ENV, str(root / "results"))
+    try:
+        from threadpoolctl import threadpool_limits  # optional: caps pools already started
+    except ImportError:
+        threadpool_limits = None
+    alpha = np.linspace(0.0, 1.0, N_ALPHA)
+    rows = []
+    ok_all = True
+    print(f"EASGM guarantee, q={Q}, sigma={SIGMA:g}, n={N_PARAMS:,}, {N_ALPHA} alpha values, tol={TOL:g}, "
+          f"one thread ({platform.processor() or platform.machine()}; MODE={MODE})")
+    for N, target in CASES:
+        g = guarantees.easgm_guarantee(N, Q, SIGMA, N_PARAMS)  # fresh object: no cached curve
+        t0 = time.perf_counter()
+        if threadpool_limits is not None:
+            with threadpool_limits(limits=1):
+                beta = g(alpha, tol=TOL)
+        else:
+            beta = g(alpha, tol=TOL)
+        dt = time.perf_counter() - t0
+        curve = g.curve(TOL)  # cached by the call above
+        ok = dt < target and np.all(np.isfinite(beta))
+        ok_all &= bool(ok)
+        row = {
+            "N": N,
+            "seconds": dt,
+            "target_seconds": target,
+            "pass": bool(ok),
+            "tol": TOL,
+            "evaluations": int(curve.meta["evaluations"]),
+            "vertices": int(curve.alpha.size),
+            "max_gap": float(curve.meta["max_gap"]),
+            "components": int(sum(np.size(f.weights) for f in g.families)),
+            "dropped_mass": float(g.dropped_mass),
+            "beta_at_alpha_0.1_0.5": [float(g(0.1, tol=TOL)), float(g(0.5, tol=TOL))],
+        }
+        rows.append(row)
+        print(f"  N={N:>6,}: {dt:7.2f} s (target < {target:g} s) {'PASS' if ok else 'FAIL'}; "
+              f"{row['evaluations']} thresholds evaluated, {row['components']} components, "
+              f"chord error {row['max_gap']:.1e}, beta(0.1)={row['beta_at_alpha_0.1_0.5'][0]:.4f}, "
+              f"beta(0.5)={row['beta_at_alpha_0.1_0.5'][1]:.4f}")
+    params = {"q": Q, "sigma": SIGMA, "n": N_PARAMS, "n_alpha": N_ALPHA, "tol": TOL, "N": [c[0] for c in CASES]}
+    path = save_result("bench_guarantee", params,
+                       {"cases": rows, "threads": 1, "threadpoolctl": threadpool_limits is not None,
+                        "device": DEVICE, "python": sys.version.split()[0]},
+                       mode=MODE, seed=SEED, wall_time=sum(r["seconds"] for r in rows))
+    print(f"  -> {path}")
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

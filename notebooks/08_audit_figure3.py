@@ -1,0 +1,280 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Auditing EASGM and ASGM on synthetic data: the output dimension (Figure 3)
+#
+# The corrected guarantees of {cite}`wang2026rethinking` weaken as the output dimension
+# $n$ grows: the noise on $D$ and on $D'$ is divided by different numbers, so the two
+# outputs differ in scale in every one of the $n$ coordinates, and the evidence adds
+# up. This chapter checks that an auditor can actually collect that evidence. It
+# repeats the game of the previous chapter (tight-auditing setting of
+# {cite}`annamalai2024nearly`, one round, white-box adversary, threshold chosen on
+# separate calibration rounds, 95% Clopper-Pearson intervals and the lower bound
+# $\varepsilon_L$ of {cite}`nasr2023tight`) with $|D| = N = 4$, $|D'| = 5$,
+# $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, worst-case synthetic gradients, and
+# varies $n$.
+#
+# **Settings** (as in the paper's Figure 3): ASGM at $q = 0.7$ and EASGM at $q = 0.05$;
+# we add EASGM at $q = 0.005$, the rate of the paper's large-dataset examples. The paper
+# does not list its six values of $n$. We use
+# $n \in \{1, 10, 30, 100, 1{,}000, 10{,}000\}$: decades from 1 to $10^4$, plus 30 to
+# resolve the region just below $n = 100$, where the paper reports that the gap to the
+# SGM claim becomes marked.
+#
+# **How it is drawn.** The paper shows each audit as the $(\varepsilon,\delta)$ trade-off
+# curve $f_{\varepsilon_L,\delta}(\alpha) = \max\{0,\ 1-\delta-e^{\varepsilon_L}\alpha,\
+# e^{-\varepsilon_L}(1-\delta-\alpha)\}$ and the claim as $f_{\varepsilon_{\text{claim}},\delta}$.
+# An audited curve below the claimed one means $\varepsilon_L > \varepsilon_{\text{claim}}$:
+# the audit has shown more leakage than the claim allows.
+
+# %% tags=["parameters"]
+MODE = "quick"
+DEVICE = "cpu"
+SEED = 0
+
+# %% [markdown]
+# ## Set-up
+#
+# A round at $n = 10{,}000$ draws $10^4$ Gaussian numbers, so the trial count sets the
+# cost here. `quick` uses 4,000 counted trials per point (plus 4,000 calibration
+# rounds), about half a minute on one CPU core in all; `full` uses the paper's 10,000
+# (for a GPU); `smoke` 400. Fewer trials lower the largest $\varepsilon_L$ that can be
+# certified (printed below) and widen the intervals; they do not move the audited points
+# in any systematic direction.
+
+# %%
+import math
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import display
+from myst_nb import glue
+
+from paperlib import audit as A
+from paperlib import figures as pf
+from paperlib import plotting
+from paperlib.guarantees import guarantee, sgm_claim
+from paperlib.tradeoff import eps_delta_tradeoff
+
+assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
+pf.setup_output_dirs()
+T_START = time.perf_counter()
+
+TRIALS = pf.pick(MODE, smoke=400, quick=4_000, full=10_000)  # counted rounds per point (half on D, half on D')
+N_SET, SIGMA, C, DELTA = 4, 10.0, 0.1, 1e-5
+N_DIMS = [1, 10, 30, 100, 1_000, 10_000]
+SETTINGS = [("asgm", 0.7), ("easgm", 0.05), ("easgm", 0.005)]
+NORMALITY = "normality[chi2,weighted]"
+HALF = "normality[chi2,weighted][ties=half]"  # not the paper's rule: undecided pairs count half a vote
+COMMON = {"sigma": SIGMA, "C": C, "trials": TRIALS, "delta": DELTA, "device": DEVICE,
+          "distinguishers": ["optimal", "normality", {"name": "normality", "ties": "half"}]}
+if DEVICE == "cpu":
+    COMMON["num_threads"] = 1  # steadier on shared CPUs; the noise draw is single-threaded anyway
+POINTS = [{"mechanism": m, "N": N_SET, "n": n, "q": q} for (m, q) in SETTINGS for n in N_DIMS]
+nd = TRIALS // 2
+ceiling = A.eps_lower(A.cp_upper(0, nd), A.cp_upper(0, TRIALS - nd), DELTA)
+print(f"MODE={MODE} DEVICE={DEVICE} SEED={SEED}: {len(POINTS)} points, {TRIALS:,} counted + {TRIALS:,} calibration "
+      f"rounds each; largest certifiable eps_L {ceiling:.2f}")
+for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,}",
+             "ceiling": f"{ceiling:.2f}"}.items():
+    glue(f"nb08_{k}", v, display=False)
+
+# %% [markdown]
+# ## 1. The audits
+#
+# Cached and resumable in `results/08_fig3_audit.json` (`paperlib.audit.audit_sweep`).
+# Three distinguishers score the same rounds: the paper's normality votes (chi-square
+# test, probability-weighted votes, a fair coin for undecided pairs), the same votes
+# with undecided pairs counted as half a vote (a variant, explained at the end), and
+# the exact likelihood ratio.
+
+# %%
+sweep = A.audit_sweep("08_fig3_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
+RES = {(r["point"]["mechanism"], r["point"]["q"], r["point"]["n"]): r["results"] for r in sweep}
+claim = {q: sgm_claim(q, SIGMA).epsilon(DELTA) for _, q in SETTINGS}
+
+
+def theory():
+    out = []
+    for p in POINTS:
+        g = guarantee(p["mechanism"], p["N"], p["q"], SIGMA, p["n"]).epsilon(DELTA)
+        out.append({**p, "eps_guarantee": g if math.isfinite(g) else None})
+    return out
+
+
+th, _ = pf.cached("08_fig3_theory", {"points": POINTS, "sigma": SIGMA, "delta": DELTA}, theory, mode=MODE,
+                  seed=SEED)
+GUAR = {(t["mechanism"], t["q"], t["n"]): (t["eps_guarantee"] if t["eps_guarantee"] is not None else math.inf)
+        for t in th}
+
+# %% [markdown]
+# ## 2. Figure 3: audited $(\varepsilon,\delta)$ curves against the claim
+
+# %%
+alpha = np.linspace(0.0, 1.0, 801)
+titles = [f"{m.upper()}, q = {q:g}" for m, q in SETTINGS]
+fig, axes = pf.new_grid(2, len(SETTINGS), panel=3.4)
+shade = pf.shades(plotting.COLORS["audit"], len(N_DIMS), lightest=0.75)
+for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("optimal", "optimal distinguisher"))):
+    for col, (mech, q) in enumerate(SETTINGS):
+        ax = axes[row, col]
+        ax.set_title(f"{titles[col]}\n{name}", fontsize=9)
+        ax.plot(alpha, eps_delta_tradeoff(alpha, claim[q], DELTA), color=plotting.COLORS["sgm_claim"], linewidth=1.8,
+                label=f"SGM claim, ε = {claim[q]:.3g}")
+        for c, n in zip(shade, N_DIMS):
+            r = RES[(mech, q, n)][label]
+            ax.plot(alpha, eps_delta_tradeoff(alpha, r["eps_lower"], DELTA), color=c, linewidth=1.3,
+                    label=f"n = {n:,}: ε_L = {r['eps_lower']:.2f}")
+            ax.plot(r["fpr_ci"][1], r["fnr_ci"][1], "o", color=c, markersize=3.5)
+        ax.legend(fontsize=6, loc="upper right")
+fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g} "
+             f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
+plotting.savefig(fig, "08_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+                                        "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
+                                        "settings": [list(s) for s in SETTINGS]})
+plt.show()
+
+# %% [markdown]
+# **Figure 8.1 (the paper's Figure 3).** Each panel: the SGM claim's
+# $(\varepsilon,\delta)$ curve $f_{\varepsilon_{\text{claim}},\delta}$ (black) and the
+# audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (light to dark:
+# $n = 1$ to $10{,}000$); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
+# each audit's FPR and FNR, the corner that certifies $\varepsilon_L$. Top row: the
+# paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
+# row: the optimal distinguisher. A curve below the black one is an audit that violates
+# the claim. $N = 4$, $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, synthetic worst-case
+# gradients; mode {glue:text}`nb08_mode`, device {glue:text}`nb08_device`, seed
+# {glue:text}`nb08_seed`, {glue:text}`nb08_trials` counted trials per point (as many
+# calibration rounds), 95% Clopper-Pearson intervals. File: `figures/08_fig3_audit.png`.
+
+# %% [markdown]
+# ## 3. $\varepsilon_L$ against the output dimension
+
+# %%
+fig, axes = plt.subplots(1, len(SETTINGS), figsize=(10.5, 4.0), sharey=True, layout="constrained")
+for ax, (mech, q) in zip(axes, SETTINGS):
+    g = np.array([GUAR[(mech, q, n)] for n in N_DIMS])
+    ax.plot(N_DIMS, np.where(np.isfinite(g), g, 1e3), "s-", color=plotting.COLORS["guarantee"], markersize=3.5,
+            label="corrected guarantee")
+    ax.plot(N_DIMS, [RES[(mech, q, n)]["optimal"]["eps_lower"] for n in N_DIMS], "o-",
+            color=plotting.COLORS["audit"], label="audit, optimal")
+    ax.plot(N_DIMS, [RES[(mech, q, n)][NORMALITY]["eps_lower"] for n in N_DIMS], "o--",
+            color=plotting.COLORS["audit"], markerfacecolor="white", label="audit, normality")
+    ax.plot(N_DIMS, [RES[(mech, q, n)][HALF]["eps_lower"] for n in N_DIMS], "^:",
+            color=plotting.COLORS["audit"], markerfacecolor="white", label="audit, normality, ties = ½")
+    ax.axhline(claim[q], color=plotting.COLORS["sgm_claim"], label="SGM claim")
+    ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=0.9, label="most trials can certify")
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=1e-3)
+    ax.set_ylim(0, 2e3)
+    ax.grid(True, alpha=0.3, linewidth=0.5, which="both")
+    ax.set_title(f"{mech.upper()}, q = {q:g}", fontsize=10)
+    ax.set_xlabel("output dimension n")
+axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=6, frameon=False)
+plotting.savefig(fig, "08_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+                                      "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})
+plt.show()
+
+# %% [markdown]
+# **Figure 8.2.** The audits of Figure 8.1 as numbers: $\varepsilon_L$ (pink; filled
+# circles: optimal distinguisher, hollow circles: normality distinguisher, triangles:
+# normality votes with undecided pairs counted as half a vote) against $n$, with the SGM
+# claim (black), the $\varepsilon$ of the corrected guarantee (blue; off the top of the
+# axis, drawn at $10^3$, where it is infinite at double precision) and the largest
+# $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb08_ceiling`). The
+# vertical axis is logarithmic above $10^{-3}$ and linear below, so that $\varepsilon_L = 0$
+# is visible. Mode {glue:text}`nb08_mode`, device {glue:text}`nb08_device`, seed
+# {glue:text}`nb08_seed`, {glue:text}`nb08_trials` trials per point. File:
+# `figures/08_eps_vs_n.png`.
+
+# %%
+rows, below, below_large = [], [], []
+for (mech, q) in SETTINGS:
+    for n in N_DIMS:
+        r = RES[(mech, q, n)]
+        o, m = r["optimal"], r[NORMALITY]
+        rows.append([mech.upper(), q, n, claim[q], m["eps_lower"], r[HALF]["eps_lower"], o["eps_lower"], o["fpr"],
+                     o["fnr"], GUAR[(mech, q, n)]])
+        for lab, x in (("normality", m), ("optimal", o)):
+            if x["eps_lower"] <= claim[q]:
+                below.append((lab, mech.upper(), q, n, x["eps_lower"], claim[q]))
+                if n >= 100:
+                    below_large.append(below[-1])
+over_guarantee = [k for k in RES if RES[k]["optimal"]["eps_lower"] > GUAR[k]]
+print(f"audits at or below the SGM claim: {len(below)} of {2 * len(POINTS)}; with n >= 100: {len(below_large)}")
+print(f"audits above the corrected guarantee (must be none): {len(over_guarantee)}")
+glue("nb08_below", str(len(below)), display=False)
+glue("nb08_below_large", str(len(below_large)), display=False)
+glue("nb08_total", str(2 * len(POINTS)), display=False)
+if below_large:
+    verdict = ("not every audit with n ≥ 100 clears the claim in this run: "
+               + "; ".join(f"{lab} distinguisher at {m} q = {q:g}, n = {n:,} (ε_L = {e:.3g} vs {c:.3g})"
+                           for lab, m, q, n, e, c in below_large)
+               + ". These points are not evidence that the claim holds (see below)")
+else:
+    verdict = "as in the paper, every EASGM and ASGM audit with n ≥ 100 lies above the SGM claim, with both distinguishers"
+glue("nb08_verdict", verdict, display=False)
+print(verdict)
+pf.markdown_table(["mechanism", "q", "n", "ε claim", "ε_L normality", "ε_L normality (ties ½)", "ε_L optimal",
+                   "FPR (opt.)", "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
+
+# %%
+if below:
+    display(pf.markdown_table(["distinguisher", "mechanism", "q", "n", "ε_L", "ε claim"], below, floatfmt=".3g"))
+else:
+    print("Every audit lies above the SGM claim.")
+
+# %% [markdown]
+# **Reading the results.** {glue:text}`nb08_below` of the {glue:text}`nb08_total`
+# audits (two distinguishers, 18 points) are at or below the SGM claim, and
+# {glue:text}`nb08_below_large` of those have $n \ge 100$; in this run
+# {glue:text}`nb08_verdict`. The audited curves move towards the origin as $n$ grows,
+# and from $n = 100$ on the optimal audits sit at or near the certification ceiling:
+# the two datasets are told apart almost without error in a sizeable share of the
+# rounds.
+#
+# Below $n = 100$ a point under the claim is expected and does not contradict the
+# paper: at $n = 1$ and $10$ the scale difference acts on only a few coordinates, and a
+# leakage of a few tenths of a unit of $\varepsilon$ needs far more than a few thousand
+# trials to be certified at 95% confidence. With the tiny EASGM claims (0.014 at
+# $q = 0.05$, 0.0009 at $q = 0.005$) any certified $\varepsilon_L > 0$ is already a
+# violation; ASGM's claim (0.24) is larger and its leakage sits in the rare event that
+# the added record is sampled, so its low-$n$ points are the last to cross.
+#
+# The normality distinguisher gains little from $n$ on ASGM, unlike the optimal one. For
+# large $n$ each chi-square test is sharp: it passes exactly when the output's noise
+# scale matches. Under $D$ with $k$ records sampled the scale is $\sigma C/k$, which
+# matches the $P$ side of the pair with $k$ records (a vote for $D$) and the $Q$ side of
+# the pair with $k-1$ records plus the added one (a vote for $D'$); under $D'$ the mirror
+# image happens. The votes cancel, the remaining pairs contribute coins, and only the
+# pairs' different weights are left to tell the datasets apart — and the coins drown
+# those. Counting an undecided pair as half a vote instead of a coin flip (triangles in
+# Figure 8.2) removes that noise, and the same votes then certify an $\varepsilon_L$
+# that grows with $n$ like the optimal one's. An $\varepsilon_L$ near the claim for ASGM
+# at large $n$ is therefore a limit of the paper's distinguisher with fair coins (as
+# rebuilt here; the paper's Appendix C is missing), not of the leakage. The counts of
+# audits below the claim above cover the paper's rule and the optimal distinguisher
+# only; the tie variant is shown for explanation.
+#
+# The corrected guarantee is never exceeded (printed check above), and its
+# $\varepsilon$ grows with $n$ far beyond what any feasible number of trials can certify:
+# the audits give a *lower* bound on a leakage that the theory says is larger still.
+
+# %%
+print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")

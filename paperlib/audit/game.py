@@ -1,0 +1,489 @@
+"""The one-round membership game and its audit (THEORY.md section 9; paper Sections 4-5).
+
+Procedure of :func:`audit_distinguishers` (and of its one-distinguisher form :func:`audit`):
+
+1. Build the white-box model (:class:`~paperlib.audit.components.WhiteBoxModel`):
+   the adversary knows every per-example vector, hence every component.
+2. **Calibration**: run the mechanism ``calibration_trials`` times, half on ``D`` and
+   half on ``D'`` (balanced), score the outputs, and choose the decision threshold
+   that maximises the empirical lower bound on epsilon *on these trials*
+   (:func:`select_threshold`; objective ``"eps"``, or ``"delta"`` at a fixed epsilon).
+3. **Counting**: ``trials`` fresh runs, again half on each dataset; guess ``D'`` when
+   the score exceeds the threshold (ties broken at random); count false positives
+   (``D`` guessed as ``D'``) and false negatives.
+4. Clopper-Pearson intervals of FPR and FNR; ``eps_L`` at the given ``delta`` and
+   ``delta_L`` at the claim's epsilon (:mod:`paperlib.audit.stats`), compared with the
+   SGM claim ``sgm_claim(q, sigma).epsilon(delta)``.
+
+The threshold is never chosen on the counted trials (that would void the intervals).
+``trials`` counts the game's counted rounds in total (the paper's "10,000 trials per
+audited result"): ``trials // 2`` on ``D`` and the rest on ``D'``. The mechanism runs
+``calibration_trials + trials`` times in all.
+
+Randomness: one ``torch.Generator`` on the device, seeded with ``seed``, draws all
+mechanism randomness in the order calibration-D, calibration-D', counted-D,
+counted-D'; a numpy generator seeded with ``(seed, 1)`` draws the coins of the
+normality votes and the random tie-breaks. Same seed and device, same numbers; CPU
+and CUDA generators differ, so the device is part of a result's parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .. import mechanisms as mech_mod
+from ..guarantees import sgm_claim
+from ..provenance import load_result, save_result
+from ..validation import check_delta, check_int, check_positive, check_probability, check_rate
+from .components import MAX_N_EXACT, WhiteBoxModel
+from .distinguishers import make_distinguisher
+from .stats import clopper_pearson, cp_upper, delta_lower, eps_lower
+
+__all__ = [
+    "AUDIT_VERSION",
+    "AuditResult",
+    "worst_case_vectors",
+    "select_threshold",
+    "audit_distinguishers",
+    "audit",
+    "audit_worst_case",
+    "cached_audit",
+    "audit_sweep",
+]
+
+#: bump when the procedure changes, so cached results are recomputed
+AUDIT_VERSION = 1
+
+
+@dataclass
+class AuditResult:
+    """Outcome of one audit (one distinguisher). ``to_dict()`` gives JSON-ready numbers."""
+
+    mechanism: str
+    distinguisher: dict
+    N: int
+    n: int
+    q: float
+    sigma: float
+    C: float
+    delta: float
+    trials: int  # counted rounds in total
+    trials_D: int
+    trials_Dprime: int
+    calibration_trials: int
+    false_positives: int
+    false_negatives: int
+    fpr: float
+    fnr: float
+    fpr_ci: tuple
+    fnr_ci: tuple
+    confidence: float
+    eps_lower: float
+    eps_claimed: float
+    eps_for_delta: float
+    delta_lower: float
+    violation: bool  # eps_lower > eps_claimed (or delta_lower > delta)
+    threshold: tuple  # (score, tie-break key)
+    calibration: dict
+    seed: int
+    device: str
+    dtype: str
+    data: str
+    model: dict = field(default_factory=dict)
+    wall_time_s: float | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["fpr_ci"] = list(self.fpr_ci)
+        d["fnr_ci"] = list(self.fnr_ci)
+        t = [float(v) if math.isfinite(v) else None for v in self.threshold]
+        d["threshold"] = t
+        return d
+
+
+# ---------------------------------------------------------------------------- data
+def worst_case_vectors(N: int, n: int, C: float = 1.0, *, kind: str = "worst", direction: str = "e1",
+                       seed: int = 0) -> np.ndarray:
+    """Synthetic per-example vectors, shape ``(N+1, n)``, every row of norm ``C``.
+
+    ``kind="worst"`` (THEORY.md section 6): every record of D is ``C u`` and the added
+    point is ``-C u``, which attains every component's largest mean shift at once.
+    ``u`` is ``e_1`` (``direction="e1"``), ``(1, ..., 1)/sqrt(n)`` (``"ones"``) or a uniformly
+    random unit vector (``"random"``, from ``seed``). The optimal distinguisher and the
+    ``chi2`` normality test do not depend on ``u``; the ``ks`` and ``normaltest``
+    tests do.
+    ``kind="random"``: every row an independent uniformly random direction (not worst case).
+    """
+    N = check_int(N, "N", 1)
+    n = check_int(n, "n", 1)
+    C = check_positive(C, "C")
+    rng = np.random.default_rng(seed)
+    if kind == "worst":
+        if direction == "e1":
+            u = np.zeros(n)
+            u[0] = 1.0
+        elif direction == "ones":
+            u = np.full(n, 1.0 / math.sqrt(n))
+        elif direction == "random":
+            u = rng.standard_normal(n)
+            u /= np.linalg.norm(u)
+        else:
+            raise ValueError(f"direction must be 'e1', 'ones' or 'random', got {direction!r}")
+        v = np.tile(C * u, (N + 1, 1))
+        v[N] = -C * u
+        return v
+    if kind == "random":
+        v = rng.standard_normal((N + 1, n))
+        return C * v / np.linalg.norm(v, axis=1, keepdims=True)
+    raise ValueError(f"kind must be 'worst' or 'random', got {kind!r}")
+
+
+# ---------------------------------------------------------------------------- thresholds
+def _greater(scores, keys, t):
+    """Guess D' where (score, key) > (t_score, t_key) lexicographically."""
+    ts, tk = t
+    return (scores > ts) | ((scores == ts) & (keys > tk))
+
+
+def select_threshold(scores_d, keys_d, scores_dp, keys_dp, *, delta: float, confidence: float = 0.95,
+                     objective: str = "eps", eps_for_delta: float | None = None):
+    """Threshold maximising the calibration trials' ``eps_L`` (or ``delta_L`` at ``eps_for_delta``).
+
+    Scores with larger values mean "D'"; ``keys`` (uniform on [0, 1)) break ties at random.
+    Every pooled calibration value is a candidate, plus "guess D' always" (only the ends
+    of runs of D scores can be optimal, so only those are evaluated); among equal
+    objective values the largest empirical advantage ``1 - FPR - FNR`` wins. Returns
+    ``(threshold, info)`` with ``threshold = (score, key)`` and the calibration FPR, FNR
+    and objective at it.
+    """
+    sd, kd = np.asarray(scores_d, float), np.asarray(keys_d, float)
+    sq, kq = np.asarray(scores_dp, float), np.asarray(keys_dp, float)
+    nd, nq = sd.size, sq.size
+    s = np.concatenate([sd, sq])
+    k = np.concatenate([kd, kq])
+    lab = np.concatenate([np.zeros(nd, bool), np.ones(nq, bool)])
+    order = np.lexsort((k, s))
+    s, k, lab = s[order], k[order], lab[order]
+    # threshold at position i (0..size): elements [0, i) are guessed D, [i, size) D'.
+    # i = 0: always D'; i = size: always D.
+    cum_d = np.concatenate([[0], np.cumsum(~lab)])
+    cum_q = np.concatenate([[0], np.cumsum(lab)])
+    fp = nd - cum_d  # D elements above the threshold
+    fn = cum_q  # D' elements at or below it
+    # Only the ends of runs of D scores can be optimal (moving the threshold past a D
+    # score lowers FP, past a D' score raises FN), plus "always D'" and "always D".
+    pos = np.arange(s.size + 1)
+    cand = (pos == 0) | (pos == s.size)
+    cand[1:-1] = ~lab[:-1] & lab[1:]
+    cand[0] = cand[-1] = True
+    pos, fp, fn = pos[cand], fp[cand], fn[cand]
+    a_r = cp_upper(fp, np.full(fp.shape, nd), confidence)
+    b_r = cp_upper(fn, np.full(fn.shape, nq), confidence)
+    if objective == "eps":
+        obj = eps_lower(a_r, b_r, delta)
+    elif objective == "delta":
+        if eps_for_delta is None:
+            raise ValueError("eps_for_delta is needed for objective='delta'")
+        obj = delta_lower(a_r, b_r, eps_for_delta)
+    else:
+        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+    # ties of the objective (e.g. eps_L = 0 everywhere on few trials): take the largest
+    # empirical advantage 1 - FPR - FNR among them
+    adv = 1.0 - fp / nd - fn / nq
+    best = obj >= np.max(obj) - 1e-12
+    j = int(np.flatnonzero(best)[np.argmax(adv[best])])
+    i = int(pos[j])
+    thr = (-math.inf, -math.inf) if i == 0 else (float(s[i - 1]), float(k[i - 1]))
+    info = {"fpr": float(fp[j] / nd), "fnr": float(fn[j] / nq), "objective": objective,
+            "value": float(obj[j]), "trials_D": nd, "trials_Dprime": nq}
+    return thr, info
+
+
+# ---------------------------------------------------------------------------- the game
+def _digest(vectors: np.ndarray) -> str:
+    a = np.ascontiguousarray(np.asarray(vectors, dtype=np.float64))
+    return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
+
+
+def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
+    if mechanism not in mech_mod.MECHANISMS:
+        raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    C = check_positive(C, "C")
+    trials = check_int(trials, "trials", 2)
+    calibration_trials = trials if calibration_trials is None else check_int(calibration_trials,
+                                                                             "calibration_trials", 2)
+    delta = check_delta(delta)
+    confidence = check_probability(confidence, "confidence", open_left=True, open_right=True)
+    return q, sigma, C, trials, calibration_trials, delta, confidence
+
+
+def _run_side(model, dists, mechanism, vectors_t, q, sigma, C, dataset, count, gen, rng, device, dtype,
+              chunk_size, batched, bar):
+    """Scores (and tie keys) of ``count`` rounds on ``dataset`` for every distinguisher."""
+    scores = {name: [] for name in dists}
+    if batched:
+        chunks = (ch.outputs for ch in mech_mod.iter_samples(
+            mechanism, vectors_t, q, sigma, C, dataset, count, gen, device=device, dtype=dtype,
+            chunk_size=chunk_size))
+    else:
+        rows = vectors_t[:-1] if dataset == "D" else vectors_t
+        N_data, n = rows.shape
+
+        def _loop():
+            for _ in range(count):
+                mask = torch.rand((1, N_data), generator=gen, device=device, dtype=torch.float64) < q
+                noise = torch.randn((1, n), generator=gen, device=device, dtype=dtype)
+                yield mech_mod.apply_round_loop(mechanism, rows, mask, noise, q, sigma, C)
+
+        chunks = _loop()
+    for x in chunks:
+        proj = model.project(x)
+        for name, d in dists.items():
+            scores[name].append(d.score(x, proj, rng))
+        if bar is not None:
+            bar.update(x.shape[0])
+    out = {}
+    for name in dists:
+        sc = np.concatenate(scores[name])
+        out[name] = (sc, rng.random(sc.size))
+    return out
+
+
+def audit_distinguishers(
+    vectors,
+    mechanism: str,
+    q: float,
+    sigma: float,
+    C: float,
+    *,
+    trials: int,
+    distinguishers=("optimal",),
+    delta: float = 1e-5,
+    calibration_trials: int | None = None,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float64,
+    confidence: float = 0.95,
+    objective: str = "eps",
+    eps_for_delta: float | None = None,
+    chunk_size: int | None = None,
+    batched: bool = True,
+    progress: bool = False,
+    data: str = "given",
+    max_N: int = MAX_N_EXACT,
+    num_threads: int | None = None,
+) -> dict:
+    """Audit one round of ``mechanism`` on given vectors with several distinguishers on the same runs.
+
+    Parameters
+    ----------
+    vectors : array (N+1, n)
+        Per-example vectors (rows 0..N-1 = D, row N = the added point); clipped to ``C``.
+    mechanism : {"sgm", "easgm", "asgm", "feasgm"}
+    q, sigma, C : sampling rate in (0, 1], noise multiplier > 0, clipping norm > 0.
+    trials : int >= 2
+        Counted rounds in total (half on D, half on D').
+    distinguishers : iterable
+        Specs for :func:`~paperlib.audit.distinguishers.make_distinguisher`, e.g.
+        ``"optimal"``, ``"normality"``, ``{"name": "normality", "test": "ks"}``; or a dict
+        ``{label: spec}``.
+    delta : the delta of ``eps_L`` (default 1e-5).
+    calibration_trials : rounds for choosing the threshold (default ``trials``), separate.
+    seed, device, dtype : randomness, where the rounds run, float type of the outputs.
+    confidence : of each Clopper-Pearson interval (two-sided, default 0.95).
+    objective : ``"eps"`` (maximise ``eps_L``) or ``"delta"`` (maximise ``delta_L`` at ``eps_for_delta``).
+    eps_for_delta : epsilon at which ``delta_L`` is reported (default: the SGM claim's epsilon).
+    chunk_size : trials per batch (default from memory size); ``batched=False`` runs the
+        plain per-trial loop (same numbers as ``chunk_size=1``).
+    progress : show a tqdm bar over the rounds.
+    data : label stored with the result ("given", "worst-case", ...).
+    num_threads : torch CPU threads during the audit (restored afterwards); ``None`` keeps
+        the current setting. On a shared, busy machine 1 is often much faster than 2.
+
+    Returns ``{label: AuditResult}``.
+
+    Raises ValueError naming the parameter: q outside (0, 1], trials < 2, non-finite or
+    misshaped vectors, N > ``max_N`` (12), FEASGM with floor(N q) = 0, unknown names.
+    """
+    q, sigma, C, trials, calibration_trials, delta, confidence = _validate_common(
+        mechanism, q, sigma, C, trials, calibration_trials, delta, confidence)
+    if objective not in ("eps", "delta"):
+        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device: 'cuda' was asked for but torch.cuda.is_available() is False")
+    vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
+    model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
+    if isinstance(distinguishers, dict):
+        specs = dict(distinguishers)
+    else:
+        specs = {}
+        for spec in distinguishers:
+            d = make_distinguisher(spec)
+            specs[d.name] = d
+    dists = {}
+    for label, spec in specs.items():
+        d = make_distinguisher(spec)
+        d.bind(model)
+        dists[label] = d
+    eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
+    eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
+    if not math.isfinite(eps_d) or eps_d < 0:
+        raise ValueError(f"eps_for_delta must be a finite number >= 0, got {eps_for_delta!r}")
+
+    t0 = time.perf_counter()
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    rng = np.random.default_rng([int(seed), 1])
+    vt = vectors_t.to(device=device, dtype=dtype)
+    halves = {"cal": (calibration_trials // 2, calibration_trials - calibration_trials // 2),
+              "count": (trials // 2, trials - trials // 2)}
+    prev_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(check_int(num_threads, "num_threads", 1))
+    bar = tqdm(total=calibration_trials + trials, desc=f"audit {mechanism} N={model.N} n={model.n}",
+               unit="round", disable=not progress, leave=False)
+    res = {}
+    try:
+        for phase in ("cal", "count"):
+            res[phase] = {}
+            for ds, cnt in zip(("D", "D'"), halves[phase]):
+                res[phase][ds] = _run_side(model, dists, mechanism, vt, q, sigma, C, ds, cnt, gen, rng, device,
+                                           dtype, chunk_size, batched, bar)
+    finally:
+        bar.close()
+        torch.set_num_threads(prev_threads)
+    wall = time.perf_counter() - t0
+
+    out = {}
+    for label, d in dists.items():
+        (sd, kd), (sq, kq) = res["cal"]["D"][label], res["cal"]["D'"][label]
+        thr, info = select_threshold(sd, kd, sq, kq, delta=delta, confidence=confidence, objective=objective,
+                                     eps_for_delta=eps_d)
+        (cd, ckd), (cq, ckq) = res["count"]["D"][label], res["count"]["D'"][label]
+        fp = int(_greater(cd, ckd, thr).sum())
+        fn = int((~_greater(cq, ckq, thr)).sum())
+        nd, nq = cd.size, cq.size
+        fpr_ci = clopper_pearson(fp, nd, confidence)
+        fnr_ci = clopper_pearson(fn, nq, confidence)
+        e_l = float(eps_lower(fpr_ci[1], fnr_ci[1], delta))
+        d_l = float(delta_lower(fpr_ci[1], fnr_ci[1], eps_d))
+        out[label] = AuditResult(
+            mechanism=mechanism, distinguisher=d.describe(), N=model.N, n=model.n, q=q, sigma=sigma, C=C,
+            delta=delta, trials=trials, trials_D=nd, trials_Dprime=nq, calibration_trials=calibration_trials,
+            false_positives=fp, false_negatives=fn, fpr=fp / nd, fnr=fn / nq, fpr_ci=fpr_ci, fnr_ci=fnr_ci,
+            confidence=confidence, eps_lower=e_l, eps_claimed=eps_claimed, eps_for_delta=eps_d,
+            delta_lower=d_l, violation=bool(e_l > eps_claimed or (eps_for_delta is None and d_l > delta)),
+            threshold=thr, calibration=info, seed=int(seed), device=str(device), dtype=str(dtype).replace("torch.", ""),
+            data=data, model=model.describe(), wall_time_s=wall,
+        )
+    return out
+
+
+def audit(vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: int,
+          distinguisher="optimal", **kwargs) -> AuditResult:
+    """One distinguisher's :class:`AuditResult`; other arguments as :func:`audit_distinguishers`."""
+    res = audit_distinguishers(vectors, mechanism, q, sigma, C, trials=trials,
+                               distinguishers={"d": distinguisher}, **kwargs)
+    return res["d"]
+
+
+def audit_worst_case(mechanism: str, N: int, n: int, q: float, sigma: float, C: float, *, trials: int,
+                     distinguisher="optimal", kind: str = "worst", direction: str = "e1",
+                     data_seed: int | None = None, **kwargs) -> AuditResult:
+    """:func:`audit` on :func:`worst_case_vectors` (``N``, ``n``, ``C``; ``kind``, ``direction``)."""
+    N = check_int(N, "N", 1)
+    if N > kwargs.get("max_N", MAX_N_EXACT):
+        raise ValueError(f"N = {N} > {kwargs.get('max_N', MAX_N_EXACT)}: the exact distinguishers enumerate 2^N subsets")
+    n = check_int(n, "n", 1)
+    C = check_positive(C, "C")
+    ds = kwargs.get("seed", 0) if data_seed is None else data_seed
+    v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=ds)
+    label = "worst-case" if kind == "worst" else "random"
+    return audit(v, mechanism, q, sigma, C, trials=trials, distinguisher=distinguisher,
+                 data=f"{label} ({direction})" if kind == "worst" else label, **kwargs)
+
+
+# ---------------------------------------------------------------------------- cached audits
+def _jsonable_kwargs(kwargs: dict) -> dict:
+    return {k: (str(v).replace("torch.", "") if isinstance(v, (torch.dtype, torch.device)) else v)
+            for k, v in kwargs.items() if k != "progress"}
+
+
+def cached_audit(name: str, vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: int,
+                 distinguishers=("optimal",), seed: int = 0, mode: str = "quick", **kwargs) -> dict:
+    """:func:`audit_distinguishers` on given vectors, cached in ``results/<name>.json``.
+
+    The cache key covers every argument and a SHA-256 digest of the vectors (float64
+    bytes and shape), so other data, another seed or another size re-runs. Returns
+    ``{label: AuditResult.to_dict()}`` (plain JSON types, the same on a hit and a miss).
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    dists = dict(distinguishers) if isinstance(distinguishers, dict) else list(distinguishers)
+    params = {"kind": "audit", "version": AUDIT_VERSION, "vectors_sha256": _digest(v), "shape": list(v.shape),
+              "mechanism": mechanism, "q": q, "sigma": sigma, "C": C, "trials": trials, "distinguishers": dists,
+              "seed": int(seed), "options": _jsonable_kwargs(kwargs)}
+    hit = load_result(name, params)
+    if hit is not None:
+        return hit["results"]
+    t0 = time.perf_counter()
+    res = audit_distinguishers(v, mechanism, q, sigma, C, trials=trials, distinguishers=distinguishers, seed=seed,
+                               **kwargs)
+    data = {"results": {k: r.to_dict() for k, r in res.items()}}
+    save_result(name, params, data, mode=mode, seed=seed, wall_time=time.perf_counter() - t0)
+    return json.loads(json.dumps(data, allow_nan=True))["results"]
+
+
+# ---------------------------------------------------------------------------- cached sweeps
+def _point_seed(seed: int, index: int) -> int:
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+
+
+def audit_sweep(name: str, points: list, *, seed: int = 0, mode: str = "quick", progress: bool = True,
+                **common) -> list:
+    """Audit a list of synthetic points, cached and resumable in ``results/<name>.json``.
+
+    Each point is a dict of :func:`worst_case_vectors`/:func:`audit_distinguishers`
+    arguments (``mechanism``, ``N``, ``n``, ``q``; optionally ``sigma``, ``C``,
+    ``distinguishers``, ``trials`` ...); ``common`` holds the shared ones. Point ``i`` uses
+    seed ``SeedSequence([seed, i])``. After every point the results so far are saved
+    under the hash of all parameters (:func:`paperlib.provenance.save_result`), so an
+    interrupted sweep resumes at the first missing point and a changed parameter
+    starts afresh. Returns one dict per point: the point's parameters and
+    ``{"results": {label: AuditResult.to_dict()}}``.
+    """
+    pts = [dict(p) for p in points]
+    params = {"kind": "audit_sweep", "version": AUDIT_VERSION, "seed": int(seed), "points": pts,
+              "common": _jsonable_kwargs(common)}
+    cached = load_result(name, params)
+    done = list(cached["points"]) if cached else []
+    if cached and cached.get("complete"):
+        return done
+    t0 = time.perf_counter()
+    prior = float(cached.get("wall_time_s", 0.0)) if cached else 0.0
+    it = tqdm(range(len(done), len(pts)), desc=name, unit="point", disable=not progress, initial=len(done),
+              total=len(pts))
+    for i in it:
+        p = dict(common)
+        p.update(pts[i])
+        mech, N, n, q = p.pop("mechanism"), p.pop("N"), p.pop("n"), p.pop("q")
+        kind = p.pop("kind", "worst")
+        direction = p.pop("direction", "e1")
+        dists = p.pop("distinguishers", ("optimal",))
+        sigma, C = p.pop("sigma"), p.pop("C")
+        v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=_point_seed(seed, i))
+        res = audit_distinguishers(v, mech, q, sigma, C, distinguishers=dists, seed=_point_seed(seed, i),
+                                   data=kind, **p)
+        done.append({"point": pts[i], "results": {k: r.to_dict() for k, r in res.items()}})
+        data = {"points": done, "complete": len(done) == len(pts), "wall_time_s": prior + time.perf_counter() - t0}
+        save_result(name, params, data, mode=mode, seed=seed, wall_time=data["wall_time_s"])
+    return done

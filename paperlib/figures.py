@@ -1,0 +1,275 @@
+"""Small helpers shared by the book's notebooks.
+
+Nothing here is mathematics: the curves come from :mod:`paperlib.guarantees`,
+:mod:`paperlib.tradeoff` and :mod:`paperlib.clt`. This module only
+
+* picks mode-dependent sizes (:func:`pick`),
+* points ``results/`` and ``figures/`` at the repository root whatever the working
+  directory (:func:`setup_output_dirs`),
+* wraps :func:`paperlib.provenance.load_result` / :func:`~paperlib.provenance.save_result`
+  into one call that computes on a cache miss (:func:`cached`),
+* samples a curve object into plain ``(alpha, beta)`` arrays (:func:`curve_points`) and
+  reads it at a given FNR (:func:`fpr_at_fnr`),
+* draws multi-panel trade-off figures in the style of :func:`paperlib.plotting.new_axes`
+  (:func:`new_grid`, :func:`style_axes`, :func:`plot_curve`, :func:`shades`),
+* formats small result tables (:func:`markdown_table`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import plotting
+from .provenance import RESULTS_ENV, _to_jsonable, load_result, save_result
+
+__all__ = [
+    "MODES",
+    "pick",
+    "repo_root",
+    "setup_output_dirs",
+    "cached",
+    "curve_points",
+    "fpr_at_fnr",
+    "style_axes",
+    "new_grid",
+    "plot_curve",
+    "shades",
+    "Table",
+    "markdown_table",
+]
+
+MODES = ("smoke", "quick", "full")
+
+
+def pick(mode: str, *, smoke, quick, full):
+    """Return the value for ``mode`` (one of :data:`MODES`); ValueError for any other mode."""
+    if mode not in MODES:
+        raise ValueError(f"MODE must be one of {MODES}, got {mode!r}")
+    return {"smoke": smoke, "quick": quick, "full": full}[mode]
+
+
+def repo_root() -> Path | None:
+    """The source checkout that holds this package (editable install), or ``None``.
+
+    Recognised by a ``Makefile`` and a ``notebooks/`` folder beside the ``paperlib/``
+    package folder.
+    """
+    root = Path(__file__).resolve().parent.parent
+    if (root / "Makefile").is_file() and (root / "notebooks").is_dir():
+        return root
+    return None
+
+
+def setup_output_dirs() -> tuple[Path, Path]:
+    """Make ``results/`` and ``figures/`` independent of the working directory.
+
+    When ``PAPERLIB_RESULTS`` / ``PAPERLIB_FIGURES`` are unset and the package sits in
+    a source checkout, they are set to ``<checkout>/results`` and ``<checkout>/figures``
+    (papermill runs notebooks from the repository root, nbval and Jupyter from
+    ``notebooks/``; both then write to the same place). Values already set (``make
+    test`` sets them) are kept. Returns ``(results_dir, figures_dir)``.
+    """
+    root = repo_root()
+    if root is not None:
+        os.environ.setdefault(RESULTS_ENV, str(root / "results"))
+        os.environ.setdefault(plotting.FIGURES_ENV, str(root / "figures"))
+    from .provenance import results_dir
+
+    return results_dir(), plotting.figures_dir()
+
+
+def cached(name: str, params: dict, compute: Callable[[], Any], *, mode: str, seed: int | None):
+    """Return ``(data, info)``: ``results/<name>.json`` if made with ``params``, else ``compute()``.
+
+    On a miss ``compute()`` runs, is timed and stored with :func:`save_result`. The
+    data are returned as they read back from JSON in both cases (lists, not numpy
+    arrays), so a cache hit and a fresh run behave the same. ``info`` is
+    ``{"cached": bool, "wall_time_s": float | None}`` (the time of this run, or
+    ``None`` on a hit).
+    """
+    data = load_result(name, params)
+    if data is not None:
+        return data, {"cached": True, "wall_time_s": None}
+    t0 = time.perf_counter()
+    data = compute()
+    wall = time.perf_counter() - t0
+    save_result(name, params, data, mode=mode, seed=seed, wall_time=wall)
+    return json.loads(json.dumps(_to_jsonable(data))), {"cached": False, "wall_time_s": wall}
+
+
+def curve_points(obj, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """Sampled vertices ``(alpha, beta)`` of a curve object, ``alpha`` ascending from 0 to 1.
+
+    ``obj`` is an :class:`~paperlib.mixture.LRMixture` (sampled to chord error ``tol``),
+    a :class:`~paperlib.mixture.PointwiseMixture` or a
+    :class:`~paperlib.tradeoff.TradeOffCurve`. Joining the vertices with straight lines
+    draws the curve to within ``tol``. Floating-point warnings raised while sampling
+    (slopes of curves that fall to 0 within ``alpha`` of order 1e-300) are silenced.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        if hasattr(obj, "curve"):
+            try:
+                c = obj.curve(tol)
+            except TypeError:  # PointwiseMixture.curve() takes no tolerance
+                c = obj.curve()
+        else:
+            c = obj
+    return np.asarray(c.alpha, dtype=float), np.asarray(c.beta, dtype=float)
+
+
+def fpr_at_fnr(alpha, beta, fnr: float = 0.5) -> float:
+    """FPR at which a sampled trade-off curve falls to FNR ``fnr``: ``inf{a : f(a) <= fnr}``.
+
+    ``alpha`` ascending, ``beta`` non-increasing (vertices of a convex curve joined by
+    chords). Returns 0 when ``f(0) <= fnr`` and ``nan`` when the curve never gets down
+    to ``fnr``. NaN entries (e.g. a CLT bound outside its range) are skipped.
+    """
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if a.size == 0:
+        return float("nan")
+    below = np.flatnonzero(b <= fnr)
+    if below.size == 0:
+        return float("nan")
+    j = int(below[0])
+    if j == 0:
+        return float(a[0])
+    a0, a1, b0, b1 = a[j - 1], a[j], b[j - 1], b[j]
+    return float(a0 + (b0 - fnr) * (a1 - a0) / (b0 - b1))
+
+
+def style_axes(ax, title: str | None = None, *, labels: bool = True):
+    """Give ``ax`` the look of :func:`paperlib.plotting.new_axes` (for panels of a grid).
+
+    [0, 1] limits, equal aspect, light grid, dashed grey line beta = 1 - alpha, axis
+    labels FPR (α) / FNR (β) unless ``labels`` is False.
+    """
+    ax.plot([0, 1], [1, 0], linestyle="--", color="#BBBBBB", linewidth=1.0, label="β = 1 − α", zorder=0)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    if labels:
+        ax.set_xlabel("FPR (α)")
+        ax.set_ylabel("FNR (β)")
+    ax.grid(True, alpha=0.3, linewidth=0.5)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def new_grid(nrows: int, ncols: int, titles=None, *, panel: float = 3.3):
+    """``(fig, axes)`` with ``nrows x ncols`` trade-off panels (``axes`` a 2-D array).
+
+    Each panel is styled by :func:`style_axes`; only the outer panels carry axis labels.
+    ``titles`` is an optional flat list (row-major) of panel titles.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.3), squeeze=False, constrained_layout=True
+    )
+    titles = list(titles or [])
+    for i in range(nrows):
+        for j in range(ncols):
+            k = i * ncols + j
+            ax = axes[i, j]
+            style_axes(ax, titles[k] if k < len(titles) else None, labels=False)
+            if i == nrows - 1:
+                ax.set_xlabel("FPR (α)")
+            if j == 0:
+                ax.set_ylabel("FNR (β)")
+    return fig, axes
+
+
+def plot_curve(ax, x, y, kind: str, label: str | None = None, **kw):
+    """Plot a curve with the book-wide colour and line style of ``kind`` (a key of ``COLORS``).
+
+    ``x``, ``y``: FPR and FNR values. Keyword arguments override the defaults (e.g.
+    ``color=`` for a shade of the kind's colour, ``alpha=`` for transparency).
+    """
+    style = {"color": plotting.COLORS[kind], "linestyle": plotting.LINESTYLES.get(kind, "-"), "linewidth": 1.6}
+    if style["linestyle"] == "none":
+        style.update(linestyle="none", marker="o", markersize=3)
+    style.update(kw)
+    return ax.plot(x, y, label=label, **style)
+
+
+def shades(color: str, k: int, lightest: float = 0.55, darkest: float = 0.0) -> list:
+    """``k`` shades of ``color``, from a light tint to a dark one.
+
+    The first is ``color`` mixed with white in proportion ``lightest``, the last is
+    ``color`` mixed with black in proportion ``darkest`` (0: the colour itself). Used where
+    one kind of curve (e.g. "upper bound") is drawn for several parameter values in one
+    panel: the kind keeps its colour, the parameter sets the shade.
+    """
+    from matplotlib.colors import to_rgb
+
+    base = np.asarray(to_rgb(color))
+    if k == 1:
+        return [tuple(float(x) for x in base)]
+    # t in [-lightest, darkest]: negative mixes with white, positive with black
+    out = []
+    for t in np.linspace(-lightest, darkest, k):
+        c = base * (1 + t) - t if t < 0 else base * (1 - t)
+        out.append(tuple(float(x) for x in np.clip(c, 0, 1)))
+    return out
+
+
+class Table:
+    """A small result table that renders as HTML (book, Jupyter), Markdown, or plain text.
+
+    Made by :func:`markdown_table`; ``headers`` and ``rows`` hold the formatted strings.
+    The HTML form is what the book shows (myst-nb prefers ``text/html`` to
+    ``text/markdown``, and renders Markdown outputs as CommonMark, which has no tables).
+    """
+
+    def __init__(self, headers, rows):
+        self.headers = [str(h) for h in headers]
+        self.rows = [[str(v) for v in r] for r in rows]
+
+    def _repr_markdown_(self) -> str:
+        lines = ["| " + " | ".join(self.headers) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
+        body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in r) + "</tr>" for r in self.rows)
+        return f'<table class="table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+    def __repr__(self) -> str:
+        return self._repr_markdown_()
+
+    @property
+    def data(self) -> str:
+        """The Markdown source (as ``IPython.display.Markdown.data``)."""
+        return self._repr_markdown_()
+
+
+def markdown_table(headers, rows, floatfmt: str = ".4g") -> Table:
+    """A :class:`Table` of ``rows`` under ``headers`` (displayed as HTML in the book and Jupyter).
+
+    ``rows`` is a list of sequences; floats are formatted with ``floatfmt``, ``inf``
+    as ``∞`` and NaN as ``–``; everything else with ``str``.
+    """
+
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            if np.isnan(v):
+                return "–"
+            if np.isinf(v):
+                return "∞" if v > 0 else "−∞"
+            return format(float(v), floatfmt)
+        return str(v)
+
+    return Table(headers, [[fmt(v) for v in r] for r in rows])

@@ -1,0 +1,363 @@
+"""One round of SGM, EASGM, ASGM and FEASGM as batched torch code (THEORY.md section 2).
+
+The input is a fixed matrix of per-example vectors (the white-box audit setting:
+the model's starting point is fixed, so every per-example gradient is known)::
+
+    vectors[0 .. N-1]   the records of D
+    vectors[N]          the added record d_{N+1}; D' = D plus this row
+
+One round on the dataset ``D`` (``N_data = N`` rows) or ``D'`` (``N_data = N + 1``)
+is, per trial:
+
+1. clip every row to norm ``C``: ``g_i / max(1, ||g_i|| / C)``;
+2. Poisson sampling: keep each row independently with probability ``q``
+   (a Bernoulli mask of ``N_data`` entries);
+3. add Gaussian noise ``N(0, sigma^2 C^2 I_n)`` to the sum of the kept rows;
+4. divide by the mechanism's normaliser (:func:`normaliser`):
+
+   ========  ==================  =========================================
+   SGM       1                   Opacus ``loss_reduction="sum"``
+   EASGM     ``N_data * q``      Opacus v0.14-v0.15 (Poisson, mean)
+   ASGM      ``|B|`` (1 if empty) Opacus v0.12-v0.13, DPSUR
+   FEASGM    ``floor(N_data q)`` Opacus v1.x (``int(len(dataset) * q)``)
+   ========  ==================  =========================================
+
+FEASGM with ``floor(N_data q) = 0`` divides by zero exactly as Opacus v1.x does:
+the outputs are ``inf``/``nan``, and a :class:`ZeroNormaliserWarning` says so
+(:func:`divides_by_zero` is the same fact as a flag). Nothing is replaced by 1.
+
+Two implementations of the same round:
+
+* :func:`iter_samples` / :func:`sample` — batched: a chunk of trials is one
+  ``(trials, N_data)`` Bernoulli mask, one matrix product and one
+  ``(trials, n)`` noise draw, on any device; chunks are sized to fit memory.
+* :func:`sample_loop` — the plain reference: a Python loop over trials that
+  clips, samples and sums record by record.
+
+With ``chunk_size=1`` the batched path consumes the generator in the same order
+as the loop (``rand(1, N_data)`` then ``randn(1, n)`` per trial), so both give
+the same numbers for the same seed (up to the summation order of floating
+point). :func:`apply_round` / :func:`apply_round_loop` take explicit draws, for
+tests that feed both paths identical randomness.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from .validation import check_int, check_positive, check_rate
+
+__all__ = [
+    "MECHANISMS",
+    "DATASETS",
+    "ZeroNormaliserWarning",
+    "as_vectors",
+    "clip",
+    "normaliser",
+    "fixed_normaliser",
+    "divides_by_zero",
+    "default_chunk_size",
+    "Chunk",
+    "iter_samples",
+    "sample",
+    "sample_loop",
+    "apply_round",
+    "apply_round_loop",
+]
+
+MECHANISMS = ("sgm", "easgm", "asgm", "feasgm")
+#: accepted names of the two datasets: D (rows 0..N-1) and D' (all N+1 rows)
+DATASETS = ("D", "D'")
+_DATASET_ALIASES = {"D": "D", "d": "D", "D'": "D'", "d'": "D'", "Dprime": "D'", "dprime": "D'"}
+
+#: default number of float elements in one chunk of outputs, per device type: on the CPU
+#: 2^20 doubles (8 MiB) keep a chunk in cache (measured faster than bigger chunks); a GPU
+#: wants large chunks (2^26 doubles = 512 MiB)
+DEFAULT_CHUNK_ELEMENTS = {"cpu": 1 << 20, "cuda": 1 << 26}
+
+
+class ZeroNormaliserWarning(RuntimeWarning):
+    """FEASGM with ``floor(N_data q) = 0``: the round divides by zero (inf/nan outputs), as Opacus v1.x."""
+
+
+def _check_mechanism(mechanism) -> str:
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    return mechanism
+
+
+def _check_dataset(dataset) -> str:
+    if dataset not in _DATASET_ALIASES:
+        raise ValueError(f"dataset must be 'D' (rows 0..N-1) or \"D'\" (all N+1 rows), got {dataset!r}")
+    return _DATASET_ALIASES[dataset]
+
+
+def as_vectors(vectors, *, device=None, dtype=torch.float64) -> torch.Tensor:
+    """Check and convert per-example vectors to a ``(N+1, n)`` tensor on ``device``.
+
+    Raises ValueError (naming ``vectors``) unless the input is 2-D with at least two
+    rows (``N >= 1``) and one column, and every entry is finite.
+    """
+    if isinstance(vectors, torch.Tensor):
+        v = vectors.detach()
+    else:
+        try:
+            v = torch.as_tensor(np.asarray(vectors, dtype=float))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"vectors must be a numeric array of shape (N+1, n): {exc}") from None
+    if v.ndim != 2 or v.shape[0] < 2 or v.shape[1] < 1:
+        raise ValueError(
+            f"vectors must have shape (N+1, n) with N >= 1 and n >= 1 (rows 0..N-1 = D, row N = the added point), "
+            f"got shape {tuple(v.shape)}"
+        )
+    v = v.to(device=device if device is not None else v.device, dtype=dtype)
+    if not bool(torch.isfinite(v).all()):
+        raise ValueError("vectors must be finite (found NaN or inf)")
+    return v
+
+
+def clip(vectors: torch.Tensor, C: float) -> torch.Tensor:
+    """Rows clipped to norm ``C``: ``g / max(1, ||g|| / C)`` (per-example clipping)."""
+    C = check_positive(C, "C")
+    norms = torch.linalg.vector_norm(vectors, dim=-1, keepdim=True)
+    return vectors / torch.clamp(norms / C, min=1.0)
+
+
+def fixed_normaliser(mechanism: str, N_data: int, q: float) -> float | None:
+    """The data-independent normaliser (SGM 1, EASGM ``N_data q``, FEASGM ``floor(N_data q)``).
+
+    ``None`` for ASGM, whose normaliser is the realised batch size. FEASGM may return
+    0.0 (``floor(N_data q) = 0``): the round then divides by zero.
+    """
+    _check_mechanism(mechanism)
+    if mechanism == "sgm":
+        return 1.0
+    if mechanism == "easgm":
+        return float(N_data * q)
+    if mechanism == "feasgm":
+        # exactly as Opacus v1.x computes it: int(len(dataset) * sample_rate), in floating point
+        return float(int(N_data * q))
+    return None
+
+
+def normaliser(mechanism: str, N_data: int, batch_size, q: float):
+    """Divisor of the noisy sum for ``N_data`` records and realised batch size(s) ``batch_size``.
+
+    ``batch_size`` may be an int, a numpy array or a torch tensor; the result has its
+    type and shape (float). ASGM divides an empty batch by 1 (paper section 3).
+    FEASGM may give 0 (division by zero, as Opacus v1.x); nothing is corrected here.
+    """
+    _check_mechanism(mechanism)
+    fixed = fixed_normaliser(mechanism, N_data, q)
+    if isinstance(batch_size, torch.Tensor):
+        b = batch_size.to(torch.float64) if not batch_size.is_floating_point() else batch_size
+        if fixed is not None:
+            return torch.full_like(b, fixed)
+        return torch.where(b > 0, b, torch.ones_like(b))
+    b = np.asarray(batch_size, dtype=float)
+    if fixed is not None:
+        out = np.full_like(b, fixed)
+    else:
+        out = np.where(b > 0, b, 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def divides_by_zero(mechanism: str, N_data: int, q: float) -> bool:
+    """True when the round divides by zero: FEASGM with ``floor(N_data q) = 0`` (Opacus v1.x)."""
+    return mechanism == "feasgm" and fixed_normaliser(mechanism, N_data, q) == 0.0
+
+
+def _warn_zero(mechanism, N_data, q, stacklevel=3):
+    warnings.warn(
+        f"{mechanism}: floor(N_data*q) = floor({N_data}*{q}) = 0, so the round divides by zero as Opacus v1.x "
+        "does; the outputs are inf/nan (not replaced)",
+        ZeroNormaliserWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def default_chunk_size(n: int, N_data: int = 1, max_elements: int | None = None, device="cpu") -> int:
+    """Trials per chunk so that one ``(chunk, max(n, N_data))`` array has at most ``max_elements`` entries.
+
+    ``max_elements`` defaults to :data:`DEFAULT_CHUNK_ELEMENTS` of the device type.
+    """
+    if max_elements is None:
+        max_elements = DEFAULT_CHUNK_ELEMENTS.get(torch.device(device).type, DEFAULT_CHUNK_ELEMENTS["cpu"])
+    return max(1, int(max_elements) // max(1, n, N_data))
+
+
+@dataclass
+class Chunk:
+    """One chunk of trials: ``outputs`` (trials, n) and the realised ``batch_sizes`` (trials,)."""
+
+    outputs: torch.Tensor
+    batch_sizes: torch.Tensor
+    start: int  # index of the first trial of the chunk
+
+
+def _rows_for(vectors: torch.Tensor, dataset: str) -> torch.Tensor:
+    return vectors[:-1] if dataset == "D" else vectors
+
+
+def apply_round(mechanism: str, clipped_rows: torch.Tensor, masks: torch.Tensor, noise: torch.Tensor,
+                q: float, sigma: float, C: float) -> torch.Tensor:
+    """Batched round with explicit draws.
+
+    ``clipped_rows`` (N_data, n) already clipped; ``masks`` (trials, N_data) bool;
+    ``noise`` (trials, n) standard normal (scaled here by ``sigma C``). Returns
+    ``(masks @ rows + sigma C noise) / normaliser`` of shape (trials, n).
+    """
+    N_data = clipped_rows.shape[0]
+    # sigma C noise + masks @ rows in one pass (the sum of the kept clipped rows, plus noise)
+    noisy = torch.addmm(noise.to(clipped_rows.dtype), masks.to(clipped_rows.dtype), clipped_rows, beta=sigma * C)
+    fixed = fixed_normaliser(mechanism, N_data, q)
+    if fixed is not None:
+        return noisy.div_(fixed)
+    nu = normaliser(mechanism, N_data, masks.sum(dim=1), q).to(noisy.dtype)
+    return noisy.div_(nu[:, None])
+
+
+def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Tensor, noise: torch.Tensor,
+                     q: float, sigma: float, C: float) -> torch.Tensor:
+    """Plain per-trial reference of :func:`apply_round` (rows are clipped inside every trial).
+
+    ``vectors_rows`` (N_data, n) *unclipped*. Loops over trials and records.
+    """
+    trials = masks.shape[0]
+    N_data, n = vectors_rows.shape
+    out = torch.empty((trials, n), dtype=vectors_rows.dtype, device=vectors_rows.device)
+    for t in range(trials):
+        s = torch.zeros(n, dtype=vectors_rows.dtype, device=vectors_rows.device)
+        k = 0
+        for i in range(N_data):
+            if bool(masks[t, i]):
+                g = vectors_rows[i]
+                norm = float(torch.linalg.vector_norm(g))
+                s = s + g / max(1.0, norm / C)
+                k += 1
+        noisy = s + (sigma * C) * noise[t].to(vectors_rows.dtype)
+        out[t] = noisy / normaliser(mechanism, N_data, k, q)
+    return out
+
+
+def _prepare(mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype):
+    _check_mechanism(mechanism)
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    C = check_positive(C, "C")
+    dataset = _check_dataset(dataset)
+    trials = check_int(trials, "trials", 1)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if device is None:
+        device = generator.device
+    device = torch.device(device)
+    if device.type != generator.device.type:
+        raise ValueError(f"device {device} does not match the generator's device {generator.device}")
+    v = as_vectors(vectors, device=device, dtype=dtype)
+    rows = _rows_for(v, dataset)
+    return q, sigma, C, dataset, trials, device, rows
+
+
+def iter_samples(
+    mechanism: str,
+    vectors,
+    q: float,
+    sigma: float,
+    C: float,
+    dataset: str,
+    trials: int,
+    generator: torch.Generator,
+    *,
+    device=None,
+    dtype: torch.dtype = torch.float64,
+    chunk_size: int | None = None,
+    max_chunk_elements: int | None = None,
+) -> Iterator[Chunk]:
+    """Yield the outputs of ``trials`` independent rounds, chunk by chunk.
+
+    Parameters
+    ----------
+    mechanism : {"sgm", "easgm", "asgm", "feasgm"}
+    vectors : array (N+1, n)
+        Per-example vectors; rows 0..N-1 are D, row N the added point. Clipped here.
+    q : float in (0, 1]; sigma : float > 0; C : float > 0
+    dataset : "D" or "D'"
+    trials : int >= 1
+    generator : torch.Generator
+        Source of all randomness; its device is the device of the outputs.
+    dtype : torch dtype of the outputs (float64 by default; masks are drawn in float64).
+    chunk_size : trials per chunk (default: :func:`default_chunk_size` of ``max_chunk_elements``).
+
+    Yields :class:`Chunk` objects in trial order. Warns :class:`ZeroNormaliserWarning`
+    once when FEASGM divides by zero (outputs inf/nan).
+    """
+    q, sigma, C, dataset, trials, device, rows = _prepare(
+        mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
+    )
+    N_data, n = rows.shape
+    if divides_by_zero(mechanism, N_data, q):
+        _warn_zero(mechanism, N_data, q)
+    clipped = clip(rows, C)
+    if chunk_size is None:
+        chunk_size = default_chunk_size(n, N_data, max_chunk_elements, device)
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
+    start = 0
+    while start < trials:
+        m = min(chunk_size, trials - start)
+        masks = torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        noise = torch.randn((m, n), generator=generator, device=device, dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = apply_round(mechanism, clipped, masks, noise, q, sigma, C)
+        yield Chunk(outputs=out, batch_sizes=masks.sum(dim=1), start=start)
+        start += m
+
+
+def sample(mechanism: str, vectors, q: float, sigma: float, C: float, dataset: str, trials: int,
+           generator: torch.Generator, *, device=None, dtype: torch.dtype = torch.float64,
+           chunk_size: int | None = None, max_chunk_elements: int | None = None,
+           return_batch_sizes: bool = False):
+    """All outputs of :func:`iter_samples` as one ``(trials, n)`` tensor (for sizes that fit memory).
+
+    With ``return_batch_sizes=True`` returns ``(outputs, batch_sizes)``.
+    """
+    outs, bs = [], []
+    for ch in iter_samples(mechanism, vectors, q, sigma, C, dataset, trials, generator, device=device,
+                           dtype=dtype, chunk_size=chunk_size, max_chunk_elements=max_chunk_elements):
+        outs.append(ch.outputs)
+        bs.append(ch.batch_sizes)
+    out = torch.cat(outs)
+    return (out, torch.cat(bs)) if return_batch_sizes else out
+
+
+def sample_loop(mechanism: str, vectors, q: float, sigma: float, C: float, dataset: str, trials: int,
+                generator: torch.Generator, *, device=None, dtype: torch.dtype = torch.float64,
+                return_batch_sizes: bool = False):
+    """Plain per-trial reference implementation of :func:`sample` (same arguments).
+
+    Per trial: draw ``rand(1, N_data)`` for the Poisson mask and ``randn(1, n)`` for the
+    noise (the order :func:`iter_samples` uses with ``chunk_size=1``), then clip and
+    sum the kept records one by one, add the noise and divide.
+    """
+    q, sigma, C, dataset, trials, device, rows = _prepare(
+        mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
+    )
+    N_data, n = rows.shape
+    if divides_by_zero(mechanism, N_data, q):
+        _warn_zero(mechanism, N_data, q)
+    out = torch.empty((trials, n), dtype=dtype, device=device)
+    bs = torch.empty(trials, dtype=torch.int64, device=device)
+    for t in range(trials):
+        mask = torch.rand((1, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        noise = torch.randn((1, n), generator=generator, device=device, dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[t] = apply_round_loop(mechanism, rows, mask, noise, q, sigma, C)[0]
+        bs[t] = int(mask.sum())
+    return (out, bs) if return_batch_sizes else out

@@ -1,0 +1,177 @@
+"""Tests of the command line ``python -m paperlib tradeoff|epsilon`` (paperlib.cli).
+
+Two tests run the real module in a subprocess (sys.executable); the rest call
+``paperlib.cli.main`` in-process and read stdout/stderr with capsys. The SGM claim's
+epsilon is compared with an independent computation: THEORY.md section 3's
+direction-1 formula q * delta_G(eps') and a numerical supremum for direction 2,
+written out here from the closed form f_q = q G_{1/sigma} + (1 - q) Id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import optimize
+from scipy.stats import norm
+
+from paperlib.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = ["--mechanism", "easgm", "--bound", "guarantee", "--N", "3", "--q", "0.5", "--sigma", "2", "--n", "20"]
+
+
+def run(argv, capsys):
+    """main(argv) -> (exit code, stdout, stderr); argparse usage errors raise SystemExit."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def with_opt(name, value, base=BASE):
+    argv = list(base)
+    i = argv.index(name)
+    argv[i + 1] = value
+    return argv
+
+
+# --------------------------------------------------------------------------- subprocess
+def test_subprocess_tradeoff_published_point():
+    p = subprocess.run([sys.executable, "-m", "paperlib", "tradeoff", *BASE, "--alpha", "0.1"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["alpha"] == [0.1]
+    assert abs(out["beta"][0] - 0.3097) <= 0.002  # the issue's number (index revealed)
+    assert out["max_error"] <= 1e-6
+    assert abs(out["sgm_claim_beta"][0] - 0.841) <= 0.0005
+    assert p.stdout.count("\n") == 1  # one JSON object on one line
+
+
+def test_subprocess_bad_alpha_exits_2_with_one_line():
+    p = subprocess.run([sys.executable, "-m", "paperlib", "tradeoff", *BASE, "--alpha", "2"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "alpha" in lines[0] and "[0, 1]" in lines[0]
+
+
+# --------------------------------------------------------------------------- in-process
+def test_tradeoff_several_alphas_and_bounds(capsys):
+    code, out, err = run(["tradeoff", *BASE, "--alpha", "0.05", "0.1", "0.5"], capsys)
+    assert code == 0 and err == ""
+    res = json.loads(out)
+    assert len(res["beta"]) == 3 and res["beta"] == sorted(res["beta"], reverse=True)
+    assert abs(res["beta"][1] - 0.3097) <= 0.002
+    # the upper bound (Theorem 3.8) lies above
+    code, out, _ = run(["tradeoff", *with_opt("--bound", "upper"), "--alpha", "0.05", "0.1", "0.5"], capsys)
+    up = json.loads(out)
+    assert code == 0 and all(u >= b for u, b in zip(up["beta"], res["beta"]))
+    # FEASGM reports its floors and case
+    code, out, _ = run(["tradeoff", *with_opt("--mechanism", "feasgm"), "--alpha", "0.1"], capsys)
+    fe = json.loads(out)
+    assert code == 0 and (fe["K"], fe["K_prime"], fe["case"]) == (1, 2, "floors differ")
+
+
+def sgm_claim_delta_independent(eps, q, sigma):
+    """delta(eps) of f_q for the ordered pair, both directions (THEORY.md sections 1, 3).
+
+    Direction 1: q * delta_G(eps') with e^eps' = 1 + (e^eps - 1)/q (Balle-Wang for G).
+    Direction 2: sup_a 1 - a - e^eps f_q(a), by a grid in log10(a) then bounded Brent
+    (the objective is concave in a, so the maximum's error is second order).
+    """
+    mu = 1 / sigma
+    ep = math.log1p(math.expm1(eps) / q)
+    d1 = q * (norm.cdf(-ep / mu + mu / 2) - math.exp(ep) * norm.cdf(-ep / mu - mu / 2))
+
+    def h(a):
+        a = np.asarray(a, float)
+        f = q * norm.cdf(norm.isf(a) - mu) + (1 - q) * (1 - a)
+        return 1 - a - math.exp(eps) * f
+
+    grid = np.linspace(-300, 0, 6001)
+    vals = h(10.0**grid)
+    i = int(np.argmax(vals))
+    res = optimize.minimize_scalar(lambda g: -float(h(10.0**g)), bounds=(grid[max(i - 1, 0)], grid[min(i + 1, 6000)]),
+                                   method="bounded", options={"xatol": 1e-13})
+    d2 = max(-res.fun, float(vals[i]))
+    return max(d1, d2, 0.0)
+
+
+@pytest.mark.parametrize("q,sigma,delta", [(0.5, 2.0, 1e-5), (0.01, 1.0, 1e-5), (0.3, 0.8, 1e-3)])
+def test_epsilon_claimed_matches_independent_profile(capsys, q, sigma, delta):
+    argv = ["epsilon", *with_opt("--sigma", str(sigma), with_opt("--q", str(q))), "--delta", str(delta), "--claimed"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["delta"] == delta and res["bound"] == "claim"
+    eps = res["epsilon"]
+    ref = optimize.brentq(lambda e: sgm_claim_delta_independent(e, q, sigma) - delta, 1e-9, 60, xtol=1e-12)
+    assert eps == pytest.approx(ref, rel=1e-6)
+
+
+def test_epsilon_of_guarantee_exceeds_claim(capsys):
+    code, out, _ = run(["epsilon", *BASE, "--delta", "1e-5"], capsys)
+    g = json.loads(out)
+    code2, out2, _ = run(["epsilon", *BASE, "--delta", "1e-5", "--claimed"], capsys)
+    c = json.loads(out2)
+    assert code == code2 == 0
+    assert set(g) >= {"epsilon", "delta"} and g["delta"] == 1e-5
+    # the guarantee is weaker than the claim, so its epsilon is larger
+    assert g["epsilon"] > c["epsilon"] > 0
+
+
+# --------------------------------------------------------------------------- bad input
+BAD = [
+    ("--q", "0", "q", r"(0, 1]"),
+    ("--q", "1.5", "q", r"(0, 1]"),
+    ("--q", "nan", "q", r"(0, 1]"),
+    ("--sigma", "0", "sigma", "> 0"),
+    ("--sigma", "-1", "sigma", "> 0"),
+    ("--N", "0", "N", ">= 1"),
+    ("--N", "2.5", "--N", "int"),
+    ("--n", "0", "n", ">= 1"),
+    ("--n", "1.5", "--n", "int"),
+]
+
+
+@pytest.mark.parametrize("opt,value,name,rng", BAD)
+@pytest.mark.parametrize("command", ["tradeoff", "epsilon"])
+def test_invalid_parameters_exit_2_naming_them(capsys, command, opt, value, name, rng):
+    tail = ["--alpha", "0.1"] if command == "tradeoff" else ["--delta", "1e-5"]
+    code, out, err = run([command, *with_opt(opt, value), *tail], capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert name in lines[0] and rng in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-1e-5"])
+def test_invalid_delta(capsys, value):
+    code, out, err = run(["epsilon", *BASE, f"--delta={value}"], capsys)  # "=": "-1e-5" is not an option
+    assert code == 2 and out == ""
+    assert "delta" in err and "(0, 1)" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.0001"])
+def test_invalid_alpha(capsys, value):
+    code, out, err = run(["tradeoff", *BASE, "--alpha", "0.1", value], capsys)
+    assert code == 2 and out == ""
+    assert "alpha" in err and "[0, 1]" in err
+
+
+def test_feasgm_floor_zero_exits_2(capsys):
+    argv = ["tradeoff", *with_opt("--q", "0.2", with_opt("--mechanism", "feasgm")), "--alpha", "0.1"]
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    assert "N*q" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,397 @@
+"""Tests of paperlib.composition (multi-round bounds, PLD composition, accountants, Opacus facts).
+
+Independent references: 30-digit mpmath quadrature of the chi-square density, the
+closed form G_{sqrt(T) mu} of composed Gaussian trade-offs (and its Balle-Wang profile),
+the exact pointwise form of Eq. 14, the RDP of the subsampled Gaussian at integer orders
+written out from Mironov, Talwar, Zhang (2019), Opacus's PRV accountant, and a real
+``PrivacyEngine.make_private`` call for the sampling arithmetic of Opacus 1.6.0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from paperlib import composition as C
+from paperlib.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
+from paperlib.guarantees import asgm_upper_bound
+from paperlib.mixture import LRMixture
+from paperlib.tradeoff import epsilon_from_delta, gaussian_delta, gaussian_tradeoff
+
+FIG7 = dict(N=140_199, q=0.005, sigma=10.0, rounds=200)
+FIG7_N_PARAMS = (26_010, 1_485_217)
+DELTA = 1e-5
+
+
+# --------------------------------------------------------------------------------------
+# chi-square numerics
+# --------------------------------------------------------------------------------------
+
+
+def _mp_chi2_cdf(x: float, m: float) -> mp.mpf:
+    """P[chi2_m <= x] by mpmath quadrature of the density (x below the mean), 30 digits."""
+    mp.mp.dps = 30
+    m_, x_ = mp.mpf(m), mp.mpf(x)
+    k = m_ / 2
+
+    def logpdf(t):
+        return (k - 1) * mp.log(t) - t / 2 - k * mp.log(2) - mp.loggamma(k)
+
+    l0 = logpdf(x_)
+    # the density decays like exp(-rate (x - t)) to the left of x: integrate 400/rate, finely split
+    rate = (m_ - 2) / (2 * x_) - mp.mpf(1) / 2
+    pts = [x_ - j / rate for j in [400] + list(range(300, -1, -5))]
+    pts = [p for p in pts if p > 0]
+    return mp.quad(lambda t: mp.exp(logpdf(t) - l0), pts) * mp.exp(l0)
+
+
+@pytest.mark.parametrize("m,z", [(5_201_800, -8.0), (297_043_200, -5.0), (297_043_200, -12.0), (297_043_200, -30.0), (400_000, -3.0)])
+def test_chi2_logcdf_lower_tail_matches_quadrature(m, z):
+    x = m + z * math.sqrt(2 * m)
+    ref = float(mp.log(_mp_chi2_cdf(x, m)))
+    got = float(C.chi2_logcdf(np.array([x]), m)[0])
+    assert abs(got - ref) < 1e-10 * max(1.0, abs(ref)), (got, ref)
+
+
+def test_scipy_lower_tail_is_what_we_avoid():
+    # documents why chi2_logcdf exists: scipy is off by > 10 % at m = 3e8, z = -5
+    m = 297_043_200
+    x = m - 5.0 * math.sqrt(2 * m)
+    ref = float(_mp_chi2_cdf(x, m))
+    assert abs(stats.chi2.cdf(x, m) / ref - 1) > 0.1
+    assert abs(math.exp(C.chi2_logcdf(np.array([x]), m)[0]) / ref - 1) < 1e-9
+
+
+@pytest.mark.parametrize("m", [26_009, 5_201_800, 297_043_200])
+def test_chi2_ppf_round_trip_and_sf(m):
+    p = np.array([1e-200, 1e-30, 1e-8, 1e-3, 0.3, 0.5, 0.9, 1 - 1e-9])
+    x = C.chi2_ppf(p, m)
+    lc = C.chi2_logcdf(x, m)
+    assert np.allclose(lc, np.log(p), rtol=0, atol=1e-9)
+    # logsf consistent with logcdf
+    ls = C.chi2_logsf(x, m)
+    assert np.allclose(np.exp(lc) + np.exp(ls), 1.0, atol=1e-13)
+
+
+def test_chi2_pair_agrees_with_gaussian_family_at_moderate_m():
+    m, x = 5000, 40.0
+    pair = C.Chi2Pair(m, x)
+    ref = LRMixture([GaussVarFamily(m, x, [0.0], [1.0])])
+    a = np.linspace(0, 1, 201)
+    assert np.max(np.abs(pair(a) - ref(a, tol=1e-8))) < 1e-7
+    e = np.array([0.0, 0.5, 1.0, 3.0])
+    assert np.allclose(pair.delta(e), ref.delta(e), atol=1e-12)
+    assert abs(pair.epsilon(DELTA) - ref.epsilon(DELTA)) < 1e-7
+
+
+def test_chi2_pair_large_epsilon_no_overflow():
+    # Figure 7, n = 1,485,217: epsilon in the hundreds (beyond the 500 cap of epsilon_from_delta)
+    pair = C.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], 1_485_217, FIG7["rounds"])
+    e = pair.epsilon(DELTA)
+    assert 100 < e < 1e5 and math.isfinite(e)
+    assert abs(pair.delta(e) - DELTA) < 1e-9
+    assert pair.delta(e * 0.99) > DELTA
+
+
+# --------------------------------------------------------------------------------------
+# exact T-round bound vs the CLT bound (Figure 7 settings)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", ["feasgm", "easgm"])
+@pytest.mark.parametrize("n", FIG7_N_PARAMS)
+def test_exact_never_above_clt_upper_bound(mechanism, n):
+    alpha = np.linspace(0, 1, 4001)
+    res = C.exact_vs_clt(alpha, mechanism, FIG7["N"], n, FIG7["rounds"], q=FIG7["q"])
+    inside = (alpha >= res["gamma"]) & (alpha <= 1 - res["gamma"])
+    assert inside.sum() > 3000
+    assert np.all(np.isfinite(res["clt"][inside]))
+    assert np.all(res["exact"][inside] <= res["clt"][inside] + 1e-12), np.min(res["gap"][inside])
+    assert res["m"] == FIG7["rounds"] * (n - 1)
+
+
+def test_rounds_equal_more_coordinates():
+    # f̄^{⊗T} of T(P^{n-1}, Q^{n-1}) is the same pair with T(n-1) coordinates
+    one = C.easgm_rounds_upper_bound(50, 31, 1)
+    three = C.easgm_rounds_upper_bound(50, 91, 1)
+    assert C.easgm_rounds_upper_bound(50, 31, 3).m == three.m == 3 * one.m
+
+
+def test_timing_200_rounds_large_model():
+    import time
+
+    t = time.perf_counter()
+    pair = C.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], 1_485_217, FIG7["rounds"])
+    pair(np.linspace(0, 1, 1001))
+    pair.curve()
+    pair.epsilon(DELTA)
+    assert time.perf_counter() - t < 10.0
+
+
+# --------------------------------------------------------------------------------------
+# PLD composition
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("T,mu", [(16, 0.5), (64, 0.15)])
+def test_pld_composes_gaussian_to_closed_form(T, mu):
+    pld = C.ComposedPLD(GaussShiftFamily([mu], [1.0]), T, max_fft=2**20)
+    a = np.linspace(0, 1, 2001)
+    exact = gaussian_tradeoff(a, math.sqrt(T) * mu)
+    up, lo = pld.upper(a), pld.lower(a)
+    assert np.all(up >= exact - 1e-10)
+    assert np.all(lo <= exact + 1e-10)
+    assert np.max(up - lo) < 0.01
+    e_exact = epsilon_from_delta(lambda e: gaussian_delta(e, math.sqrt(T) * mu), DELTA)
+    e_lo, e_hi = pld.epsilon_bounds(DELTA)
+    assert e_lo <= e_exact + 1e-9 <= e_hi + 2e-9
+    assert e_hi - e_lo <= T * pld.step + 1e-9
+    d_lo, d_hi = pld.delta_bounds(np.array([0.5, 2.0]))
+    d_ex = gaussian_delta(np.array([0.5, 2.0]), math.sqrt(T) * mu)
+    assert np.all(d_lo <= d_ex + 1e-12) and np.all(d_ex <= d_hi + 1e-12)
+
+
+def test_diluted_family_is_the_subsampled_gaussian():
+    # (P, (1-q)P + qQ) with Q the shifted Gaussian is f_q of Bu et al.: two independent codes
+    q, mu = 0.3, 1.2
+    dil = C.DilutedFamily(GaussShiftFamily([mu], [1.0]), q)
+    ref = SubsampledGaussian(q, mu)
+    lt = np.linspace(math.log1p(-q) + 1e-9, 4.0, 101)
+    a1, b1 = dil.tails(lt)
+    a2, b2 = ref.tails(lt)
+    assert np.allclose(a1, a2, atol=1e-12) and np.allclose(b1, b2, atol=1e-12)
+
+
+@pytest.mark.parametrize("N,q,n", [(999, 0.7, 26_010), (59_999, 0.7, 26_010), (4, 0.5, 100)])
+def test_asgm_one_round_reproduces_eq14(N, q, n):
+    a = np.linspace(0, 1, 1001)
+    w = q - q * (1 - q) ** N
+    exact = w * C.Chi2Pair(n - 1, float(N))(a) + (1 - w) * (1 - a)  # Eq. 14, pointwise
+    # the pair (P, (1-w)P + wQ) realises Eq. 14 exactly
+    pair = C.asgm_upper_bound_pair(N, q, n)
+    gap = pair.curve(1e-9).meta["max_gap"]
+    assert np.max(np.abs(pair(a, tol=1e-9) - exact)) <= max(gap, 1e-9) + 1e-12
+    # and the existing pointwise implementation agrees with it
+    assert np.max(np.abs(asgm_upper_bound(N, q, n)(a) - exact)) < 5e-6
+    # T = 1 through the PLD code: upper >= exact >= lower, close together
+    v = C.asgm_rounds_upper_bound(N, q, n, 1, max_fft=2**16)
+    assert np.all(v.pld.upper(a) >= exact - 1e-10)
+    assert np.all(v.pld.lower(a) <= exact + 1e-10)
+    e_lo, e_hi = v.epsilon_bounds(DELTA)
+    e_ex = pair.epsilon(DELTA)
+    assert e_lo <= e_ex + 1e-8 and (e_ex <= e_hi + 1e-8 or math.isinf(e_hi))
+
+
+def test_asgm_rounds_bracket_and_monotone_in_rounds():
+    N, q, n = 999, 0.7, 26_010
+    e_prev = 0.0
+    for T in (1, 5, 20):
+        v = C.asgm_rounds_upper_bound(N, q, n, T, max_fft=2**19)
+        lo, hi = v.epsilon_bounds(DELTA)
+        assert lo <= hi <= lo + T * v.pld.step + 1e-6
+        assert lo >= e_prev - 1e-6
+        e_prev = lo
+        assert v.pld.max_error() < 0.02
+
+
+# --------------------------------------------------------------------------------------
+# accountants
+# --------------------------------------------------------------------------------------
+
+
+def _rdp_subsampled_gaussian_integer(q: float, sigma: float, alpha: int) -> float:
+    """RDP of the Poisson-subsampled Gaussian at integer order alpha (Mironov et al. 2019, Sec. 3.3).
+
+    A_alpha = sum_k C(alpha, k) (1-q)^(alpha-k) q^k exp((k^2 - k) / (2 sigma^2)); eps = log(A)/(alpha-1).
+    """
+    terms = [
+        special.gammaln(alpha + 1) - special.gammaln(k + 1) - special.gammaln(alpha - k + 1)
+        + (alpha - k) * math.log1p(-q) + k * math.log(q) + (k * k - k) / (2 * sigma**2)
+        for k in range(alpha + 1)
+    ]
+    return float(special.logsumexp(terms)) / (alpha - 1)
+
+
+def test_rdp_epsilon_matches_independent_integer_order_computation():
+    from opacus.accountants import RDPAccountant
+
+    q, sigma, T = 0.01, 1.1, 1000
+    orders = list(range(2, 64))
+    rdp = np.array([_rdp_subsampled_gaussian_integer(q, sigma, a) for a in orders]) * T
+    o = np.array(orders, dtype=float)
+    eps_ref = float(np.min(rdp - (math.log(DELTA) + np.log(o)) / (o - 1) + np.log((o - 1) / o)))
+    acc = RDPAccountant()
+    acc.history = [(sigma, q, T)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eps_int = acc.get_epsilon(delta=DELTA, alphas=orders)
+    assert abs(eps_int - eps_ref) < 1e-9
+    # the default orders include fractional ones, so the library value is at most this
+    eps = C.sgm_claim_epsilon(q, sigma, T, DELTA, accountant="rdp")
+    assert eps <= eps_ref + 1e-12 and eps > 0.5 * eps_ref
+
+
+def test_prv_and_our_pld_agree_on_the_claim():
+    from opacus.accountants import PRVAccountant
+
+    q, sigma, T = FIG7["q"], FIG7["sigma"], FIG7["rounds"]
+    acc = PRVAccountant()
+    acc.history = [(sigma, q, T)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dprv = acc._get_dprv(eps_error=0.01, delta_error=DELTA / 1000)
+        prv_lo, prv_est, prv_hi = dprv.compute_epsilon(DELTA, DELTA / 1000, 0.01)
+    lo, hi = C.sgm_claim_rounds(q, sigma, T, max_fft=2**21).epsilon_bounds(DELTA)
+    assert prv_lo <= hi and lo <= prv_hi, (prv_lo, prv_est, prv_hi, lo, hi)
+    assert abs(prv_est - lo) < 2e-3
+
+
+def test_claim_curve_from_rdp_is_an_envelope_of_its_eps_delta_pairs():
+    c = C.claim_curve_from_accountant(0.005, 10.0, 200, accountant="rdp")
+    a = np.linspace(0, 1, 101)
+    b = c(a)
+    assert np.all(b <= 1 - a + 1e-12) and np.all(np.diff(b) <= 1e-12)
+    eps = C.sgm_claim_epsilon(0.005, 10.0, 200, DELTA, accountant="rdp")
+    from paperlib.tradeoff import eps_delta_tradeoff
+
+    # at delta = 1e-5 the claimed pair is on or below the envelope (grid of deltas contains 1e-5 nearby)
+    assert np.all(c(a) >= eps_delta_tradeoff(a, eps * 1.2, DELTA * 1.3) - 1e-9)
+
+
+# --------------------------------------------------------------------------------------
+# Figure 7
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", FIG7_N_PARAMS)
+def test_figure7_feasgm_bound_weaker_than_rdp_claim(n):
+    K, K1 = C.feasgm_normalisers(FIG7["N"], FIG7["q"])
+    assert (K, K1) == (700, 701)
+    r = C.multiround_comparison("feasgm", n=n, delta=DELTA, accountants=("rdp",), **FIG7)
+    eps_bound, eps_rdp = r["epsilon_upper_bound"], r["claimed"]["rdp"]
+    assert eps_bound > eps_rdp, f"n={n}: FEASGM upper-bound eps {eps_bound:.6g} vs Opacus RDP claim {eps_rdp:.6g}"
+    # the curve lies below the RDP claim curve somewhere, too
+    a = np.linspace(0.01, 0.99, 99)
+    claim = C.claim_curve_from_accountant(FIG7["q"], FIG7["sigma"], FIG7["rounds"], accountant="rdp")
+    pair = C.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], n, FIG7["rounds"])
+    assert np.any(pair(a) < claim(a) - 0.1), f"n={n}: eps {eps_bound:.6g} vs RDP {eps_rdp:.6g}"
+
+
+# --------------------------------------------------------------------------------------
+# practitioners
+# --------------------------------------------------------------------------------------
+
+
+def test_practitioner_batch_over_n_removal_neighbour_not_supported():
+    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256 / 60_000)
+    assert r["mechanism"] == "feasgm"
+    rem, add = r["neighbours"]
+    assert rem["name"] == "removal" and rem["normalisers"] == [255, 256] and not rem["floors_agree"]
+    assert rem["sgm_claim_supported"] is False
+    assert rem["corrected_epsilon"] > r["claimed_epsilon"]["rdp"] and rem["claim_refuted"]
+    assert add["normalisers"] == [256, 256] and add["floors_agree"] and add["sgm_claim_supported"]
+    assert "removal" in r["summary"]
+
+
+def test_practitioner_half_integer_floors_agree():
+    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256.5 / 60_000)
+    assert all(e["floors_agree"] and e["sgm_claim_supported"] for e in r["neighbours"])
+    assert [e["normalisers"] for e in r["neighbours"]] == [[256, 256], [256, 256]]
+    assert r["summary"] == "The SGM claim stands for both neighbouring pairs."
+
+
+def test_practitioner_mechanism_by_version():
+    assert C.opacus_mechanism("0.13.0")[0] == "asgm"
+    assert C.opacus_mechanism("v0.12.0")[0] == "asgm"
+    assert C.opacus_mechanism("0.14.0")[0] == "easgm"
+    assert C.opacus_mechanism("0.15.0")[0] == "easgm"
+    assert C.opacus_mechanism("1.0.2")[0] == "feasgm"
+    assert C.opacus_mechanism("1.6.0")[0] == "feasgm"
+    assert C.opacus_mechanism("1.6.0", "sum")[0] == "sgm"
+    assert C.opacus_mechanism("0.10.1")[0] == "unsupported"
+    with pytest.raises(ValueError, match="opacus_version"):
+        C.opacus_mechanism("2.0.0")
+    with pytest.raises(ValueError, match="opacus_version"):
+        C.opacus_mechanism("latest")
+    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "0.15.0")
+    assert r["mechanism"] == "easgm" and not any(e["sgm_claim_supported"] for e in r["neighbours"])
+
+
+def test_opacus_sampling_matches_make_private():
+    torch = pytest.importorskip("torch")
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    for N, B in ((60_000, 256), (60_000, 250), (9_300, 100)):
+        ds = TensorDataset(torch.zeros(N, 1), torch.zeros(N))
+        model = torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, opt, dl = PrivacyEngine(accountant="rdp").make_private(
+                module=model, optimizer=opt, data_loader=DataLoader(ds, batch_size=B),
+                noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True)
+        s = C.opacus_sampling(N, B, "1.6.0")
+        assert s["expected_batch_size"] == opt.expected_batch_size
+        assert s["sample_rate"] == dl.sample_rate
+        assert s["accountant_sample_rate"] == 1 / len(dl)
+        assert s["steps_per_epoch"] == len(dl)
+
+
+# --------------------------------------------------------------------------------------
+# input checks and the command line
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: C.Chi2Pair(0, 3.0), "m"),
+        (lambda: C.Chi2Pair(10, -1.0), "x"),
+        (lambda: C.easgm_rounds_upper_bound(10, 5, 0), "rounds"),
+        (lambda: C.feasgm_rounds_upper_bound(10, 0.05, 5, 3), "N\\*q"),
+        (lambda: C.asgm_rounds_upper_bound(10, 1.5, 5, 3), "q"),
+        (lambda: C.sgm_claim_epsilon(0.1, 1.0, 10, 1.5), "delta"),
+        (lambda: C.sgm_claim_epsilon(0.1, 1.0, 10, 1e-5, accountant="moments"), "accountant"),
+        (lambda: C.ComposedPLD(GaussShiftFamily([1.0], [1.0]), 4, step=-1.0), "step"),
+        (lambda: C.DilutedFamily(GaussShiftFamily([1.0], [1.0]), 0.0), "w"),
+        (lambda: C.practitioner_report(60_000, 0, 1, 1.0, 10), "batch_size"),
+        (lambda: C.practitioner_report(60_000, 256, 1, 1.0, 10, loss_reduction="avg"), "loss_reduction"),
+        (lambda: C.rounds_curve("asgm", "guarantee", 10, 0.5, 1.0, 5, 3), "--bound upper"),
+    ],
+)
+def test_errors_name_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def _cli(*args):
+    p = subprocess.run([sys.executable, "-m", "paperlib", *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_cli_rounds():
+    common = ["--N", "140199", "--q", "0.005", "--sigma", "10", "--n", "26010", "--rounds", "200"]
+    rc, out, err = _cli("epsilon", "--mechanism", "feasgm", "--bound", "upper", *common, "--delta", "1e-5")
+    assert rc == 0, err
+    j = json.loads(out)
+    assert j["rounds"] == 200 and j["epsilon"] > 1.0
+    rc, out, err = _cli("epsilon", "--mechanism", "feasgm", *common, "--delta", "1e-5", "--claimed")
+    assert rc == 0, err
+    j = json.loads(out)
+    assert j["accountant"] == "rdp" and "RDP" in j["curve"] and 0 < j["epsilon"] < 1.0
+    rc, out, err = _cli("tradeoff", "--mechanism", "easgm", "--bound", "guarantee", *common, "--alpha", "0.1")
+    assert rc == 2 and "--bound upper" in err and len(err.strip().splitlines()) == 1
+    rc, out, err = _cli("tradeoff", "--mechanism", "asgm", "--bound", "upper", "--N", "999", "--q", "0.7",
+                        "--sigma", "10", "--n", "1000", "--rounds", "10", "--alpha", "0.1", "0.5")
+    assert rc == 0, err
+    j = json.loads(out)
+    assert len(j["beta"]) == 2 and 0 <= j["beta"][1] <= j["beta"][0] <= 0.9

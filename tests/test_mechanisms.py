@@ -1,0 +1,207 @@
+"""Tests of paperlib.mechanisms: one round of SGM/EASGM/ASGM/FEASGM in torch (THEORY.md section 2).
+
+Checks: the batched path equals the plain per-trial loop for the same draws; the
+output law on worst-case data matches the one :mod:`paperlib.simulation` uses
+(its ``normaliser``, the mixture of the projection on ``u`` and the chi-square law of
+the rest); clipping; the Opacus-style division by zero of FEASGM; bad input.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from paperlib import mechanisms as M
+from paperlib import simulation
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    # the test machines are shared: one torch thread is faster and steadier there
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(prev)
+
+
+def _vectors(N=3, n=7, seed=0, scale=1.5):
+    return np.random.default_rng(seed).normal(scale=scale, size=(N + 1, n))
+
+
+def _worst(N, n, C):
+    u = np.zeros(n)
+    u[0] = 1.0
+    v = np.tile(C * u, (N + 1, 1))
+    v[N] = -C * u
+    return v
+
+
+# ----------------------------------------------------------------------------- batched == loop
+@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+@pytest.mark.parametrize("dataset", ["D", "D'"])
+def test_batched_equals_loop_same_seed(mechanism, dataset):
+    v = _vectors()
+    q = 0.6 if mechanism != "feasgm" else 0.5  # floor(3*0.5) = 1, floor(4*0.5) = 2
+    a, ba = M.sample(mechanism, v, q, 2.0, 1.0, dataset, 40, torch.Generator().manual_seed(5), chunk_size=1,
+                     return_batch_sizes=True)
+    b, bb = M.sample_loop(mechanism, v, q, 2.0, 1.0, dataset, 40, torch.Generator().manual_seed(5),
+                          return_batch_sizes=True)
+    assert a.shape == (40, 7)
+    assert torch.equal(ba, bb)
+    torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    # bigger chunks draw in another order, but the same seed gives the same numbers again
+    c1 = M.sample(mechanism, v, q, 2.0, 1.0, dataset, 40, torch.Generator().manual_seed(5), chunk_size=16)
+    c2 = M.sample(mechanism, v, q, 2.0, 1.0, dataset, 40, torch.Generator().manual_seed(5), chunk_size=16)
+    assert torch.equal(c1, c2)
+
+
+@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+def test_apply_round_equals_loop_with_explicit_draws(mechanism):
+    v = torch.as_tensor(_vectors(N=4, n=9, seed=1))
+    g = torch.Generator().manual_seed(0)
+    masks = torch.rand((25, 5), generator=g, dtype=torch.float64) < 0.5
+    masks[0] = False  # an empty batch (ASGM divides it by 1)
+    noise = torch.randn((25, 9), generator=g, dtype=torch.float64)
+    a = M.apply_round(mechanism, M.clip(v, 1.0), masks, noise, 0.5, 1.3, 1.0)
+    b = M.apply_round_loop(mechanism, v, masks, noise, 0.5, 1.3, 1.0)
+    torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    # hand check of the empty-batch row: noise only, divided by the normaliser
+    nu = {"sgm": 1.0, "easgm": 5 * 0.5, "asgm": 1.0, "feasgm": 2.0}[mechanism]
+    torch.testing.assert_close(a[0], 1.3 * noise[0] / nu)
+
+
+def test_normaliser_matches_simulation():
+    k = np.arange(6)
+    for mech in ("sgm", "easgm", "asgm", "feasgm"):
+        for N_data, q in ((5, 0.5), (4, 0.3), (200, 0.005), (140200, 0.005)):
+            np.testing.assert_array_equal(M.normaliser(mech, N_data, k, q), simulation.normaliser(mech, N_data, k, q))
+    t = M.normaliser("asgm", 4, torch.tensor([0, 2, 3]), 0.5)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+
+
+# ----------------------------------------------------------------------------- distribution
+@pytest.mark.parametrize("mechanism,q", [("easgm", 0.5), ("asgm", 0.7), ("sgm", 0.3), ("feasgm", 0.5)])
+def test_output_law_on_worst_case_data(mechanism, q):
+    """Projection on u and the orthogonal rest follow the law simulation.py draws from."""
+    N, n, C, sigma, T = 3, 6, 0.5, 2.0, 4000
+    v = _worst(N, n, C)
+    for dataset, N_data in (("D", N), ("D'", N + 1)):
+        x = M.sample(mechanism, v, q, sigma, C, dataset, T, torch.Generator().manual_seed(11)).numpy()
+        o1 = x[:, 0] / C
+        # mixture over k (kept records of D) and b (added point kept): mean (k - b)/nu, sd sigma/nu
+        comps = []
+        for k in range(N + 1):
+            wk = stats.binom.pmf(k, N, q)
+            if N_data == N:
+                nu = simulation.normaliser(mechanism, N, np.array([k]), q)[0]
+                comps.append((wk, k / nu, sigma / nu))
+            else:
+                for b, wb in ((0, 1 - q), (1, q)):
+                    nu = simulation.normaliser(mechanism, N + 1, np.array([k + b]), q)[0]
+                    comps.append((wk * wb, (k - b) / nu, sigma / nu))
+
+        def cdf(t, comps=comps):
+            return sum(w * stats.norm.cdf(t, m, s) for w, m, s in comps)
+
+        assert stats.kstest(o1, cdf).pvalue > 1e-3
+        if mechanism in ("easgm", "sgm", "feasgm"):  # fixed normaliser: ||rest||^2 / (sigma C / nu)^2 ~ chi2_{n-1}
+            nu = M.fixed_normaliser(mechanism, N_data, q)
+            w = np.sum(x[:, 1:] ** 2, axis=1) / (sigma * C / nu) ** 2
+            assert stats.kstest(w, stats.chi2(n - 1).cdf).pvalue > 1e-3
+
+
+def test_batched_and_loop_agree_in_distribution():
+    v = _vectors(N=2, n=5, seed=3)
+    a = M.sample("asgm", v, 0.6, 1.0, 1.0, "D'", 3000, torch.Generator().manual_seed(1)).numpy()
+    b = M.sample_loop("asgm", v, 0.6, 1.0, 1.0, "D'", 1500, torch.Generator().manual_seed(2)).numpy()
+    for j in range(2):
+        assert stats.ks_2samp(a[:, j], b[:, j]).pvalue > 1e-3
+
+
+def test_batch_sizes_are_binomial():
+    v = _vectors(N=4, n=3)
+    _, bs = M.sample("easgm", v, 0.3, 1.0, 1.0, "D'", 5000, torch.Generator().manual_seed(0),
+                     return_batch_sizes=True)
+    counts = np.bincount(bs.numpy(), minlength=6)
+    expected = 5000 * stats.binom.pmf(np.arange(6), 5, 0.3)
+    assert stats.chisquare(counts[:5], expected[:5] * counts[:5].sum() / expected[:5].sum()).pvalue > 1e-3
+
+
+# ----------------------------------------------------------------------------- clipping, dtype, chunks
+def test_clip():
+    v = torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]], dtype=torch.float64)
+    c = M.clip(v, 1.0)
+    torch.testing.assert_close(c[0], torch.tensor([0.6, 0.8], dtype=torch.float64))
+    torch.testing.assert_close(c[1], v[1])
+    torch.testing.assert_close(c[2], v[2])
+
+
+def test_chunks_cover_all_trials_and_dtype():
+    v = _vectors(N=2, n=4)
+    chunks = list(M.iter_samples("sgm", v, 0.5, 1.0, 1.0, "D", 10, torch.Generator().manual_seed(0), chunk_size=3,
+                                 dtype=torch.float32))
+    assert [c.start for c in chunks] == [0, 3, 6, 9]
+    assert sum(c.outputs.shape[0] for c in chunks) == 10
+    assert all(c.outputs.dtype == torch.float32 for c in chunks)
+    assert M.default_chunk_size(10_000) == (1 << 20) // 10_000
+    assert M.default_chunk_size(10_000, device="cuda") == (1 << 26) // 10_000
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu_in_law():
+    v = _vectors(N=3, n=50)
+    x = M.sample("easgm", v, 0.5, 2.0, 1.0, "D", 4000, torch.Generator(device="cuda").manual_seed(0))
+    assert x.device.type == "cuda"
+    y = M.sample("easgm", v, 0.5, 2.0, 1.0, "D", 4000, torch.Generator().manual_seed(0))
+    assert stats.ks_2samp(x[:, 0].cpu().numpy(), y[:, 0].numpy()).pvalue > 1e-3
+
+
+# ----------------------------------------------------------------------------- FEASGM / 0
+def test_feasgm_divides_by_zero_like_opacus():
+    v = _vectors(N=3, n=4)
+    assert M.divides_by_zero("feasgm", 3, 0.2)  # floor(0.6) = 0
+    assert not M.divides_by_zero("feasgm", 4, 0.25)  # floor(1.0) = 1
+    assert not M.divides_by_zero("easgm", 3, 0.2)
+    assert M.fixed_normaliser("feasgm", 3, 0.2) == 0.0
+    for fn in (M.sample, M.sample_loop):
+        with pytest.warns(M.ZeroNormaliserWarning, match="divides by zero"):
+            x = fn("feasgm", v, 0.2, 1.0, 1.0, "D", 5, torch.Generator().manual_seed(0))
+        assert not torch.isfinite(x).any()  # inf (or nan), not silently divided by 1
+    # on D' = 4 records floor(0.8) = 0 as well; at q = 0.25 D' is fine while D still divides by 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", M.ZeroNormaliserWarning)
+        x = M.sample("feasgm", v, 0.25, 1.0, 1.0, "D'", 5, torch.Generator().manual_seed(0))
+    assert torch.isfinite(x).all()
+    # Opacus computes int(len(dataset) * sample_rate) in floating point
+    assert M.fixed_normaliser("feasgm", 140200, 0.005) == float(int(140200 * 0.005))
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"q": 0.0}, "q"),
+        ({"q": 1.5}, "q"),
+        ({"q": float("nan")}, "q"),
+        ({"sigma": 0.0}, "sigma"),
+        ({"C": -1.0}, "C"),
+        ({"trials": 0}, "trials"),
+        ({"dataset": "E"}, "dataset"),
+        ({"mechanism": "dpsgd"}, "mechanism"),
+        ({"vectors": np.array([[1.0, np.nan], [0.0, 1.0]])}, "vectors"),
+        ({"vectors": np.ones((1, 3))}, "vectors"),
+        ({"vectors": np.ones(3)}, "vectors"),
+        ({"generator": 0}, "generator"),
+    ],
+)
+def test_bad_input(kwargs, match):
+    args = {"mechanism": "easgm", "vectors": _vectors(), "q": 0.5, "sigma": 1.0, "C": 1.0, "dataset": "D",
+            "trials": 3, "generator": torch.Generator().manual_seed(0)}
+    args.update(kwargs)
+    for fn in (M.sample, M.sample_loop):
+        with pytest.raises(ValueError, match=match):
+            fn(**args)

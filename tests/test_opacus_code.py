@@ -1,0 +1,348 @@
+"""Tests for paperlib.opacus_code: the rule-based detector, the stored table against the
+paper's Table 2, and one real step of the installed Opacus. No network."""
+
+import json
+import math
+import textwrap
+
+import pytest
+
+from paperlib import opacus_code as oc
+
+ENGINE = "opacus/privacy_engine.py"
+CLIPPER = "opacus/per_sample_gradient_clip.py"
+SAMPLER = "opacus/utils/uniform_sampler.py"
+OPTIMIZER = "opacus/optimizers/optimizer.py"
+
+
+def src(s: str) -> str:
+    return textwrap.dedent(s).lstrip("\n")
+
+
+def edit(s: str, old: str, new: str) -> str:
+    """``s`` with ``old`` replaced by ``new``; fails if ``old`` is not there."""
+    assert old in s, old
+    return s.replace(old, new)
+
+
+# -------------------------------------------------- synthetic sources, one per code generation
+
+CLIPPER_SRC = src('''
+    class PerSampleGradientClipper:
+        def _scale_summed_grad(self, summed_grad, batch_size):
+            """Average over the batch if loss_reduction is mean."""
+            if self.loss_reduction == "mean":
+                return summed_grad / batch_size
+            return summed_grad
+''')
+
+
+def gen1_engine(upper_bound: bool, raise_after: bool = True) -> str:
+    check = ""
+    if upper_bound:
+        body = "raise ValueError('too large')" if raise_after else "warnings.warn('too large')"
+        check = f"""
+        if batch_size > self.batch_size:
+            {body}
+"""
+    return src(f'''
+class PrivacyEngine:
+    def __init__(self, module, batch_size, sample_size, noise_multiplier, max_grad_norm):
+        self.batch_size = batch_size
+
+    def step(self):
+        self.steps += 1
+        self.clipper.clip_and_accumulate()
+        clip_values, batch_size = self.clipper.pre_step()
+{textwrap.indent(textwrap.dedent(check), "        ")}
+        params = (p for p in self.module.parameters() if p.requires_grad)
+        for p, clip_value in zip(params, clip_values):
+            noise = self._generate_noise(clip_value, p)
+            if self.loss_reduction == "mean":
+                noise /= batch_size
+            p.grad += noise
+''')
+
+
+GEN2_ENGINE = src('''
+class PrivacyEngine:
+    def __init__(self, module, *, sample_rate=None, sample_size=None, loss_reduction="mean",
+                 poisson: bool = False):
+        self.poisson = poisson
+
+    def step(self, is_empty: bool = False):
+        if not is_empty:
+            clip_values, batch_size = self.clipper.pre_step()
+        else:
+            batch_size = self.avg_batch_size
+        for p, clip_value in zip(self.params, clip_values):
+            noise = self._generate_noise(clip_value, p)
+            if self.loss_reduction == "mean":
+                noise /= batch_size
+            p.grad += noise
+            # For poisson, divide by avg_batch_size instead of batch_size
+            if self.poisson and self.loss_reduction == "mean":
+                p.grad *= batch_size / self.avg_batch_size
+
+    def _set_sample_rate(self):
+        if self.sample_rate is None:
+            self.sample_rate = self.batch_size / self.sample_size
+            self.avg_batch_size = AVG
+''')
+
+GEN3_ENGINE = src('''
+class PrivacyEngine:
+    def make_private(self, *, module, optimizer, data_loader, noise_multiplier, max_grad_norm,
+                     poisson_sampling: bool = True):
+        sample_rate = 1 / len(data_loader)
+        expected_batch_size = EXPECTED
+        optimizer = self._prepare_optimizer(optimizer, expected_batch_size=expected_batch_size)
+        return module, optimizer, data_loader
+''')
+
+GEN3_OPTIMIZER = src('''
+class DPOptimizer:
+    def add_noise(self):
+        for p in self.params:
+            noise = _generate_noise(std=self.noise_multiplier * self.max_grad_norm, reference=p.summed_grad)
+            p.grad = (p.summed_grad + noise).view_as(p)
+
+    def scale_grad(self):
+        if self.loss_reduction == "mean":
+            for p in self.params:
+                p.grad /= self.expected_batch_size * self.accumulated_iterations
+''')
+
+SAMPLER_SRC = "class UniformWithReplacementSampler(Sampler):\n    pass\n"
+
+
+def test_generation1_without_upper_bound_is_asgm():
+    r = oc.audit_sources({ENGINE: gen1_engine(False), CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
+    assert (r["generation"], r["normalisation"], r["mechanism"]) == ("engine-step", "A", "ASGM")
+    assert r["poisson_usable"] and not r["poisson_builtin"]
+    assert r["primary"]["code"] == "noise /= batch_size" and r["primary"]["file"] == ENGINE
+    rules = {e["rule"] for e in r["evidence"]}
+    assert {"engine_realised_batch_size", "clipper_sum_over_batch_size", "poisson_sampler_shipped"} <= rules
+
+
+def test_generation1_with_upper_bound_is_not_supported():
+    r = oc.audit_sources({ENGINE: gen1_engine(True), CLIPPER: CLIPPER_SRC})
+    assert r["normalisation"] == "A" and r["mechanism"] == oc.NOT_SUPPORTED and not r["poisson_usable"]
+    ub = [e for e in r["evidence"] if e["rule"] == "engine_batch_size_upper_bound"]
+    assert len(ub) == 1 and ub[0]["code"] == "if batch_size > self.batch_size:"
+    # the line number points at that line of the source
+    assert gen1_engine(True).splitlines()[ub[0]["line"] - 1].strip() == ub[0]["code"]
+
+
+def test_upper_bound_only_counts_when_it_raises():
+    r = oc.audit_sources({ENGINE: gen1_engine(True, raise_after=False), CLIPPER: CLIPPER_SRC})
+    assert r["poisson_usable"] and r["mechanism"] == "ASGM"
+
+
+def test_generation1_needs_the_mean_guard_and_the_clipper():
+    unguarded = edit(gen1_engine(False),'if self.loss_reduction == "mean":\n                noise /= batch_size',
+                                           'if self.loss_reduction == "sum":\n                noise /= batch_size')
+    with pytest.raises(oc.AuditError, match="no code generation"):
+        oc.audit_sources({ENGINE: unguarded, CLIPPER: CLIPPER_SRC})
+    with pytest.raises(oc.AuditError):
+        oc.audit_sources({ENGINE: gen1_engine(False)})  # the clipper's division is missing
+
+
+def test_commented_out_code_does_not_match():
+    commented = edit(gen1_engine(False),"                noise /= batch_size", "                # noise /= batch_size\n                pass")
+    with pytest.raises(oc.AuditError):
+        oc.audit_sources({ENGINE: commented, CLIPPER: CLIPPER_SRC})
+
+
+def test_generation2_is_easgm():
+    eng = GEN2_ENGINE.replace("AVG", "self.sample_rate * self.sample_size")
+    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
+    assert (r["generation"], r["normalisation"], r["mechanism"]) == ("engine-poisson", "EA", "EASGM")
+    assert r["poisson_builtin"] and r["poisson_usable"]
+    assert r["primary"]["code"] == "p.grad *= batch_size / self.avg_batch_size"
+
+
+def test_generation2_classifies_the_expression_not_the_version():
+    eng = GEN2_ENGINE.replace("AVG", "int(self.sample_rate * self.sample_size)")
+    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
+    assert r["normalisation"] == "FEA" and r["mechanism"] == "FEASGM"
+
+
+def test_generation2_rescale_needs_poisson_guard():
+    eng = edit(GEN2_ENGINE.replace("AVG", "self.sample_rate * self.sample_size"),
+               "if self.poisson and self.loss_reduction", "if self.distributed and self.loss_reduction")
+    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
+    assert r["generation"] == "engine-step" and r["normalisation"] == "A"
+
+
+@pytest.mark.parametrize("expr, norm", [
+    ("int(len(data_loader.dataset) * sample_rate)", "FEA"),
+    ("len(data_loader.dataset) * sample_rate", "EA"),
+    ("math.floor(len(data_loader.dataset) * sample_rate)", "FEA"),
+])
+def test_generation3(expr, norm):
+    r = oc.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", expr), OPTIMIZER: GEN3_OPTIMIZER})
+    assert r["generation"] == "dp-optimizer" and r["normalisation"] == norm
+    assert r["mechanism"] == oc.MECHANISM[norm] and r["poisson_builtin"] and r["poisson_usable"]
+    assert r["primary"]["code"] == f"expected_batch_size = {expr}"
+    rules = {e["rule"] for e in r["evidence"]}
+    assert {"optimizer_noise_added_to_sum", "optimizer_divide_by_expected_batch_size"} <= rules
+
+
+def test_generation3_division_must_be_in_scale_grad():
+    opt = edit(GEN3_OPTIMIZER, "def scale_grad", "def unscale_grad")
+    with pytest.raises(oc.AuditError):
+        oc.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", "int(n * sample_rate)"), OPTIMIZER: opt})
+
+
+def test_unknown_code_raises():
+    with pytest.raises(oc.AuditError, match="no code generation"):
+        oc.audit_sources({ENGINE: "class PrivacyEngine:\n    pass\n"})
+    with pytest.raises(oc.AuditError):
+        oc.classify_expected_size("round(n * sample_rate)")
+    with pytest.raises(oc.AuditError):
+        oc.classify_expected_size("sample_rate")
+
+
+def test_fragment_that_does_not_parse_uses_indentation():
+    frag = "    def step(self):\n        if self.loss_reduction == 'mean':\n            noise /= batch_size\n        oops(:\n"
+    hits = oc.Rule("x", "g", ENGINE, r"^\s*noise\s*/=\s*batch_size\s*$", "", in_def="step",
+                   guard=r"loss_reduction").find({ENGINE: frag})
+    assert [h.line for h in hits] == [3]
+
+
+# -------------------------------------------------- the stored table and the paper's Table 2
+
+# Table 2 of Wang et al. (2026), written out here independently of paperlib.opacus_code:
+# version -> (normalisation, built-in Poisson update logic, mechanism)
+NS = "Not supported"
+PAPER = {
+    **{v: ("A", False, NS) for v in ("0.9.0", "0.9.1", "0.10.0", "0.10.1", "0.11.0")},
+    **{v: ("A", False, "ASGM") for v in ("0.12.0", "0.13.0")},
+    **{v: ("EA", True, "EASGM") for v in ("0.14.0", "0.15.0")},
+    **{v: ("FEA", True, "FEASGM") for v in (
+        "1.0.0", "1.0.1", "1.0.2", "1.1.0", "1.1.1", "1.1.2", "1.1.3", "1.2.0", "1.3.0",
+        "1.4.0", "1.4.1", "1.5", "1.5.1", "1.5.2", "1.5.3", "1.5.4")},
+}
+
+
+@pytest.fixture(scope="module")
+def table():
+    return oc.load_table()
+
+
+def test_module_copy_of_table2_matches_the_paper():
+    assert set(oc.PAPER_TABLE2) == set(PAPER)
+    for v, (norm, builtin, mech) in PAPER.items():
+        p = oc.PAPER_TABLE2[v]
+        assert (p["normalisation"], p["poisson_builtin"], p["mechanism"]) == (norm, builtin, mech), v
+
+
+def test_stored_table_agrees_with_table2(table):
+    got = {r["version"]: r for r in table["releases"]}
+    assert set(PAPER) <= set(got), sorted(set(PAPER) - set(got))
+    for v, (norm, builtin, mech) in PAPER.items():
+        r = got[v]
+        assert (r["normalisation"], r["poisson_builtin"], r["mechanism"]) == (norm, builtin, mech), v
+        assert r["in_paper_table2"]
+    assert all(c["status"] == "agrees" for c in oc.compare_with_paper(table["releases"]) if c["version"] in PAPER)
+
+
+def test_stored_table_is_complete_and_consistent(table):
+    from packaging.version import Version
+
+    vs = [r["version"] for r in table["releases"]]
+    assert vs == sorted(vs, key=Version) and len(set(vs)) == len(vs)
+    assert vs[0] == oc.FIRST_VERSION and len(vs) >= 26 and table["n_releases"] == len(vs)
+    assert "1.6.0" in vs  # released after the paper's table
+    for r in table["releases"]:
+        assert r["file"] == "opacus/privacy_engine.py" and r["line"] > 0 and r["code"]
+        assert len(r["wheel_sha256"]) == 64 and r["wheel"].startswith(f"opacus-{r['version']}-")
+        assert {"file": r["file"], "line": r["line"], "code": r["code"]}.items() <= r["primary"].items()
+        assert any(e["line"] == r["line"] and e["file"] == r["file"] for e in r["evidence"])
+        assert r["mechanism"] == (oc.MECHANISM[r["normalisation"]] if r["poisson_usable"] else NS)
+        assert r["in_paper_table2"] == (Version(r["version"]) <= Version(oc.PAPER_LAST_VERSION))
+    # later releases than the paper's: still FEASGM
+    for r in table["releases"]:
+        if Version(r["version"]) > Version(oc.PAPER_LAST_VERSION):
+            assert r["mechanism"] == "FEASGM"
+
+
+def test_stored_confirmations(table):
+    conf = {c["opacus"]: c for c in table["confirmations"]}
+    import opacus
+
+    assert opacus.__version__ in conf
+    for v, c in conf.items():
+        if c["verdict"] == "error":
+            continue
+        r = next(r for r in table["releases"] if r["version"] == v)
+        assert c["verdict"] == r["normalisation"] and c["mechanism"] == r["mechanism"], v
+
+
+def test_cache_reaudit_matches_stored_table(table):
+    """Offline: if the wheels are cached, re-auditing them gives the stored findings."""
+    keys = ("normalisation", "poisson_builtin", "poisson_usable", "mechanism", "file", "line", "code", "wheel_sha256")
+    checked = 0
+    for r in table["releases"]:
+        wheel = oc.cached_wheel(r["version"])
+        if wheel is None:
+            continue
+        again = oc.audit_wheel(wheel, r["version"])
+        assert {k: again[k] for k in keys} == {k: r[k] for k in keys}, r["version"]
+        checked += 1
+    if checked == 0:
+        pytest.skip(f"no Opacus wheels in {oc.wheel_cache_dir()} (fill with: {oc.REFRESH_COMMAND})")
+
+
+def test_offline_without_cache_or_table_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv(oc.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(oc.AuditError, match=r"--refresh"):
+        oc.load_table(tmp_path / "missing.json")
+    assert oc.main(["--output", str(tmp_path / "missing.json")]) == 1
+
+
+def test_cli_prints_the_stored_table(capsys, table):
+    assert oc.main([]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n| v") == len(table["releases"])
+    assert "FEASGM" in out and "**new** (after v1.5.4)" in out
+    assert oc.main(["--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_releases"] == len(table["releases"])
+
+
+def test_markdown_escapes_pipes(table):
+    md = oc.markdown_table(table["releases"])
+    header = md.splitlines()[0]
+    for line in md.splitlines()[2:]:
+        assert line.count(" | ") == header.count(" | "), line
+
+
+# -------------------------------------------------- one real step of the installed Opacus
+
+
+def test_installed_opacus_divides_by_floor_Nq():
+    """N = 10, q = 0.25: N q = 2.5 is not an integer, floor(N q) = 2, and |B| varies."""
+    pytest.importorskip("opacus")
+    r = oc.step_check(seed=0, N=10, batch_size=3, d_noise=2048, n_batches=4)
+    assert r["api"] == "v1-make_private"
+    assert r["q"] == 0.25 and r["Nq"] == 2.5 and r["floor_Nq"] == 2
+    assert r["verdict"] == "FEA" and r["mechanism"] == "FEASGM"
+    signal, noise = r["runs"]
+    assert signal["expected_batch_size"] == math.floor(10 * 0.25)
+    for b in signal["batches"]:
+        assert b["divisor"] == pytest.approx(2.0, rel=1e-5)
+    # at least one batch whose realised size is neither 2 nor 2.5 (so A is ruled out)
+    assert any(b["batch_size"] != 2 for b in signal["batches"])
+    for b in noise["batches"]:
+        assert b["divisor"] == pytest.approx(2.0, rel=0.1)
+
+
+def test_table_renders_markdown_and_html():
+    t = oc.Table(["a", "b"], [["`x | y`", "**new** <3"]])
+    md = t.markdown()
+    assert md.splitlines()[2] == "| `x \\| y` | **new** <3 |"
+    h = t._repr_html_()
+    assert "<code>x | y</code>" in h and "<strong>new</strong> &lt;3" in h
+    with pytest.raises(ValueError):
+        oc.Table(["a"], [["1", "2"]])
