@@ -234,21 +234,22 @@ class PointwiseMixture:
                 curves.append((w, c.curve(self.tol)))
             else:
                 curves.append((w, c))
+        curves = [(w, c) for w, c in curves if w > 0]
         grid = np.unique(np.concatenate([c.alpha for _, c in curves]))
         beta = np.zeros_like(grid)
         slope = np.zeros_like(grid)
         for w, c in curves:
             beta += w * np.interp(grid, c.alpha, c.beta)
-            if c.slope is None:
+            if c.slope is None or slope is None:
                 slope = None
-            elif slope is not None:
-                # slope at the sampled points of c; elsewhere the chord's slope
-                s = np.interp(grid, c.alpha, c.slope)
-                exact = np.isin(grid, c.alpha)
-                if not exact.all():
-                    chord = np.gradient(np.interp(grid, c.alpha, c.beta), grid)
-                    s = np.where(exact, s, chord)
-                slope = slope + w * s
+                continue
+            # exact slope at c's own points, the slope of c's chord in between (computed on
+            # c's vertices, not on the union grid: its spacings can be ~1e-250 near alpha = 0)
+            j = np.clip(np.searchsorted(c.alpha, grid, side="right") - 1, 0, c.alpha.size - 2)
+            width = c.alpha[j + 1] - c.alpha[j]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                chord = np.where(width > 0, (c.beta[j + 1] - c.beta[j]) / np.where(width > 0, width, 1.0), -np.inf)
+            slope = slope + w * np.where(c.alpha[j] == grid, c.slope[j], chord)
         self._curve = TradeOffCurve(grid, beta, slope, label=self.label, meta=dict(self.meta))
         return self._curve
 
