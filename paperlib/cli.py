@@ -156,7 +156,11 @@ def run_tradeoff(args) -> dict:
             if k in meta:
                 out[k] = meta[k]
         if isinstance(curve, LRMixture):
-            out["max_error"] = curve.curve(args.tol).meta["max_gap"]
+            if float(args.tol) in curve._curves:
+                out["max_error"] = curve.curve(args.tol).meta["max_gap"]
+                out["method"] = "sampled curve (tangent envelope)"
+            else:
+                out["method"] = "exact: common threshold solved per alpha"
     if args.rounds == 1:
         out["sgm_claim_beta"] = [float(b) for b in sgm_claim(args.q, args.sigma)(alpha)]
     return out

@@ -51,7 +51,8 @@ def test_subprocess_tradeoff_published_point():
     out = json.loads(p.stdout)
     assert out["alpha"] == [0.1]
     assert abs(out["beta"][0] - 0.3097) <= 0.002  # the number (index revealed)
-    assert out["max_error"] <= 1e-6
+    assert out.get("max_error", 0.0) <= 1e-6  # absent when solved exactly per alpha
+    assert out["method"].startswith(("exact", "sampled"))
     assert abs(out["sgm_claim_beta"][0] - 0.841) <= 0.0005
     assert p.stdout.count("\n") == 1  # one JSON object on one line
 
