@@ -15,7 +15,7 @@ from scipy import optimize
 from scipy.stats import norm
 
 from paperlib.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
-from paperlib.guarantees import asgm_guarantee, easgm_guarantee
+from paperlib.guarantees import asgm_guarantee, easgm_guarantee, easgm_upper_bound
 from paperlib.mixture import LRMixture, PointwiseMixture
 from paperlib.tradeoff import TradeOffCurve, gaussian_delta
 
@@ -291,3 +291,28 @@ def test_lrmixture_rejects_empty_and_bad_eps():
         mix([1.5])
     with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
         mix.epsilon(0.0)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: easgm_guarantee(3, 0.5, 2.0, 20),
+        lambda: asgm_guarantee(10, 0.3, 1.0, 5),
+        lambda: easgm_upper_bound(4, 3),
+        lambda: LRMixture([IdentityFamily(0.4), GaussShiftFamily([1.0], [0.6])]),
+    ],
+)
+def test_beta_exact_matches_fine_curve(build):
+    """Root-finding per alpha and the adaptively sampled curve are two routes to one function.
+
+    The sampled curve at tol 1e-8 is within 1e-8 (+ its reported max_gap) of the truth, so the
+    two must agree to a few 1e-8; the atom's straight segment is hit exactly by both.
+    """
+    mix = build()
+    alpha = np.array([0.0, 1e-6, 0.01, 0.1, 0.3, 0.5, 0.9, 1.0])
+    exact = mix.beta_exact(alpha)
+    curve = mix.curve(1e-8)
+    assert np.max(np.abs(exact - curve(alpha))) <= 1e-8 + 2 * curve.meta["max_gap"] + 1e-9
+    # __call__ with few alphas uses the exact route
+    fresh = build()
+    assert np.allclose(fresh(alpha), exact, atol=1e-12)
