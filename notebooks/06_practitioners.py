@@ -35,7 +35,7 @@
 #    computes the corrected bound over all rounds (the previous chapter's exact
 #    chi-square bound, or the numerical composition for ASGM).
 #
-# The decision logic is `paperlib.composition.practitioner_report`; this page only
+# The decision logic is `paperlib.practitioner.practitioner_report`; this page only
 # displays it. Change the parameters cell and re-run to check your own run.
 
 # %% tags=["parameters"]
@@ -66,7 +66,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from paperlib import composition as comp
+from paperlib import practitioner as pr
 from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.provenance import results_dir, save_result
@@ -106,7 +106,7 @@ def show(report):
 # ## 1. Your run
 
 # %%
-report = comp.practitioner_report(N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, OPACUS_VERSION,
+report = pr.practitioner_report(N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, OPACUS_VERSION,
                                   delta=DELTA, sample_rate=SAMPLE_RATE, loss_reduction=LOSS_REDUCTION,
                                   pld_options=PLD)
 show(report)
@@ -135,7 +135,7 @@ glue("nb06_summary", report["summary"], display=False)
 # agree. The two reports below are asserted.
 
 # %%
-ex_int = comp.practitioner_report(60_000, 256, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA,
+ex_int = pr.practitioner_report(60_000, 256, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA,
                                   sample_rate=256 / 60_000)
 show(ex_int)
 rem, add = ex_int["neighbours"]
@@ -144,7 +144,7 @@ assert rem["claim_refuted"] and rem["corrected_epsilon"] > max(ex_int["claimed_e
 assert add["normalisers"] == [256, 256] and add["floors_agree"] and add["sgm_claim_supported"]
 
 # %%
-ex_half = comp.practitioner_report(60_000, 256, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA,
+ex_half = pr.practitioner_report(60_000, 256, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA,
                                    sample_rate=256.5 / 60_000)
 show(ex_half)
 assert all(e["floors_agree"] and e["sgm_claim_supported"] for e in ex_half["neighbours"])
@@ -174,9 +174,9 @@ glue("nb06_claim_int", float(ex_int["claimed_epsilon"]["rdp"]), display=False)
 def normaliser_scan(N, batch_sizes):
     rows = []
     for B in batch_sizes:
-        q_rm = comp.opacus1_rates(N - 1, B, False)
-        q_tr = comp.opacus1_rates(N, B, False)
-        q_ad = comp.opacus1_rates(N + 1, B, False)
+        q_rm = pr.opacus1_rates(N - 1, B, False)
+        q_tr = pr.opacus1_rates(N, B, False)
+        q_ad = pr.opacus1_rates(N + 1, B, False)
         k_rm = (int((N - 1) * q_rm[1]), int(N * q_tr[1]))
         k_ad = (int(N * q_tr[1]), int((N + 1) * q_ad[1]))
         rows.append({"B": B, "removal_weak": q_rm == q_tr and k_rm[0] != k_rm[1],
@@ -213,7 +213,7 @@ if N_TRAIN == 60_000:
 # `figures/06_batch_size_scan.png`.
 
 # %%
-ex_250 = comp.practitioner_report(60_000, 250, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA)
+ex_250 = pr.practitioner_report(60_000, 250, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA)
 show(ex_250)
 assert not ex_250["neighbours"][0]["sgm_claim_supported"] and ex_250["neighbours"][0]["claim_refuted"]
 
@@ -230,7 +230,7 @@ assert not ex_250["neighbours"][0]["sgm_claim_supported"] and ex_250["neighbours
 # %%
 older = {}
 for version, n in (("0.15.0", N_PARAMS), ("0.13.0", N_PARAMS), ("0.15.0", 1_485_217)):
-    r = comp.practitioner_report(N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER, n, version, delta=DELTA,
+    r = pr.practitioner_report(N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER, n, version, delta=DELTA,
                                  pld_options=PLD)
     older[(version, n)] = r
     print(f"--- Opacus {version}, n = {n:,}")

@@ -21,6 +21,7 @@ import pytest
 from scipy import special, stats
 
 from paperlib import composition as C
+from paperlib import practitioner as PR
 from paperlib.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
 from paperlib.guarantees import asgm_upper_bound
 from paperlib.mixture import LRMixture
@@ -291,7 +292,7 @@ def test_figure7_feasgm_bound_weaker_than_rdp_claim(n):
 
 
 def test_practitioner_batch_over_n_removal_neighbour_not_supported():
-    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256 / 60_000)
+    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256 / 60_000)
     assert r["mechanism"] == "feasgm"
     rem, add = r["neighbours"]
     assert rem["name"] == "removal" and rem["normalisers"] == [255, 256] and not rem["floors_agree"]
@@ -302,26 +303,26 @@ def test_practitioner_batch_over_n_removal_neighbour_not_supported():
 
 
 def test_practitioner_half_integer_floors_agree():
-    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256.5 / 60_000)
+    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256.5 / 60_000)
     assert all(e["floors_agree"] and e["sgm_claim_supported"] for e in r["neighbours"])
     assert [e["normalisers"] for e in r["neighbours"]] == [[256, 256], [256, 256]]
     assert r["summary"] == "The SGM claim stands for both neighbouring pairs."
 
 
 def test_practitioner_mechanism_by_version():
-    assert C.opacus_mechanism("0.13.0")[0] == "asgm"
-    assert C.opacus_mechanism("v0.12.0")[0] == "asgm"
-    assert C.opacus_mechanism("0.14.0")[0] == "easgm"
-    assert C.opacus_mechanism("0.15.0")[0] == "easgm"
-    assert C.opacus_mechanism("1.0.2")[0] == "feasgm"
-    assert C.opacus_mechanism("1.6.0")[0] == "feasgm"
-    assert C.opacus_mechanism("1.6.0", "sum")[0] == "sgm"
-    assert C.opacus_mechanism("0.10.1")[0] == "unsupported"
+    assert PR.opacus_mechanism("0.13.0")[0] == "asgm"
+    assert PR.opacus_mechanism("v0.12.0")[0] == "asgm"
+    assert PR.opacus_mechanism("0.14.0")[0] == "easgm"
+    assert PR.opacus_mechanism("0.15.0")[0] == "easgm"
+    assert PR.opacus_mechanism("1.0.2")[0] == "feasgm"
+    assert PR.opacus_mechanism("1.6.0")[0] == "feasgm"
+    assert PR.opacus_mechanism("1.6.0", "sum")[0] == "sgm"
+    assert PR.opacus_mechanism("0.10.1")[0] == "unsupported"
     with pytest.raises(ValueError, match="opacus_version"):
-        C.opacus_mechanism("2.0.0")
+        PR.opacus_mechanism("2.0.0")
     with pytest.raises(ValueError, match="opacus_version"):
-        C.opacus_mechanism("latest")
-    r = C.practitioner_report(60_000, 256, 1, 1.0, 26_010, "0.15.0")
+        PR.opacus_mechanism("latest")
+    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "0.15.0")
     assert r["mechanism"] == "easgm" and not any(e["sgm_claim_supported"] for e in r["neighbours"])
 
 
@@ -339,7 +340,7 @@ def test_opacus_sampling_matches_make_private():
             _, opt, dl = PrivacyEngine(accountant="rdp").make_private(
                 module=model, optimizer=opt, data_loader=DataLoader(ds, batch_size=B),
                 noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True)
-        s = C.opacus_sampling(N, B, "1.6.0")
+        s = PR.opacus_sampling(N, B, "1.6.0")
         assert s["expected_batch_size"] == opt.expected_batch_size
         assert s["sample_rate"] == dl.sample_rate
         assert s["accountant_sample_rate"] == 1 / len(dl)
@@ -363,8 +364,8 @@ def test_opacus_sampling_matches_make_private():
         (lambda: C.sgm_claim_epsilon(0.1, 1.0, 10, 1e-5, accountant="moments"), "accountant"),
         (lambda: C.ComposedPLD(GaussShiftFamily([1.0], [1.0]), 4, step=-1.0), "step"),
         (lambda: C.DilutedFamily(GaussShiftFamily([1.0], [1.0]), 0.0), "w"),
-        (lambda: C.practitioner_report(60_000, 0, 1, 1.0, 10), "batch_size"),
-        (lambda: C.practitioner_report(60_000, 256, 1, 1.0, 10, loss_reduction="avg"), "loss_reduction"),
+        (lambda: PR.practitioner_report(60_000, 0, 1, 1.0, 10), "batch_size"),
+        (lambda: PR.practitioner_report(60_000, 256, 1, 1.0, 10, loss_reduction="avg"), "loss_reduction"),
         (lambda: C.rounds_curve("asgm", "guarantee", 10, 0.5, 1.0, 5, 3), "--bound upper"),
     ],
 )
