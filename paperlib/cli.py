@@ -94,7 +94,7 @@ def run_audit(args) -> dict:
             "trials": r.trials, "eps_claimed": _jsonnum(r.eps_claimed), "fpr_ci": list(r.fpr_ci),
             "fnr_ci": list(r.fnr_ci), "delta_lower": r.delta_lower, "violation": r.violation,
             "trials_D": r.trials_D, "trials_Dprime": r.trials_Dprime, "calibration_trials": r.calibration_trials,
-            "mechanism": r.mechanism, "distinguisher": r.distinguisher, "N": r.N, "n": r.n, "q": r.q,
+            "path": r.path, "mechanism": r.mechanism, "distinguisher": r.distinguisher, "N": r.N, "n": r.n, "q": r.q,
             "sigma": r.sigma, "C": r.C, "seed": r.seed, "device": r.device}
 
 

@@ -39,6 +39,22 @@ as the loop (``rand(1, N_data)`` then ``randn(1, n)`` per trial), so both give
 the same numbers for the same seed (up to the summation order of floating
 point). :func:`apply_round` / :func:`apply_round_loop` take explicit draws, for
 tests that feed both paths identical randomness.
+
+A third, exact sampler draws only what the audit's distinguishers look at:
+
+* :func:`iter_projected` / :func:`sample_projected` — with an orthonormal basis ``U``
+  (``n x r``) of a space containing the clipped vectors (default: QR of the ``N+1``
+  clipped rows, ``r = min(n, N+1)``; :func:`span_basis`), a round's output
+  ``x = (S_B + G) / nu`` has coordinates ``U^T x = (U^T S_B + U^T G) / nu`` with
+  ``U^T G ~ N(0, sigma^2 C^2 I_r)``, and squared residual
+  ``||(I - U U^T) x||^2 = sigma^2 C^2 chi^2_{n-r} / nu^2``, independent of ``U^T G``
+  (the noise is isotropic). So per trial it draws the ``N_data`` mask entries,
+  ``r`` normals and one chi-square variate (``2 Gamma((n-r)/2)``), never ``n``
+  normals: the same joint law of ``(U^T x, ||(I - U U^T) x||^2)`` as the projection
+  of :func:`sample`'s outputs, at a cost independent of ``n``. The normaliser is the
+  same (ASGM's ``|B|`` per trial, EASGM's/FEASGM's ``N_data q`` for the dataset's
+  own ``N_data``; FEASGM with ``floor(N_data q) = 0`` gives inf/nan and the warning).
+  :func:`apply_round_projected` takes explicit draws.
 """
 
 from __future__ import annotations
@@ -68,6 +84,11 @@ __all__ = [
     "sample_loop",
     "apply_round",
     "apply_round_loop",
+    "ProjectedChunk",
+    "span_basis",
+    "apply_round_projected",
+    "iter_projected",
+    "sample_projected",
 ]
 
 MECHANISMS = ("sgm", "easgm", "asgm", "feasgm")
@@ -361,3 +382,166 @@ def sample_loop(mechanism: str, vectors, q: float, sigma: float, C: float, datas
             out[t] = apply_round_loop(mechanism, rows, mask, noise, q, sigma, C)[0]
         bs[t] = int(mask.sum())
     return (out, bs) if return_batch_sizes else out
+
+
+
+# ---------------------------------------------------------------------------- projected sampler
+@dataclass
+class ProjectedChunk:
+    """One chunk of projected trials.
+
+    ``coords`` (trials, r) = ``U^T x``; ``residual`` (trials,) = ``||x - U U^T x||^2``;
+    ``batch_sizes`` (trials,); ``start`` = index of the first trial of the chunk.
+    """
+
+    coords: torch.Tensor
+    residual: torch.Tensor
+    batch_sizes: torch.Tensor
+    start: int
+
+
+def span_basis(vectors, C: float, *, device=None, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Orthonormal basis ``(n, r)``, ``r = min(n, N+1)``, of a space containing the clipped rows.
+
+    The reduced QR factorisation of the ``N+1`` clipped rows (computed in float64 on
+    the CPU, like :class:`paperlib.audit.components.WhiteBoxModel`), then moved to
+    ``device``/``dtype``. With linearly dependent rows the extra columns are still
+    orthonormal; they only carry noise.
+    """
+    C = check_positive(C, "C")
+    v = as_vectors(vectors, device="cpu", dtype=torch.float64)
+    q, _ = torch.linalg.qr(clip(v, C).T, mode="reduced")
+    return q.to(device=device if device is not None else "cpu", dtype=dtype)
+
+
+def _check_basis(basis, rows_clipped: torch.Tensor, C: float, device, dtype) -> torch.Tensor:
+    """``basis`` as a ``(n, r)`` tensor on device/dtype; ValueError unless orthonormal and containing the rows."""
+    n = rows_clipped.shape[1]
+    if isinstance(basis, torch.Tensor):
+        b = basis.detach()
+    else:
+        try:
+            b = torch.as_tensor(np.asarray(basis, dtype=float))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"basis must be a numeric array of shape (n, r): {exc}") from None
+    if b.ndim != 2 or b.shape[0] != n or not (1 <= b.shape[1] <= n):
+        raise ValueError(f"basis must have shape (n, r) with n = {n} and 1 <= r <= n, got shape {tuple(b.shape)}")
+    b = b.to(device=device, dtype=dtype)
+    b64 = b.to(torch.float64)
+    if not bool(torch.isfinite(b64).all()):
+        raise ValueError("basis must be finite (found NaN or inf)")
+    tol = 1e-8 if dtype == torch.float64 else 1e-4
+    eye = torch.eye(b.shape[1], dtype=torch.float64, device=device)
+    if float((b64.T @ b64 - eye).abs().max()) > tol:
+        raise ValueError("basis must have orthonormal columns (basis^T basis = I)")
+    rows = rows_clipped.to(device=device, dtype=torch.float64)
+    off = rows - (rows @ b64) @ b64.T
+    if float(torch.linalg.vector_norm(off, dim=1).max()) > tol * C:
+        raise ValueError("basis must span a space containing every clipped per-example vector of the dataset")
+    return b
+
+
+def apply_round_projected(mechanism: str, row_coords: torch.Tensor, masks: torch.Tensor, z: torch.Tensor,
+                          chi2: torch.Tensor, q: float, sigma: float, C: float):
+    """Projected round with explicit draws.
+
+    ``row_coords`` (N_data, r) = clipped rows in the basis (``rows @ U``); ``masks``
+    (trials, N_data) bool; ``z`` (trials, r) standard normal (the noise's coordinates
+    ``U^T G / (sigma C)``); ``chi2`` (trials,) the noise's squared residual
+    ``||(I - U U^T) G||^2 / (sigma C)^2`` (chi-square with ``n - r`` degrees of freedom).
+    Returns ``(coords, residual)``: ``(masks @ row_coords + sigma C z) / nu`` and
+    ``(sigma C)^2 chi2 / nu^2`` — exactly ``U^T x`` and ``||(I - U U^T) x||^2`` of the
+    :func:`apply_round` output for the same draws.
+    """
+    N_data = row_coords.shape[0]
+    dt = row_coords.dtype
+    sc = sigma * C
+    coords = torch.addmm(z.to(dt), masks.to(dt), row_coords, beta=sc)
+    res = chi2.to(dt) * (sc * sc)
+    fixed = fixed_normaliser(mechanism, N_data, q)
+    if fixed is not None:
+        return coords.div_(fixed), res.div_(fixed * fixed)
+    nu = normaliser(mechanism, N_data, masks.sum(dim=1), q).to(dt)
+    return coords.div_(nu[:, None]), res.div_(nu * nu)
+
+
+def iter_projected(
+    mechanism: str,
+    vectors,
+    q: float,
+    sigma: float,
+    C: float,
+    dataset: str,
+    trials: int,
+    generator: torch.Generator,
+    *,
+    basis=None,
+    device=None,
+    dtype: torch.dtype = torch.float64,
+    chunk_size: int | None = None,
+    max_chunk_elements: int | None = None,
+) -> Iterator[ProjectedChunk]:
+    """Yield the projected statistics of ``trials`` independent rounds, chunk by chunk.
+
+    Same arguments and validation as :func:`iter_samples`, plus ``basis``: an
+    orthonormal ``(n, r)`` basis of a space containing the clipped rows (default
+    :func:`span_basis`; checked, ValueError otherwise). Per chunk it draws
+    ``rand(m, N_data)`` (the masks), ``randn(m, r)`` and, when ``r < n``, ``m``
+    Gamma((n - r)/2) variates (times 2: chi-square), all from ``generator``; never an
+    ``n``-dimensional vector. The chunk size defaults to :func:`default_chunk_size`
+    of ``max(r, N_data)`` elements per trial.
+
+    Yields :class:`ProjectedChunk` objects in trial order, whose ``coords`` and
+    ``residual`` have the law of ``U^T x`` and ``||(I - U U^T) x||^2`` for ``x`` from
+    :func:`iter_samples`. Warns :class:`ZeroNormaliserWarning` once when FEASGM divides by zero.
+    """
+    q, sigma, C, dataset, trials, device, rows = _prepare(
+        mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
+    )
+    N_data, n = rows.shape
+    if basis is None:
+        basis = span_basis(vectors, C, device=device, dtype=dtype)
+    clipped = clip(rows, C)
+    basis = _check_basis(basis, clipped, C, device, dtype)
+    r = basis.shape[1]
+    if divides_by_zero(mechanism, N_data, q):
+        _warn_zero(mechanism, N_data, q)
+    row_coords = clipped @ basis  # (N_data, r)
+    if chunk_size is None:
+        chunk_size = default_chunk_size(r, N_data, max_chunk_elements, device)
+    chunk_size = check_int(chunk_size, "chunk_size", 1)
+    dof = n - r
+    start = 0
+    while start < trials:
+        m = min(chunk_size, trials - start)
+        masks = torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        z = torch.randn((m, r), generator=generator, device=device, dtype=dtype)
+        if dof > 0:
+            alpha = torch.full((m,), 0.5 * dof, device=device, dtype=dtype)
+            chi2 = 2.0 * torch._standard_gamma(alpha, generator=generator)
+        else:
+            chi2 = torch.zeros(m, device=device, dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            coords, res = apply_round_projected(mechanism, row_coords, masks, z, chi2, q, sigma, C)
+        yield ProjectedChunk(coords=coords, residual=res, batch_sizes=masks.sum(dim=1), start=start)
+        start += m
+
+
+def sample_projected(mechanism: str, vectors, q: float, sigma: float, C: float, dataset: str, trials: int,
+                     generator: torch.Generator, *, basis=None, device=None, dtype: torch.dtype = torch.float64,
+                     chunk_size: int | None = None, max_chunk_elements: int | None = None,
+                     return_batch_sizes: bool = False):
+    """All chunks of :func:`iter_projected` as ``(coords (trials, r), residual (trials,))``.
+
+    With ``return_batch_sizes=True`` returns ``(coords, residual, batch_sizes)``.
+    """
+    cs, rs, bs = [], [], []
+    for ch in iter_projected(mechanism, vectors, q, sigma, C, dataset, trials, generator, basis=basis,
+                             device=device, dtype=dtype, chunk_size=chunk_size,
+                             max_chunk_elements=max_chunk_elements):
+        cs.append(ch.coords)
+        rs.append(ch.residual)
+        bs.append(ch.batch_sizes)
+    out = (torch.cat(cs), torch.cat(rs))
+    return out + (torch.cat(bs),) if return_batch_sizes else out

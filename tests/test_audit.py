@@ -141,6 +141,7 @@ def test_acceptance_easgm_N3():
     f = easgm_guarantee(N, q, sigma, n)
     claim = sgm_claim(q, sigma).epsilon(delta)
     assert r.trials_D == r.trials_Dprime == 10_000
+    assert r.path == res["norm"].path == "projected" and r.batched  # chosen automatically: both allow it
     # on or above the guarantee curve within the Clopper-Pearson box
     assert r.fnr_ci[1] >= f([r.fpr_ci[1]])[0]
     assert r.eps_lower > claim
@@ -193,6 +194,67 @@ def test_llr_law_matches_simulation_module():
             assert beta == pytest.approx(0.574, abs=0.03)
 
 
+# ----------------------------------------------------------------------------- projected vs full path
+def test_path_resolution():
+    v = A.worst_case_vectors(2, 10, 0.1)
+    kw = dict(trials=20, seed=0)
+    assert A.audit(v, "easgm", 0.5, 10.0, 0.1, **kw).path == "projected"
+    assert A.audit(v, "easgm", 0.5, 10.0, 0.1, distinguisher="normality", **kw).path == "projected"
+    assert A.audit(v, "easgm", 0.5, 10.0, 0.1, path="full", **kw).path == "full"
+    ks = {"name": "normality", "test": "ks"}
+    assert A.audit(v, "easgm", 0.5, 10.0, 0.1, distinguisher=ks, **kw).path == "full"
+    r = A.audit(v, "easgm", 0.5, 10.0, 0.1, batched=False, **kw)
+    assert (r.path, r.batched) == ("full", False)
+    assert r.to_dict()["path"] == "full"
+    with pytest.raises(ValueError, match="path"):
+        A.audit(v, "easgm", 0.5, 10.0, 0.1, distinguisher=ks, path="projected", **kw)
+    with pytest.raises(ValueError, match="path"):
+        A.audit(v, "easgm", 0.5, 10.0, 0.1, batched=False, path="projected", **kw)
+    with pytest.raises(ValueError, match="path"):
+        A.audit(v, "easgm", 0.5, 10.0, 0.1, path="fast", **kw)
+
+
+def _fresh_scores(model, dist, path, dataset, trials, seed):
+    """Optimal-distinguisher scores of fresh rounds sampled on ``path``."""
+    from paperlib import mechanisms as M
+
+    g = torch.Generator().manual_seed(seed)
+    v, args = model.clipped, (model.mechanism, model.clipped, model.q, model.sigma, model.C, dataset, trials, g)
+    if path == "projected":
+        y, res = M.sample_projected(*args, basis=model.on("cpu")["basis"])
+        return dist.score(None, A.components.Projection(y, (y * y).sum(dim=1), res))
+    x = M.sample(*args)
+    assert x.shape[1] == v.shape[1]
+    return dist.score(x, model.project(x))
+
+
+@pytest.mark.parametrize("mechanism,N,q,n", [("easgm", 3, 0.5, 20), ("asgm", 3, 0.7, 50), ("feasgm", 4, 0.5, 30)])
+def test_projected_and_full_audits_agree(mechanism, N, q, n):
+    """Same problem on both paths: at each audit's threshold, the error counts of the other path's rounds fall
+    in compatible Clopper-Pearson intervals, and the score laws agree (two-sample KS)."""
+    sigma, C, T = 2.0, 1.0, 4000
+    v = A.worst_case_vectors(N, n, C, direction="random", seed=1)
+    res = {path: A.audit(v, mechanism, q, sigma, C, trials=T, seed=5, path=path) for path in ("projected", "full")}
+    model = A.WhiteBoxModel(mechanism, v, q, sigma, C)
+    d = A.OptimalDistinguisher()
+    d.bind(model)
+    scores = {path: {ds: _fresh_scores(model, d, path, ds, T // 2, seed=100 + 2 * i + j)
+                     for j, ds in enumerate(("D", "D'"))} for i, path in enumerate(("projected", "full"))}
+    for ds in ("D", "D'"):
+        assert stats.ks_2samp(scores["projected"][ds], scores["full"][ds]).pvalue > 1e-4
+    for path, r in res.items():
+        assert r.path == path
+        other = "full" if path == "projected" else "projected"
+        fp = int((scores[other]["D"] > r.threshold[0]).sum())
+        fn = int((scores[other]["D'"] <= r.threshold[0]).sum())
+        lo, hi = A.clopper_pearson(fp, T // 2)
+        assert lo <= r.fpr_ci[1] and r.fpr_ci[0] <= hi  # the two FPR intervals overlap
+        lo, hi = A.clopper_pearson(fn, T // 2)
+        assert lo <= r.fnr_ci[1] and r.fnr_ci[0] <= hi
+    # (eps_L itself is not compared: near FNR = 0 it moves by ~1 with a couple of counts, and the two audits
+    # choose their thresholds on different calibration rounds)
+
+
 # ----------------------------------------------------------------------------- reproducibility
 def test_same_seed_same_numbers_and_loop_equals_chunk_one():
     v = A.worst_case_vectors(2, 6, 0.1)
@@ -203,8 +265,10 @@ def test_same_seed_same_numbers_and_loop_equals_chunk_one():
         da, db = a[k].to_dict(), b[k].to_dict()
         da.pop("wall_time_s"), db.pop("wall_time_s")
         assert da == db
-    c = A.audit_distinguishers(v, "asgm", 0.6, seed=3, chunk_size=1, **kw)
+    assert all(a[k].path == "projected" for k in a)
+    c = A.audit_distinguishers(v, "asgm", 0.6, seed=3, chunk_size=1, path="full", **kw)
     d = A.audit_distinguishers(v, "asgm", 0.6, seed=3, batched=False, **kw)
+    assert all(d[k].path == "full" and not d[k].batched for k in d)
     for k in c:
         assert (c[k].false_positives, c[k].false_negatives, c[k].threshold) == \
                (d[k].false_positives, d[k].false_negatives, d[k].threshold)
@@ -245,6 +309,7 @@ def test_normality_options_and_scores():
     res = A.audit_distinguishers(v, "easgm", 0.5, 10.0, 0.1, trials=400, seed=0, distinguishers=specs)
     for k, r in res.items():
         assert 0 <= r.fpr <= 1 and 0 <= r.fnr <= 1 and r.eps_lower >= 0
+        assert r.path == "full"  # ks and normaltest need the n-dimensional outputs
         assert r.distinguisher["test"] in A.NORMALITY_TESTS
     # the variance-sensitive chi-square test sees EASGM's scale change; K^2 (shape only) hardly does
     assert res["chi2-weighted"].eps_lower > res["normaltest-weighted"].eps_lower

@@ -205,3 +205,137 @@ def test_bad_input(kwargs, match):
     for fn in (M.sample, M.sample_loop):
         with pytest.raises(ValueError, match=match):
             fn(**args)
+
+
+# ----------------------------------------------------------------------------- projected sampler
+def _mixture_cdfs(mechanism, v, q, sigma, C, dataset, basis):
+    """Exact cdfs of each basis coordinate and of the squared residual (mixtures over the batch)."""
+    import itertools
+
+    g = M.clip(torch.as_tensor(v), C).numpy()
+    rows = g[:-1] if dataset == "D" else g
+    N_data = rows.shape[0]
+    U = basis.numpy()
+    n, r = U.shape
+    comps = []  # (weight, coords of the mean, scale)
+    for mask in itertools.product((0, 1), repeat=N_data):
+        m = np.array(mask, dtype=bool)
+        k = int(m.sum())
+        w = q**k * (1 - q) ** (N_data - k)
+        nu = float(M.normaliser(mechanism, N_data, k, q))
+        comps.append((w, rows[m].sum(axis=0) @ U / nu, sigma * C / nu))
+
+    def coord_cdf(j):
+        return lambda t: sum(w * stats.norm.cdf(t, mu[j], s) for w, mu, s in comps)
+
+    def res_cdf(t):
+        return sum(w * stats.chi2.cdf(np.asarray(t) / s**2, n - r) for w, _, s in comps)
+
+    return [coord_cdf(j) for j in range(r)], res_cdf
+
+
+@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+def test_projected_equals_projection_of_apply_round_with_explicit_draws(mechanism):
+    """Same masks and noise: the projected round is exactly U^T x and ||(I - U U^T) x||^2 of the full round."""
+    v = torch.as_tensor(_vectors(N=3, n=9, seed=2))
+    U = M.span_basis(v, 1.0)
+    assert U.shape == (9, 4)
+    torch.testing.assert_close(U.T @ U, torch.eye(4, dtype=torch.float64))
+    g = torch.Generator().manual_seed(1)
+    for rows in (v[:-1], v):  # D and D'
+        clipped = M.clip(rows, 1.0)
+        masks = torch.rand((30, rows.shape[0]), generator=g, dtype=torch.float64) < 0.5
+        masks[0] = False  # an empty batch
+        masks[1] = True
+        G = torch.randn((30, 9), generator=g, dtype=torch.float64)
+        x = M.apply_round(mechanism, clipped, masks, G, 0.5, 1.3, 1.0)
+        z = G @ U
+        chi2 = (torch.linalg.vector_norm(G - z @ U.T, dim=1) ** 2)
+        coords, res = M.apply_round_projected(mechanism, clipped @ U, masks, z, chi2, 0.5, 1.3, 1.0)
+        torch.testing.assert_close(coords, x @ U, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(res, torch.linalg.vector_norm(x - (x @ U) @ U.T, dim=1) ** 2, rtol=1e-10,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("mechanism,q", [("sgm", 0.3), ("easgm", 0.5), ("asgm", 0.7), ("feasgm", 0.5)])
+def test_projected_law_matches_full_samples(mechanism, q):
+    """KS tests: each coefficient and the residual of sample_projected vs the projection of sample (D and D'),
+    and both against the exact mixture laws."""
+    N, n, sigma, C, T = 3, 9, 0.8, 1.0, 2000
+    v = _vectors(N=N, n=n, seed=4, scale=0.8)  # some rows clipped, some not; rank N+1
+    U = M.span_basis(v, C)
+    for i, dataset in enumerate(("D", "D'")):
+        x = M.sample(mechanism, v, q, sigma, C, dataset, T, torch.Generator().manual_seed(20 + i))
+        y_full = (x @ U).numpy()
+        r_full = (torch.linalg.vector_norm(x - (x @ U) @ U.T, dim=1) ** 2).numpy()
+        y, res = M.sample_projected(mechanism, v, q, sigma, C, dataset, T, torch.Generator().manual_seed(30 + i),
+                                    basis=U)
+        y, res = y.numpy(), res.numpy()
+        assert y.shape == (T, N + 1) and res.shape == (T,)
+        coord_cdfs, res_cdf = _mixture_cdfs(mechanism, v, q, sigma, C, dataset, U)
+        for j in range(N + 1):
+            assert stats.ks_2samp(y[:, j], y_full[:, j]).pvalue > 1e-4
+            assert stats.kstest(y[:, j], coord_cdfs[j]).pvalue > 1e-4
+            assert stats.kstest(y_full[:, j], coord_cdfs[j]).pvalue > 1e-4
+        assert stats.ks_2samp(res, r_full).pvalue > 1e-4
+        assert stats.kstest(res, res_cdf).pvalue > 1e-4
+        assert stats.kstest(r_full, res_cdf).pvalue > 1e-4
+
+
+def test_projected_defaults_chunks_seed_and_full_rank():
+    v = _vectors(N=2, n=6, seed=5)
+    a, ra, ba = M.sample_projected("asgm", v, 0.6, 1.0, 1.0, "D'", 50, torch.Generator().manual_seed(3),
+                                   return_batch_sizes=True)
+    b, rb = M.sample_projected("asgm", v, 0.6, 1.0, 1.0, "D'", 50, torch.Generator().manual_seed(3),
+                               basis=M.span_basis(v, 1.0))
+    assert torch.equal(a, b) and torch.equal(ra, rb)  # default basis = span_basis
+    assert ba.shape == (50,) and int(ba.max()) <= 3
+    chunks = list(M.iter_projected("asgm", v, 0.6, 1.0, 1.0, "D", 10, torch.Generator().manual_seed(0),
+                                   chunk_size=4, dtype=torch.float32))
+    assert [c.start for c in chunks] == [0, 4, 8]
+    assert all(c.coords.dtype == torch.float32 and c.coords.shape[1] == 3 for c in chunks)
+    assert sum(c.residual.shape[0] for c in chunks) == 10
+    # n <= N + 1: the basis spans R^n and the residual is exactly 0
+    w = _vectors(N=3, n=3, seed=1)
+    y, res = M.sample_projected("easgm", w, 0.5, 1.0, 1.0, "D'", 20, torch.Generator().manual_seed(0))
+    assert y.shape == (20, 3) and torch.all(res == 0)
+
+
+def test_projected_bad_basis_and_bad_input():
+    v = _vectors(N=2, n=5)
+    U = M.span_basis(v, 1.0)
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="basis"):
+        M.sample_projected("easgm", v, 0.5, 1.0, 1.0, "D", 3, g, basis=U[:4])  # wrong n
+    with pytest.raises(ValueError, match="orthonormal"):
+        M.sample_projected("easgm", v, 0.5, 1.0, 1.0, "D", 3, g, basis=2 * U)
+    with pytest.raises(ValueError, match="containing"):
+        M.sample_projected("easgm", v, 0.5, 1.0, 1.0, "D'", 3, g, basis=U[:, :2])  # misses the added row
+    args = {"mechanism": "easgm", "vectors": v, "q": 0.5, "sigma": 1.0, "C": 1.0, "dataset": "D", "trials": 3,
+            "generator": g}
+    for change, match in (({"q": 0.0}, "q"), ({"sigma": -1.0}, "sigma"), ({"trials": 0}, "trials"),
+                          ({"dataset": "E"}, "dataset"), ({"mechanism": "x"}, "mechanism"),
+                          ({"vectors": np.ones(3)}, "vectors"), ({"generator": 1}, "generator")):
+        with pytest.raises(ValueError, match=match):
+            M.sample_projected(**{**args, **change})
+
+
+def test_projected_feasgm_divides_by_zero_like_opacus():
+    v = _vectors(N=3, n=6)
+    with pytest.warns(M.ZeroNormaliserWarning, match="divides by zero"):
+        y, res = M.sample_projected("feasgm", v, 0.2, 1.0, 1.0, "D", 5, torch.Generator().manual_seed(0))
+    assert not torch.isfinite(y).any() and not torch.isfinite(res).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", M.ZeroNormaliserWarning)
+        y, res = M.sample_projected("feasgm", v, 0.25, 1.0, 1.0, "D'", 5, torch.Generator().manual_seed(0))
+    assert torch.isfinite(y).all() and torch.isfinite(res).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_projected_cuda_matches_cpu_in_law():
+    v = _vectors(N=3, n=50)
+    y, r = M.sample_projected("asgm", v, 0.5, 2.0, 1.0, "D'", 4000, torch.Generator(device="cuda").manual_seed(0))
+    assert y.device.type == "cuda" and r.device.type == "cuda"
+    y2, r2 = M.sample_projected("asgm", v, 0.5, 2.0, 1.0, "D'", 4000, torch.Generator().manual_seed(0))
+    assert stats.ks_2samp(y[:, 0].cpu().numpy(), y2[:, 0].numpy()).pvalue > 1e-3
+    assert stats.ks_2samp(r.cpu().numpy(), r2.numpy()).pvalue > 1e-3

@@ -7,7 +7,9 @@
 * :mod:`~paperlib.audit.stats` — Clopper-Pearson intervals, ``eps_L`` and ``delta_L`` (Eq. 3).
 * :mod:`~paperlib.audit.game` — the balanced game with separate calibration trials,
   worst-case synthetic data, cached audits of given vectors (:func:`cached_audit`) and
-  cached, resumable sweeps (:func:`audit_sweep`).
+  cached, resumable sweeps (:func:`audit_sweep`). By default the rounds are sampled
+  on the *projected* path (only the exact sufficient statistics, no ``n``-dimensional
+  noise) whenever the distinguishers allow it; ``path="full"`` forces full outputs.
 
 Typical use::
 
@@ -28,12 +30,14 @@ from .distinguishers import (
 )
 from .game import (
     AUDIT_VERSION,
+    PATHS,
     AuditResult,
     audit,
     audit_distinguishers,
     audit_sweep,
     audit_worst_case,
     cached_audit,
+    resolve_path,
     select_threshold,
     worst_case_vectors,
 )
@@ -50,12 +54,14 @@ __all__ = [
     "brute_force_llr",
     "make_distinguisher",
     "AUDIT_VERSION",
+    "PATHS",
     "AuditResult",
     "audit",
     "audit_distinguishers",
     "audit_sweep",
     "audit_worst_case",
     "cached_audit",
+    "resolve_path",
     "select_threshold",
     "worst_case_vectors",
     "clopper_pearson",

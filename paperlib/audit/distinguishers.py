@@ -77,9 +77,18 @@ _BLOCK = 1 << 22
 
 
 class Distinguisher:
-    """Interface: ``bind(model)`` once, then ``score(x, proj, rng)`` per chunk of outputs."""
+    """Interface: ``bind(model)`` once, then ``score(x, proj, rng)`` per chunk of outputs.
+
+    ``x`` is the chunk of full ``n``-dimensional outputs, or ``None`` on the audit's
+    projected path; ``proj`` is always given. A distinguisher whose score depends on
+    the output only through ``proj`` (the basis coordinates and the squared residual)
+    sets ``needs_full_output = False``, and the audit then samples only those
+    statistics (:func:`paperlib.mechanisms.iter_projected`).
+    """
 
     name = "distinguisher"
+    #: True when :meth:`score` needs the full outputs ``x`` (not only the projection)
+    needs_full_output = True
 
     def bind(self, model: WhiteBoxModel) -> None:
         self.model = model
@@ -95,6 +104,7 @@ class OptimalDistinguisher(Distinguisher):
     """Exact ``log dQ/dP`` of the two output mixtures (the Neyman-Pearson test)."""
 
     name = "optimal"
+    needs_full_output = False  # the likelihood ratio depends on x only through (U^T x, ||residual||^2)
 
     def _log_mix(self, proj: Projection, mix: dict) -> torch.Tensor:
         n = self.model.n
@@ -114,7 +124,7 @@ class OptimalDistinguisher(Distinguisher):
         """``(log p_D(x), log p_D'(x))`` up to the common constant ``-(n/2) log(2 pi)``."""
         if proj is None:
             proj = self.model.project(x)
-        d = self.model.on(x.device, x.dtype)
+        d = self.model.on(proj.y.device, proj.y.dtype)
         return self._log_mix(proj, d["P"]), self._log_mix(proj, d["Q"])
 
     def score(self, x, proj, rng=None) -> np.ndarray:
@@ -142,6 +152,11 @@ class NormalityDistinguisher(Distinguisher):
         self.ties = ties
         self.name = f"normality[{test},{aggregation}]" + ("" if ties == "coin" else f"[ties={ties}]")
 
+    @property
+    def needs_full_output(self) -> bool:
+        """Only ``test="chi2"`` (a function of ``||z||^2``) works on the projection alone."""
+        return self.test != "chi2"
+
     def bind(self, model: WhiteBoxModel) -> None:
         if self.test == "normaltest" and model.n < 8:
             raise ValueError(f"n must be >= 8 for test='normaltest' (D'Agostino-Pearson), got n = {model.n}")
@@ -167,8 +182,8 @@ class NormalityDistinguisher(Distinguisher):
             return stats.kstwo.isf(a, n)
         return stats.chi2.isf(a, 2)  # D'Agostino-Pearson K^2 ~ chi^2_2
 
-    def _passes_chi2(self, x, proj, coords, scale, crit):
-        dev, dt = x.device, x.dtype
+    def _passes_chi2(self, proj, coords, scale, crit):
+        dev, dt = proj.y.device, proj.y.dtype
         c = torch.as_tensor(coords, device=dev, dtype=dt)
         sq = (c * c).sum(dim=1)
         stat = self.model.sq_dist(proj, c, sq) / torch.as_tensor(scale, device=dev, dtype=dt)[None, :] ** 2
@@ -203,7 +218,9 @@ class NormalityDistinguisher(Distinguisher):
         """Boolean (trials, pairs): does the output standardised by (coords, scale) pass the test?"""
         crit = self._critical()
         if self.test == "chi2":
-            return self._passes_chi2(x, proj, coords, scale, crit)
+            return self._passes_chi2(proj, coords, scale, crit)
+        if x is None:
+            raise ValueError(f"test={self.test!r} needs the full outputs, not only their projection")
         return self._passes_full(x, coords, scale, crit)
 
     # ---------------------------------------------------------------- votes
@@ -211,7 +228,7 @@ class NormalityDistinguisher(Distinguisher):
         """Votes for D' per (trial, pair): counts in [0, count] (coins drawn for ties)."""
         p = self.pairs
         if p["weight"].size == 0:
-            return np.zeros((x.shape[0], 0)), p
+            return np.zeros((proj.y.shape[0], 0)), p
         pass_p = self.passes(x, proj, p["coords_p"], p["scale_p"])
         pass_q = self.passes(x, proj, p["coords_q"], p["scale_q"])
         for_q = pass_q & ~pass_p
@@ -228,7 +245,7 @@ class NormalityDistinguisher(Distinguisher):
     def score(self, x, proj, rng) -> np.ndarray:
         v, p = self.votes(x, proj, rng)
         if v.shape[1] == 0:  # no informative pair: every guess is a coin
-            return rng.random(x.shape[0])
+            return rng.random(proj.y.shape[0])
         if self.aggregation == "majority":
             return v.sum(axis=1) / p["count"].sum()
         w = p["weight"] / p["count"]

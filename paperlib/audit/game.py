@@ -20,11 +20,29 @@ The threshold is never chosen on the counted trials (that would void the interva
 audited result"): ``trials // 2`` on ``D`` and the rest on ``D'``. The mechanism runs
 ``calibration_trials + trials`` times in all.
 
+Sampling path (``path``, recorded in :attr:`AuditResult.path`):
+
+``"projected"``
+    Every distinguisher used needs the output only through its coordinates in an
+    orthonormal basis ``U`` of the span of the clipped vectors and the squared norm of
+    the residual (the optimal distinguisher; the normality distinguisher with
+    ``test="chi2"``). Those statistics are drawn exactly, without ``n``-dimensional
+    noise (:func:`paperlib.mechanisms.iter_projected`: ``r <= N+1`` normals and one
+    chi-square variate per round), so the cost per round does not grow with ``n``.
+``"full"``
+    The full ``n``-dimensional outputs (:func:`paperlib.mechanisms.iter_samples`),
+    projected afterwards; needed by ``test="ks"`` and ``test="normaltest"``.
+
+``path="auto"`` (default) takes ``"projected"`` when every distinguisher allows it and
+``"full"`` otherwise. ``batched=False`` runs the plain per-trial loop, which is always
+full-dimensional (path ``"full"``, ``batched`` false in the result).
+
 Randomness: one ``torch.Generator`` on the device, seeded with ``seed``, draws all
 mechanism randomness in the order calibration-D, calibration-D', counted-D,
 counted-D'; a numpy generator seeded with ``(seed, 1)`` draws the coins of the
-normality votes and the random tie-breaks. Same seed and device, same numbers; CPU
-and CUDA generators differ, so the device is part of a result's parameters.
+normality votes and the random tie-breaks. Same seed, device and path, same numbers;
+the projected and full paths draw different variates (same law), and CPU and CUDA
+generators differ, so device and path are part of a result's parameters.
 """
 
 from __future__ import annotations
@@ -43,7 +61,7 @@ from .. import mechanisms as mech_mod
 from ..guarantees import sgm_claim
 from ..provenance import load_result, save_result
 from ..validation import check_delta, check_int, check_positive, check_probability, check_rate
-from .components import MAX_N_EXACT, WhiteBoxModel
+from .components import MAX_N_EXACT, Projection, WhiteBoxModel
 from .distinguishers import make_distinguisher
 from .stats import clopper_pearson, cp_upper, delta_lower, eps_lower
 
@@ -57,10 +75,16 @@ __all__ = [
     "audit_worst_case",
     "cached_audit",
     "audit_sweep",
+    "PATHS",
+    "resolve_path",
 ]
 
 #: bump when the procedure changes, so cached results are recomputed
-AUDIT_VERSION = 1
+#: (2: the projected sampling path is the default where the distinguishers allow it)
+AUDIT_VERSION = 2
+
+#: accepted values of ``path`` (see the module docstring)
+PATHS = ("auto", "projected", "full")
 
 
 @dataclass
@@ -97,6 +121,8 @@ class AuditResult:
     device: str
     dtype: str
     data: str
+    path: str  # "projected" (exact sufficient statistics only) or "full" (n-dimensional outputs)
+    batched: bool  # False: the plain per-trial loop (always full-dimensional)
     model: dict = field(default_factory=dict)
     wall_time_s: float | None = None
 
@@ -227,12 +253,51 @@ def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, 
     return q, sigma, C, trials, calibration_trials, delta, confidence
 
 
+def resolve_path(path: str, dists: dict, batched: bool = True) -> str:
+    """The sampling path an audit takes: ``"projected"`` or ``"full"`` (see the module docstring).
+
+    ``dists`` maps labels to (bound or unbound) distinguishers. Raises ValueError naming
+    ``path`` for an unknown value, for ``"projected"`` when a distinguisher needs the full
+    outputs, and for ``"projected"`` with ``batched=False`` (the loop is full-dimensional).
+    """
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    full_needed = [label for label, d in dists.items() if d.needs_full_output]
+    if path == "projected":
+        if not batched:
+            raise ValueError("path='projected' needs batched=True (the per-trial loop is full-dimensional)")
+        if full_needed:
+            raise ValueError(f"path='projected' is not possible: {full_needed} need the full n-dimensional outputs "
+                             "(only the optimal and the chi2 normality distinguishers work on the projection)")
+        return "projected"
+    if path == "full" or not batched or full_needed:
+        return "full"
+    return "projected"
+
+
+def _projected_chunk_size(model: WhiteBoxModel, device) -> int:
+    """Trials per chunk on the projected path: bounded by the widest (trials x components) array scored."""
+    width = max(model.r, model.P.size, model.Q.size, model.pairs.size)
+    return mech_mod.default_chunk_size(width, model.N + 1, device=device)
+
+
 def _run_side(model, dists, mechanism, vectors_t, q, sigma, C, dataset, count, gen, rng, device, dtype,
-              chunk_size, batched, bar):
+              chunk_size, batched, bar, path="full"):
     """Scores (and tie keys) of ``count`` rounds on ``dataset`` for every distinguisher."""
     scores = {name: [] for name in dists}
-    if batched:
-        chunks = (ch.outputs for ch in mech_mod.iter_samples(
+    if path == "projected":
+        basis = model.on(device, dtype)["basis"]
+
+        def _proj():
+            for ch in mech_mod.iter_projected(
+                    mechanism, vectors_t, q, sigma, C, dataset, count, gen, basis=basis, device=device,
+                    dtype=dtype, chunk_size=chunk_size or _projected_chunk_size(model, device)):
+                y = ch.coords
+                yield None, Projection(y=y, sq_norm_y=(y * y).sum(dim=1), residual=ch.residual)
+
+        chunks = _proj()
+    elif batched:
+        chunks = ((ch.outputs, None) for ch in mech_mod.iter_samples(
             mechanism, vectors_t, q, sigma, C, dataset, count, gen, device=device, dtype=dtype,
             chunk_size=chunk_size))
     else:
@@ -243,15 +308,16 @@ def _run_side(model, dists, mechanism, vectors_t, q, sigma, C, dataset, count, g
             for _ in range(count):
                 mask = torch.rand((1, N_data), generator=gen, device=device, dtype=torch.float64) < q
                 noise = torch.randn((1, n), generator=gen, device=device, dtype=dtype)
-                yield mech_mod.apply_round_loop(mechanism, rows, mask, noise, q, sigma, C)
+                yield mech_mod.apply_round_loop(mechanism, rows, mask, noise, q, sigma, C), None
 
         chunks = _loop()
-    for x in chunks:
-        proj = model.project(x)
+    for x, proj in chunks:
+        if proj is None:
+            proj = model.project(x)
         for name, d in dists.items():
             scores[name].append(d.score(x, proj, rng))
         if bar is not None:
-            bar.update(x.shape[0])
+            bar.update(proj.y.shape[0])
     out = {}
     for name in dists:
         sc = np.concatenate(scores[name])
@@ -278,6 +344,7 @@ def audit_distinguishers(
     eps_for_delta: float | None = None,
     chunk_size: int | None = None,
     batched: bool = True,
+    path: str = "auto",
     progress: bool = False,
     data: str = "given",
     max_N: int = MAX_N_EXACT,
@@ -304,7 +371,11 @@ def audit_distinguishers(
     objective : ``"eps"`` (maximise ``eps_L``) or ``"delta"`` (maximise ``delta_L`` at ``eps_for_delta``).
     eps_for_delta : epsilon at which ``delta_L`` is reported (default: the SGM claim's epsilon).
     chunk_size : trials per batch (default from memory size); ``batched=False`` runs the
-        plain per-trial loop (same numbers as ``chunk_size=1``).
+        plain per-trial loop (same numbers as ``path="full", chunk_size=1``).
+    path : ``"auto"`` (default), ``"projected"`` or ``"full"``: sample only the exact
+        sufficient statistics (projection on the span of the clipped vectors and the
+        residual's squared norm) or the full ``n``-dimensional outputs. ``"auto"`` takes
+        ``"projected"`` when every distinguisher allows it (:func:`resolve_path`).
     progress : show a tqdm bar over the rounds.
     data : label stored with the result ("given", "worst-case", ...).
     num_threads : torch CPU threads during the audit (restored afterwards); ``None`` keeps
@@ -313,7 +384,8 @@ def audit_distinguishers(
     Returns ``{label: AuditResult}``.
 
     Raises ValueError naming the parameter: q outside (0, 1], trials < 2, non-finite or
-    misshaped vectors, N > ``max_N`` (12), FEASGM with floor(N q) = 0, unknown names.
+    misshaped vectors, N > ``max_N`` (12), FEASGM with floor(N q) = 0, unknown names,
+    ``path="projected"`` with a distinguisher that needs the full outputs.
     """
     q, sigma, C, trials, calibration_trials, delta, confidence = _validate_common(
         mechanism, q, sigma, C, trials, calibration_trials, delta, confidence)
@@ -336,6 +408,7 @@ def audit_distinguishers(
         d = make_distinguisher(spec)
         d.bind(model)
         dists[label] = d
+    path_used = resolve_path(path, dists, batched)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
     if not math.isfinite(eps_d) or eps_d < 0:
@@ -358,7 +431,7 @@ def audit_distinguishers(
             res[phase] = {}
             for ds, cnt in zip(("D", "D'"), halves[phase]):
                 res[phase][ds] = _run_side(model, dists, mechanism, vt, q, sigma, C, ds, cnt, gen, rng, device,
-                                           dtype, chunk_size, batched, bar)
+                                           dtype, chunk_size, batched, bar, path_used)
     finally:
         bar.close()
         torch.set_num_threads(prev_threads)
@@ -384,7 +457,7 @@ def audit_distinguishers(
             confidence=confidence, eps_lower=e_l, eps_claimed=eps_claimed, eps_for_delta=eps_d,
             delta_lower=d_l, violation=bool(e_l > eps_claimed or (eps_for_delta is None and d_l > delta)),
             threshold=thr, calibration=info, seed=int(seed), device=str(device), dtype=str(dtype).replace("torch.", ""),
-            data=data, model=model.describe(), wall_time_s=wall,
+            data=data, path=path_used, batched=bool(batched), model=model.describe(), wall_time_s=wall,
         )
     return out
 
