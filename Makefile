@@ -123,7 +123,7 @@ $(PARAMS_STAMP): FORCE | $(ENV_TARGET)
 	@mkdir -p $(dir $@)
 	@if [ "$(CUDA_AVAILABLE)" = error ]; then echo "warning: could not import torch with $(PY) to detect CUDA" >&2; fi
 	@if [ "$(MODE_SRC)" = auto ]; then \
-	  if [ "$(CUDA_AVAILABLE)" = 1 ]; then echo "MODE=$(MODE) (CUDA GPU found; use MODE=quick for the 20-minute CPU version)"; \
+	  if [ "$(CUDA_AVAILABLE)" = 1 ]; then echo "MODE=$(MODE) (CUDA GPU found; use MODE=quick for the few-minute CPU version)"; \
 	  else echo "MODE=$(MODE) (no CUDA GPU found; use MODE=full on a GPU for paper-size runs)"; fi; \
 	else echo "MODE=$(MODE) (set by you)"; fi
 	@echo "DEVICE=$(DEVICE) SEED=$(SEED)"
@@ -146,6 +146,7 @@ book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS
 	@start=$$(date +%s); \
 	if env -u MPLBACKEND $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
 	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
+	  $(PY) -m paperlib.booktags $(dir $@).$*.tmp.ipynb; \
 	  mv -f $(dir $@).$*.tmp.ipynb $@; \
 	  echo "== $< done in $$(( $$(date +%s) - start )) s -> $@"; \
 	else \

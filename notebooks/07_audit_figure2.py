@@ -301,20 +301,17 @@ else:
 # {glue:text}`nb07_over_guar` above the corrected guarantee (there must be none, up to
 # the 5% error of the intervals). The paper's normality distinguisher
 # finds a violation at {glue:text}`nb07_norm_above` points; the table above lists any
-# point where it does not. In our runs such points are ASGM at the smallest $q$ and the
-# largest $N$ (with seed 0 in quick mode: $q = 0.5$, $N = 5$, $
-# arepsilon_L = 0.12$
-# against a claim of 0.17). The reason is structural, not a lack of leakage: there, most
+# point where it does not. When there are such points, they are ASGM at the smallest $q$
+# and the largest $N$. The reason is structural, not a lack of leakage: there, most
 # of the evidence sits in a rare event (the added record sampled into a small batch),
 # and the per-pair votes partly cancel — under $D$ with $k$ records sampled, the
 # $D'$-side component with $k-1$ records plus the added one has exactly the same noise
 # scale $\sigma C/k$, so its pair votes for $D'$ while the pair of $k$ votes for $D$. The
 # optimal distinguisher weighs all components at once and has no such problem: it
-# certifies $
-# arepsilon_L pprox 1.5$ at the same point. The normality distinguisher's
-# $
-# arepsilon_L$ there is small but positive in expectation, so more trials or another
-# seed can lift it over the claim; a point below the claim is not evidence that the claim
+# certifies a clear violation at the same points (see the table). The normality
+# distinguisher's $\varepsilon_L$ there is small but positive in expectation, so more
+# trials or another seed can lift it over the claim; a point below the claim is not
+# evidence that the claim
 # holds.
 #
 # The trends of the paper's Figure 2 are visible: for EASGM the audited leakage falls as
@@ -324,8 +321,7 @@ else:
 # reach the certification ceiling: the datasets are told apart essentially without
 # error. For ASGM the leakage grows with $q$ (Lemma 3.16) and falls with $N$. The finer
 # effect the paper reports, ASGM's non-monotonicity in $N$ at $q = 0.6$ and $0.7$, is of
-# the size of the run-to-run spread of $
-# arepsilon_L$ at 10,000 trials (a few tenths),
+# the size of the run-to-run spread of $\varepsilon_L$ at 10,000 trials (a few tenths),
 # so a single seed can neither confirm nor refute it.
 #
 # ## 5. Which normality test, which aggregation
