@@ -304,7 +304,8 @@ display_table
 # $\varepsilon = $ {glue:text}`nb05_eps_ea_small:.3f`: below what the RDP accountant reports
 # but above the tight claim and above Opacus's PRV value — whether the run looks
 # "violated" depends on the accountant used for the claim, because RDP's looseness
-# hides a real gap. File: `figures/05_easgm_rounds.png`.
+# hides a real gap. Mode {glue:text}`nb05_mode`, seed {glue:text}`nb05_seed` (nothing
+# random). File: `figures/05_easgm_rounds.png`.
 
 # %% [markdown]
 # ## 4. ASGM over $T$ rounds, by numerical composition
@@ -396,8 +397,8 @@ pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of
 # full training set the bound stays above the claim curve and proves nothing — the same
 # picture as the one-round Figure 5, now over a whole run. The table gives the bracket
 # of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
-# compared with a claim). FFT length {glue:text}`nb05_fft`. File:
-# `figures/05_asgm_rounds.png`.
+# compared with a claim). Mode {glue:text}`nb05_mode`, FFT length {glue:text}`nb05_fft`,
+# seed {glue:text}`nb05_seed` (nothing random). File: `figures/05_asgm_rounds.png`.
 
 # %%
 b_small, b_full = asgm["bound"][str(ASGM_NS[0])], asgm["bound"][str(ASGM_NS[1])]

@@ -76,6 +76,7 @@ pf.setup_output_dirs()
 T_START = time.perf_counter()
 PLD = {"max_fft": pf.pick(MODE, smoke=2**16, quick=2**20, full=2**22)}
 print(f"MODE={MODE} SEED={SEED}; results -> {results_dir().resolve()}")
+glue("nb06_mode", MODE, display=False)
 
 
 def show(report):
@@ -209,7 +210,8 @@ if N_TRAIN == 60_000:
 # **Figure 6.1.** Batch sizes $B$ for which Opacus 1.6.0, run on $N$ records, divides by
 # different numbers on the two datasets of a neighbouring pair (vermillion: removal
 # neighbour, brown: addition neighbour). For these batch sizes the SGM claim is not
-# supported for that pair; for all others the floors agree and it holds. File:
+# supported for that pair; for all others the floors agree and it holds. Mode
+# {glue:text}`nb06_mode` (the scan is exact arithmetic, the same in every mode). File:
 # `figures/06_batch_size_scan.png`.
 
 # %%

@@ -213,7 +213,7 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
             if (qs_small, q_small) != (qs_big, q_big):
                 entry.update(sgm_claim_supported=False, corrected_epsilon=None, claim_refuted=None,
                              verdict=("the two datasets get different sampling rates (len(data_loader) changes); "
-                                      "outside both the SGM analysis and the paper's"))
+                                      "outside both the SGM analysis and the paper's analysis"))
                 neighbours.append(entry)
                 continue
             q_pair = q_small

@@ -167,6 +167,10 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     text = json.dumps(_to_jsonable(obj), indent=1, sort_keys=True)  # TypeError before touching disk
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # mkstemp creates 0600 files; results are shared artefacts, so use the umask's default
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
