@@ -183,7 +183,7 @@ bench: | $(ENV_TARGET) $(PARAMS_STAMP)
 
 # Refresh the stored Opacus code-audit table (Table 2): list the releases on the package
 # index, download missing wheels into .cache/opacus-src/ (or PAPERLIB_CACHE/opacus-src/), re-audit
-# their source, confirm each by a real step; rewrites paperlib/data/opacus_table2.json. Needs the network.
+# their source, confirm each by a real step; rewrites paperlib/resources/opacus_table2.json. Needs the network.
 .PHONY: opacus-table
 opacus-table: | $(ENV_TARGET)
 	$(PY) -m paperlib.opacus_code --refresh --confirm all

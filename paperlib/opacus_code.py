@@ -55,7 +55,7 @@ being guessed.
 Results and their refresh
 -------------------------
 The audit of every release is stored in the package as
-``paperlib/data/opacus_table2.json`` (committed source data), so the table rebuilds
+``paperlib/resources/opacus_table2.json`` (committed source data), so the table rebuilds
 offline. ``python -m paperlib.opacus_code --refresh`` (``make opacus-table``) lists the
 releases on the index, downloads the missing wheels into the cache, re-audits them and
 rewrites the file. The cache is ``$PAPERLIB_CACHE/opacus-src/`` (default
@@ -517,7 +517,7 @@ def wheel_cache_dir() -> Path:
 
 def stored_table_path() -> Path:
     """The committed audit table inside the package."""
-    return Path(str(importlib.resources.files("paperlib") / "data" / "opacus_table2.json"))
+    return Path(str(importlib.resources.files("paperlib") / "resources" / "opacus_table2.json"))
 
 
 def _version_key(v: str):
