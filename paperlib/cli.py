@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--delta", type=float, required=True, help="delta in (0, 1)")
     e.add_argument("--claimed", action="store_true", help="report the SGM claim's epsilon instead")
     _audit_options(sub.add_parser("audit", help="audit one round on worst-case synthetic data (game, eps lower bound)"))
+    _audit_implementation_options(sub.add_parser(
+        "audit-implementation", help="audit one step of a real DP-SGD implementation on real data points"))
     return p
 
 
@@ -96,6 +98,61 @@ def run_audit(args) -> dict:
             "trials_D": r.trials_D, "trials_Dprime": r.trials_Dprime, "calibration_trials": r.calibration_trials,
             "path": r.path, "mechanism": r.mechanism, "distinguisher": r.distinguisher, "N": r.N, "n": r.n, "q": r.q,
             "sigma": r.sigma, "C": r.C, "seed": r.seed, "device": r.device}
+
+
+IMPLEMENTATIONS = ("opacus-0.13.0", "opacus-0.15.0", "opacus-installed", "dpsur")
+
+
+def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
+    """Options of ``python -m paperlib audit-implementation`` (paperlib.implementations.real_audit)."""
+    a.add_argument("--implementation", required=True, choices=IMPLEMENTATIONS,
+                   help="whose DP-SGD step: Opacus v0.13.0 (ASGM), v0.15.0 (EASGM), the installed v1.x (FEASGM), DPSUR (ASGM)")
+    a.add_argument("--model", required=True, choices=("cnn-mnist", "cnn-cifar10", "large-mnist"),
+                   help="model at fixed parameters theta_0 (built from --seed)")
+    a.add_argument("--dataset", required=True, choices=("mnist", "fmnist", "cifar10", "synthetic"),
+                   help="where the N+1 random points come from")
+    a.add_argument("--N", type=int, required=True, help="size of D (D' has N+1); at most 12 (subsets are enumerated)")
+    a.add_argument("--q", type=float, required=True, help="Poisson sampling rate in (0, 1]")
+    a.add_argument("--sigma", type=float, required=True, help="noise multiplier > 0")
+    a.add_argument("--C", type=float, required=True, help="clipping norm > 0")
+    a.add_argument("--trials", type=int, required=True,
+                   help="counted rounds in total, half on D and half on D' (>= 2); as many again calibrate the threshold")
+    a.add_argument("--seed", type=int, required=True, help="random seed (points, model, steps)")
+    a.add_argument("--mode", default="quick", choices=("quick", "full"),
+                   help="quick: checked implementation steps + the batched mechanism; full: every round an implementation step")
+    a.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon lower bound, in (0, 1) (default 1e-5)")
+
+
+def run_audit_implementation(args) -> dict:
+    """``audit-implementation``: one step of a real implementation, white-box game, Eq. 3."""
+    check_int(args.N, "N", 1)
+    if args.N > 12:
+        raise ValueError(f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
+    check_rate(args.q)
+    check_positive(args.sigma, "sigma")
+    check_positive(args.C, "C")
+    check_int(args.trials, "trials", 2)
+    check_delta(args.delta)
+    from .implementations import real_audit
+
+    try:
+        from .implementations.datasets import DatasetUnavailable
+    except ImportError:  # pragma: no cover - the loader is part of the package
+        DatasetUnavailable = ()  # noqa: N806
+    try:
+        r = real_audit.audit_implementation(args.implementation, args.model, args.dataset, N=args.N, q=args.q,
+                                            sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
+                                            mode=args.mode, delta=args.delta, progress=False)
+    except DatasetUnavailable as exc:
+        raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
+    keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
+            "mode", "path", "normaliser_found", "fpr", "fnr", "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed",
+            "violation", "trials", "calibration_trials", "seconds", "seconds_per_step", "full_mode_estimate_s")
+    out = {"command": "audit-implementation"}
+    out.update({k: r.get(k) for k in keys})
+    if r.get("check"):
+        out["check"] = {k: r["check"][k] for k in ("passed", "min_p", "threshold", "tests", "trials")}
+    return out
 
 
 def _validate(args) -> None:
@@ -202,12 +259,19 @@ def main(argv=None) -> int:
     try:
         if args.command == "audit":
             out = run_audit(args)  # validates its own options
+        elif args.command == "audit-implementation":
+            out = run_audit_implementation(args)  # validates its own options
         else:
             _validate(args)
             out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
     except ValueError as exc:
         sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
         return 2
+    except RuntimeError as exc:  # audit-implementation: the implementation does not match its mechanism
+        if type(exc).__name__ != "ImplementationMismatch":
+            raise
+        sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
+        return 1
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0

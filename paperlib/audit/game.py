@@ -72,6 +72,7 @@ __all__ = [
     "select_threshold",
     "audit_distinguishers",
     "audit",
+    "audit_outputs",
     "audit_worst_case",
     "cached_audit",
     "audit_sweep",
@@ -325,6 +326,35 @@ def _run_side(model, dists, mechanism, vectors_t, q, sigma, C, dataset, count, g
     return out
 
 
+def _results(dists, res, model, *, mechanism, q, sigma, C, delta, trials, calibration_trials, confidence, objective,
+             eps_claimed, eps_d, eps_for_delta, seed, device, dtype, data, path, batched, wall) -> dict:
+    """Threshold on the calibration scores, counts on the counted ones: ``{label: AuditResult}``."""
+    path_used = path
+    out = {}
+    for label, d in dists.items():
+        (sd, kd), (sq, kq) = res["cal"]["D"][label], res["cal"]["D'"][label]
+        thr, info = select_threshold(sd, kd, sq, kq, delta=delta, confidence=confidence, objective=objective,
+                                     eps_for_delta=eps_d)
+        (cd, ckd), (cq, ckq) = res["count"]["D"][label], res["count"]["D'"][label]
+        fp = int(_greater(cd, ckd, thr).sum())
+        fn = int((~_greater(cq, ckq, thr)).sum())
+        nd, nq = cd.size, cq.size
+        fpr_ci = clopper_pearson(fp, nd, confidence)
+        fnr_ci = clopper_pearson(fn, nq, confidence)
+        e_l = float(eps_lower(fpr_ci[1], fnr_ci[1], delta))
+        d_l = float(delta_lower(fpr_ci[1], fnr_ci[1], eps_d))
+        out[label] = AuditResult(
+            mechanism=mechanism, distinguisher=d.describe(), N=model.N, n=model.n, q=q, sigma=sigma, C=C,
+            delta=delta, trials=trials, trials_D=nd, trials_Dprime=nq, calibration_trials=calibration_trials,
+            false_positives=fp, false_negatives=fn, fpr=fp / nd, fnr=fn / nq, fpr_ci=fpr_ci, fnr_ci=fnr_ci,
+            confidence=confidence, eps_lower=e_l, eps_claimed=eps_claimed, eps_for_delta=eps_d,
+            delta_lower=d_l, violation=bool(e_l > eps_claimed or (eps_for_delta is None and d_l > delta)),
+            threshold=thr, calibration=info, seed=int(seed), device=str(device), dtype=str(dtype).replace("torch.", ""),
+            data=data, path=path_used, batched=bool(batched), model=model.describe(), wall_time_s=wall,
+        )
+    return out
+
+
 def audit_distinguishers(
     vectors,
     mechanism: str,
@@ -437,29 +467,10 @@ def audit_distinguishers(
         torch.set_num_threads(prev_threads)
     wall = time.perf_counter() - t0
 
-    out = {}
-    for label, d in dists.items():
-        (sd, kd), (sq, kq) = res["cal"]["D"][label], res["cal"]["D'"][label]
-        thr, info = select_threshold(sd, kd, sq, kq, delta=delta, confidence=confidence, objective=objective,
-                                     eps_for_delta=eps_d)
-        (cd, ckd), (cq, ckq) = res["count"]["D"][label], res["count"]["D'"][label]
-        fp = int(_greater(cd, ckd, thr).sum())
-        fn = int((~_greater(cq, ckq, thr)).sum())
-        nd, nq = cd.size, cq.size
-        fpr_ci = clopper_pearson(fp, nd, confidence)
-        fnr_ci = clopper_pearson(fn, nq, confidence)
-        e_l = float(eps_lower(fpr_ci[1], fnr_ci[1], delta))
-        d_l = float(delta_lower(fpr_ci[1], fnr_ci[1], eps_d))
-        out[label] = AuditResult(
-            mechanism=mechanism, distinguisher=d.describe(), N=model.N, n=model.n, q=q, sigma=sigma, C=C,
-            delta=delta, trials=trials, trials_D=nd, trials_Dprime=nq, calibration_trials=calibration_trials,
-            false_positives=fp, false_negatives=fn, fpr=fp / nd, fnr=fn / nq, fpr_ci=fpr_ci, fnr_ci=fnr_ci,
-            confidence=confidence, eps_lower=e_l, eps_claimed=eps_claimed, eps_for_delta=eps_d,
-            delta_lower=d_l, violation=bool(e_l > eps_claimed or (eps_for_delta is None and d_l > delta)),
-            threshold=thr, calibration=info, seed=int(seed), device=str(device), dtype=str(dtype).replace("torch.", ""),
-            data=data, path=path_used, batched=bool(batched), model=model.describe(), wall_time_s=wall,
-        )
-    return out
+    return _results(dists, res, model, mechanism=mechanism, q=q, sigma=sigma, C=C, delta=delta, trials=trials,
+                    calibration_trials=calibration_trials, confidence=confidence, objective=objective,
+                    eps_claimed=eps_claimed, eps_d=eps_d, eps_for_delta=eps_for_delta, seed=seed, device=device,
+                    dtype=dtype, data=data, path=path_used, batched=batched, wall=wall)
 
 
 def audit(vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: int,
@@ -468,6 +479,122 @@ def audit(vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: 
     res = audit_distinguishers(vectors, mechanism, q, sigma, C, trials=trials,
                                distinguishers={"d": distinguisher}, **kwargs)
     return res["d"]
+
+
+# ---------------------------------------------------------------------------- given outputs
+def _as_output_block(x, model: WhiteBoxModel, what: str):
+    """``(x_full or None, Projection)`` of one side's given outputs (float64, CPU)."""
+    if isinstance(x, dict):
+        if set(x) != {"coords", "residual"}:
+            raise ValueError(f"outputs{what}: a projected block must be a dict with keys 'coords' and 'residual'")
+        y = torch.as_tensor(np.asarray(x["coords"], dtype=np.float64))
+        res = torch.as_tensor(np.asarray(x["residual"], dtype=np.float64)).reshape(-1)
+        if y.ndim != 2 or y.shape[1] != model.r or res.shape[0] != y.shape[0]:
+            raise ValueError(f"outputs{what}: coords must have shape (m, r={model.r}) and residual shape (m,), "
+                             f"got {tuple(y.shape)} and {tuple(res.shape)}")
+        if not (bool(torch.isfinite(y).all()) and bool(torch.isfinite(res).all())):
+            raise ValueError(f"outputs{what}: projected outputs must be finite")
+        return None, Projection(y=y, sq_norm_y=(y * y).sum(dim=1), residual=res)
+    t = x.detach().to("cpu", torch.float64) if isinstance(x, torch.Tensor) else torch.as_tensor(
+        np.asarray(x, dtype=np.float64))
+    if t.ndim != 2 or t.shape[1] != model.n:
+        raise ValueError(f"outputs{what}: full outputs must have shape (m, n={model.n}), got {tuple(t.shape)}")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"outputs{what}: outputs must be finite (found NaN or inf)")
+    return t, model.project(t)
+
+
+def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, outputs: dict, *,
+                  distinguishers=("optimal",), delta: float = 1e-5, seed: int = 0, confidence: float = 0.95,
+                  objective: str = "eps", eps_for_delta: float | None = None, chunk_size: int | None = None,
+                  data: str = "given", source: str = "given", max_N: int = MAX_N_EXACT) -> dict:
+    """Audit outputs produced elsewhere (e.g. by a real DP-SGD implementation) with the white-box distinguishers.
+
+    The game of :func:`audit_distinguishers`, except that nothing is sampled here: the
+    rounds are ``outputs = {"cal": {"D": X, "D'": X}, "count": {"D": X, "D'": X}}``,
+    the calibration rounds (threshold choice) and the counted rounds on each dataset.
+    Each ``X`` is either the full outputs, an array or tensor ``(m, n)`` (e.g. the
+    update ``(theta_0 - theta_1) / lr`` of one step per row), or their projection
+    ``{"coords": (m, r), "residual": (m,)}`` in the basis
+    ``WhiteBoxModel(mechanism, vectors, q, sigma, C).basis`` (the exact sufficient
+    statistics the optimal and chi2-normality distinguishers use). ``vectors`` are the
+    per-example vectors the adversary knows (white box) and ``mechanism`` the
+    normalisation the adversary's model assumes.
+
+    Randomness: a numpy generator seeded with ``(seed, 1)`` draws the normality votes'
+    coins and the tie-break keys, consumed side by side (cal-D, cal-D', count-D,
+    count-D') and chunk by chunk (``chunk_size`` rows, default all), exactly as
+    :func:`audit_distinguishers` does; so outputs drawn by
+    :func:`paperlib.mechanisms.sample` with the generator an audit would use give that
+    audit's numbers. ``source`` is stored as the result's ``path``.
+
+    Returns ``{label: AuditResult}``; ValueError for misshaped, non-finite or missing blocks.
+    """
+    q, sigma, C, _, _, delta, confidence = _validate_common(mechanism, q, sigma, C, 2, 2, delta, confidence)
+    if objective not in ("eps", "delta"):
+        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+    if not isinstance(outputs, dict) or set(outputs) != {"cal", "count"}:
+        raise ValueError("outputs must be a dict with keys 'cal' and 'count', each {'D': X, \"D'\": X}")
+    vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
+    model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
+    if isinstance(distinguishers, dict):
+        specs = dict(distinguishers)
+    else:
+        specs = {}
+        for spec in distinguishers:
+            d = make_distinguisher(spec)
+            specs[d.name] = d
+    dists = {}
+    for label, spec in specs.items():
+        d = make_distinguisher(spec)
+        d.bind(model)
+        dists[label] = d
+    eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
+    eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
+    if not math.isfinite(eps_d) or eps_d < 0:
+        raise ValueError(f"eps_for_delta must be a finite number >= 0, got {eps_for_delta!r}")
+    blocks = {}
+    for phase in ("cal", "count"):
+        side = outputs[phase]
+        if not isinstance(side, dict) or set(side) != {"D", "D'"}:
+            raise ValueError(f"outputs['{phase}'] must be a dict with keys 'D' and \"D'\"")
+        blocks[phase] = {}
+        for ds in ("D", "D'"):
+            x, proj = _as_output_block(side[ds], model, f"['{phase}']['{ds}']")
+            if x is None:
+                need = [label for label, d in dists.items() if d.needs_full_output]
+                if need:
+                    raise ValueError(f"outputs['{phase}']['{ds}'] is projected but {need} need the full outputs")
+            if proj.y.shape[0] < 1:
+                raise ValueError(f"outputs['{phase}']['{ds}'] holds no rounds")
+            blocks[phase][ds] = (x, proj)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng([int(seed), 1])
+    res = {}
+    for phase in ("cal", "count"):
+        res[phase] = {}
+        for ds in ("D", "D'"):
+            x, proj = blocks[phase][ds]
+            m = proj.y.shape[0]
+            step = m if chunk_size is None else check_int(chunk_size, "chunk_size", 1)
+            scores = {label: [] for label in dists}
+            for a in range(0, m, step):
+                b = min(m, a + step)
+                xc = None if x is None else x[a:b]
+                pc = Projection(y=proj.y[a:b], sq_norm_y=proj.sq_norm_y[a:b], residual=proj.residual[a:b])
+                for label, d in dists.items():
+                    scores[label].append(d.score(xc, pc, rng))
+            res[phase][ds] = {}
+            for label in dists:
+                sc = np.concatenate(scores[label])
+                res[phase][ds][label] = (sc, rng.random(sc.size))
+    wall = time.perf_counter() - t0
+    n_cal = blocks["cal"]["D"][1].y.shape[0] + blocks["cal"]["D'"][1].y.shape[0]
+    n_count = blocks["count"]["D"][1].y.shape[0] + blocks["count"]["D'"][1].y.shape[0]
+    return _results(dists, res, model, mechanism=mechanism, q=q, sigma=sigma, C=C, delta=delta, trials=int(n_count),
+                    calibration_trials=int(n_cal), confidence=confidence, objective=objective,
+                    eps_claimed=eps_claimed, eps_d=eps_d, eps_for_delta=eps_for_delta, seed=seed, device="cpu",
+                    dtype=torch.float64, data=data, path=source, batched=True, wall=wall)
 
 
 def audit_worst_case(mechanism: str, N: int, n: int, q: float, sigma: float, C: float, *, trials: int,

@@ -1,0 +1,12 @@
+"""Real DP-SGD steps for the audits of Section 4 (THEORY.md sections 9-10).
+
+* :mod:`.models` -- models with the paper's parameter counts and fixed, seeded
+  starting parameters;
+* :mod:`.runners` -- one DP-SGD step (Poisson sampling, ``loss_reduction="mean"``) of
+  the installed Opacus (v1.x, FEASGM), of old Opacus releases run from the release cache
+  in a subprocess (v0.15.0 EASGM, v0.13.0 ASGM) and of the DPSUR-style ASGM step,
+  returning the parameter updates; per-example gradients at ``theta_0``; and
+  :func:`~.runners.detect_normaliser`, which reads the normaliser off the updates;
+* :mod:`.dpsur` -- the DPSUR-style ASGM step written from the DPSUR paper;
+* :mod:`.datasets` -- dataset loading (MNIST, FMNIST, CIFAR-10).
+"""

@@ -1,0 +1,256 @@
+"""Real image datasets for the audits: MNIST, Fashion-MNIST, CIFAR-10 (and a synthetic stand-in).
+
+:func:`load_points` returns ``k`` seeded random points of a dataset as the tensors a model
+takes: images ``float32 [k, C, H, W]`` and labels ``int64 [k]``. The files are read with
+torchvision's own dataset classes (:class:`torchvision.datasets.MNIST`,
+:class:`~torchvision.datasets.FashionMNIST`, :class:`~torchvision.datasets.CIFAR10`), in
+torchvision's on-disk layout under :func:`data_root`:
+
+.. code-block:: text
+
+    <root>/MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte         (all four files)
+    <root>/FashionMNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte  (all four files)
+    <root>/cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}  (md5-checked)
+
+``<root>`` is the ``root=`` argument, else ``$PAPERLIB_DATA``, else ``<repo>/data/``
+(git-ignored). Missing files are downloaded on first use (``download=True``); when they are
+missing and cannot be downloaded (offline, or ``download=False``) :class:`DatasetUnavailable`
+says in two lines what to put where. No torchvision traceback is chained to it; the
+original error is kept as its ``cause`` attribute.
+
+Normalisation (:data:`NORMALIZATION`): ``ToTensor`` (pixels / 255 in ``[0, 1]``, channels
+first) then ``Normalize(mean, std)`` with each dataset's usual training-set statistics:
+
+* MNIST: mean 0.1307, std 0.3081;
+* Fashion-MNIST: mean 0.2860, std 0.3530;
+* CIFAR-10: mean (0.4914, 0.4822, 0.4465), std (0.2470, 0.2435, 0.2616) per channel -- the
+  true per-channel standard deviations of the training set. (Opacus's CIFAR-10 example
+  uses (0.2023, 0.1994, 0.2010); Tramer & Boneh's code uses ImageNet's statistics for
+  CIFAR-10 and no normalisation for MNIST/FMNIST. The audits fix the inputs, so the
+  choice changes the gradients but not the mechanism.)
+
+The conversion is done on the whole selection at once; it equals torchvision's
+``Compose([ToTensor(), Normalize(mean, std)])`` applied item by item
+(``tests/test_datasets.py`` checks this).
+
+``"synthetic"`` needs no files: uniform random pixels in ``[0, 1]`` of MNIST's shape,
+normalised with MNIST's constants, and uniform random labels 0-9, both from ``seed``.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = [
+    "DATASET_SHAPES",
+    "DATASETS",
+    "NORMALIZATION",
+    "DatasetUnavailable",
+    "data_root",
+    "load_points",
+]
+
+#: Input shape ``(C, H, W)`` of each dataset's images.
+DATASET_SHAPES: dict[str, tuple[int, int, int]] = {
+    "mnist": (1, 28, 28),
+    "fmnist": (1, 28, 28),
+    "cifar10": (3, 32, 32),
+    "synthetic": (1, 28, 28),
+}
+
+#: The accepted values of ``name``.
+DATASETS: tuple[str, ...] = tuple(DATASET_SHAPES)
+
+#: ``(mean, std)`` per channel, applied after ``ToTensor`` (see the module docstring).
+NORMALIZATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fmnist": ((0.2860,), (0.3530,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "synthetic": ((0.1307,), (0.3081,)),
+}
+
+ENV_VAR = "PAPERLIB_DATA"
+
+# What DatasetUnavailable tells the user to fetch, per dataset: (torchvision class name,
+# folder under root, files, where to get them).
+_MNIST_FILES = ("train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte")
+_SOURCES = {
+    "mnist": ("MNIST", "MNIST/raw", _MNIST_FILES + " (all four, un-gzipped)",
+              "https://ossci-datasets.s3.amazonaws.com/mnist/"),
+    "fmnist": ("FashionMNIST", "FashionMNIST/raw", _MNIST_FILES + " (all four, un-gzipped)",
+               "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"),
+    "cifar10": ("CIFAR10", "cifar-10-batches-py",
+                "data_batch_1..data_batch_5, test_batch, batches.meta "
+                "(the original files: their md5s are checked)",
+                "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz, unpacked"),
+}
+
+
+class DatasetUnavailable(RuntimeError):
+    """A dataset's files are missing and could not be (or were not allowed to be) downloaded.
+
+    The message says which files to put in which folder and how to point
+    ``$PAPERLIB_DATA`` at another folder. ``cause`` holds the underlying error, if any.
+    """
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.cause = cause
+
+
+def _repo_root() -> Path | None:
+    here = Path(__file__).resolve().parents[2]
+    return here if (here / "pyproject.toml").is_file() and (here / "paperlib").is_dir() else None
+
+
+def data_root() -> Path:
+    """The folder that holds the datasets (torchvision's ``root``).
+
+    ``$PAPERLIB_DATA`` if set and non-empty; else ``<repo>/data`` for a source checkout
+    (editable install); else, for a plain installed package, ``$XDG_CACHE_HOME/paperlib/data``
+    (``~/.cache/paperlib/data``). The folder need not exist yet.
+    """
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    repo = _repo_root()
+    if repo is not None:
+        return repo / "data"
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(cache).expanduser() / "paperlib" / "data"
+
+
+def _check_args(name, k, seed) -> tuple[str, int, int]:
+    if not isinstance(name, str) or name.strip().lower() not in DATASET_SHAPES:
+        raise ValueError(f"name: unknown dataset {name!r}; expected one of {', '.join(DATASETS)}")
+    if isinstance(k, bool):
+        raise ValueError(f"k: must be an integer >= 1, got {k!r}")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise ValueError(f"k: must be an integer >= 1, got {k!r}") from None
+    if k < 1:
+        raise ValueError(f"k: must be >= 1, got {k}")
+    if isinstance(seed, bool):
+        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}") from None
+    if seed < 0:
+        raise ValueError(f"seed: must be a non-negative integer, got {seed}")
+    return name.strip().lower(), k, seed
+
+
+def _normalise(pixels_nchw_uint8: torch.Tensor, name: str) -> torch.Tensor:
+    """ToTensor + Normalize on a uint8 batch ``[k, C, H, W]``."""
+    mean, std = NORMALIZATION[name]
+    x = pixels_nchw_uint8.to(torch.float32).div_(255.0)
+    m = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
+    s = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
+    return x.sub_(m).div_(s).contiguous()
+
+
+def _unavailable(name: str, root: Path, train: bool, download: bool,
+                 err: BaseException | None) -> DatasetUnavailable:
+    _, folder, files, url = _SOURCES[name]
+    split = "train" if train else "test"
+    detail = " ".join(str(err).split()) if err is not None else ""
+    if len(detail) > 160:
+        detail = detail[:157] + "..."
+    if download:
+        why = f"could not be downloaded ({type(err).__name__}: {detail})"
+    else:
+        why = "is missing or incomplete, and download=False"
+        if detail:
+            why += f" (torchvision: {detail})"
+    msg = (f"Dataset {name!r} ({split} split) is not available in {root} and {why}.\n"
+           f"Put {files} into {root / folder}/ (from {url}), or set {ENV_VAR} to the folder "
+           f"that holds {folder.split('/')[0]}/ in this layout (now {root}).")
+    return DatasetUnavailable(msg, cause=err)
+
+
+def _load_torchvision(name: str, root: Path, train: bool, download: bool):
+    """The torchvision dataset object, or DatasetUnavailable."""
+    try:
+        from torchvision import datasets as tvd
+    except ImportError as err:  # pragma: no cover - torchvision is a dependency
+        raise DatasetUnavailable(
+            f"Dataset {name!r} needs torchvision, which cannot be imported ({err}).\n"
+            "Install it: pip install -r requirements-lock.txt (or pip install torchvision).",
+            cause=err) from None
+    cls = {"mnist": tvd.MNIST, "fmnist": tvd.FashionMNIST, "cifar10": tvd.CIFAR10}[name]
+    try:
+        return cls(str(root), train=train, download=download)
+    except Exception as err:  # network, md5, missing file, corrupt pickle/idx, permissions
+        raise _unavailable(name, root, train, download, err) from None
+
+
+def _synthetic(k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    pixels = torch.rand((k, *DATASET_SHAPES["synthetic"]), generator=g, dtype=torch.float32)
+    labels = torch.randint(0, 10, (k,), generator=g, dtype=torch.int64)
+    mean, std = NORMALIZATION["synthetic"]
+    return ((pixels - mean[0]) / std[0]).contiguous(), labels
+
+
+def load_points(name: str, k: int, seed: int = 0, *, root: str | os.PathLike | None = None,
+                train: bool = True, download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """``k`` random points of dataset ``name``, drawn without replacement with ``seed``.
+
+    Parameters
+    ----------
+    name : ``"mnist"``, ``"fmnist"``, ``"cifar10"`` or ``"synthetic"`` (case-insensitive).
+    k : number of points, ``1 <= k <= len(dataset)`` (the size of the chosen split in
+        ``root``).
+    seed : the draw is ``numpy.random.default_rng(seed).choice(len(dataset), k,
+        replace=False)`` (in that order, not sorted); for ``"synthetic"`` it seeds a
+        ``torch.Generator``.
+    root : the datasets folder (default :func:`data_root`).
+    train : the training split (default) or the test split.
+    download : download missing files into ``root`` (torchvision's downloader).
+
+    Returns
+    -------
+    images : ``torch.float32`` ``[k, C, H, W]`` (``C, H, W = DATASET_SHAPES[name]``),
+        normalised as in :data:`NORMALIZATION`.
+    labels : ``torch.int64`` ``[k]``, class indices 0-9.
+
+    Raises
+    ------
+    ValueError
+        naming the parameter: unknown ``name``, ``k < 1``, ``k`` larger than the dataset,
+        negative ``seed``.
+    DatasetUnavailable
+        the files are missing and could not be downloaded (or ``download=False``).
+    """
+    name, k, seed = _check_args(name, k, seed)
+    if name == "synthetic":
+        return _synthetic(k, seed)
+    root_path = Path(root).expanduser() if root is not None else data_root()
+    ds = _load_torchvision(name, root_path, bool(train), bool(download))
+    n = len(ds)
+    if k > n:
+        split = "train" if train else "test"
+        raise ValueError(f"k: {k} is larger than the dataset ({name} {split} split in "
+                         f"{root_path} has {n} images)")
+    idx = np.random.default_rng(seed).choice(n, size=k, replace=False)
+    data, targets = ds.data, ds.targets
+    if isinstance(data, torch.Tensor):  # MNIST / FashionMNIST: uint8 [N, H, W]
+        pixels = data[torch.from_numpy(idx)].unsqueeze(1)
+    else:  # CIFAR-10: numpy uint8 [N, H, W, C]
+        pixels = torch.from_numpy(np.ascontiguousarray(data[idx])).permute(0, 3, 1, 2)
+    labels = torch.as_tensor(np.asarray(targets)[idx], dtype=torch.int64)
+    images = _normalise(pixels, name)
+    expected = (k, *DATASET_SHAPES[name])
+    if tuple(images.shape) != expected:
+        raise DatasetUnavailable(
+            f"Dataset {name!r} in {root_path} has images of shape {tuple(images.shape[1:])}, "
+            f"expected {DATASET_SHAPES[name]}.\nReplace its files with the original ones.")
+    return images, labels

@@ -1,0 +1,416 @@
+"""Auditing real DP-SGD implementations on real data points (paper Section 5.1, Appendix A.3).
+
+One audited point: ``N + 1`` random points of a dataset (``D`` = the first ``N``,
+``D'`` = all of them), a model at fixed, known parameters ``theta_0`` and one step of
+the implementation's DP-SGD at ``lr = 1``. The adversary is white-box: it knows every
+per-example gradient at ``theta_0`` (:func:`paperlib.implementations.runners.per_example_gradients`),
+hence every Gaussian component of both output distributions of the mechanism the
+implementation documents (Opacus installed (v1.x) -> FEASGM, v0.15.0 -> EASGM,
+v0.13.0 -> ASGM, DPSUR's own step -> ASGM). The output of a step is the normalised
+noisy gradient ``(theta_0 - theta_1) / lr``; the optimal and the normality
+distinguishers (:mod:`paperlib.audit`) score it.
+
+Two modes (:func:`audit_implementation`):
+
+``"full"``
+    Every round of the game — calibration and counted, on ``D`` and on ``D'`` — is
+    one step of the implementation (:func:`runners.run_steps`); the outputs are
+    projected on the span of the clipped gradients at once (the exact sufficient
+    statistics of both distinguishers) and scored by :func:`paperlib.audit.audit_outputs`.
+    Path ``"implementation"``.
+``"quick"``
+    The first ``check_trials`` steps per dataset come from the implementation and must
+    pass :func:`check_outputs`: two-sample Kolmogorov-Smirnov tests of every projected
+    coordinate and of the squared residual norm against the batched mechanism
+    (:func:`paperlib.mechanisms.sample_projected`) with the same gradients,
+    Bonferroni-corrected at family level ``check_level`` (0.001). Only if they pass do
+    the remaining rounds come from the batched mechanism fed with the same per-example
+    gradients (the implementation's steps fill the first counted rounds). Path
+    ``"implementation-checked + mechanism"``; a failed check raises
+    :class:`ImplementationMismatch` (with the p-values) and audits nothing.
+
+Both modes also run :func:`runners.detect_normaliser` on the implementation's steps
+(which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by). Results are
+cached in ``results/real_audit_<key>.json`` under a hash of every parameter
+(:func:`paperlib.provenance.save_result`), so a rerun is instant.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+from scipy import stats as sps
+
+from .. import mechanisms as mech_mod
+from ..audit.game import AUDIT_VERSION, audit_outputs
+from ..guarantees import sgm_claim
+from ..provenance import load_result, result_key, save_result
+from ..validation import check_delta, check_int, check_positive, check_rate
+
+__all__ = [
+    "DOCUMENTED_MECHANISM",
+    "MODELS",
+    "DATASETS",
+    "MODES",
+    "REAL_AUDIT_VERSION",
+    "ImplementationMismatch",
+    "white_box_basis",
+    "project_outputs",
+    "check_outputs",
+    "audit_implementation",
+]
+
+#: the mechanism each implementation documents (paper Table 2; DPSUR's own ASGM step)
+DOCUMENTED_MECHANISM = {"opacus-installed": "feasgm", "opacus-0.15.0": "easgm", "opacus-0.13.0": "asgm",
+                        "dpsur": "asgm"}
+MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
+DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
+MODES = ("quick", "full")
+#: bump when the procedure changes, so cached results are recomputed
+REAL_AUDIT_VERSION = 1
+#: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
+CHECK_LEVEL = 1e-3
+#: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
+#: CHUNK_ELEMENTS / n (bounds the memory of one call's updates, chunk x n floats)
+STEP_CHUNK = 500
+CHUNK_ELEMENTS = 20_000_000
+
+
+class ImplementationMismatch(RuntimeError):
+    """The implementation's outputs do not match the mechanism it documents (quick-mode check failed).
+
+    ``check`` holds the p-values (:func:`check_outputs`), ``normaliser`` what
+    :func:`runners.detect_normaliser` found.
+    """
+
+    def __init__(self, message: str, check: dict | None = None, normaliser: dict | None = None):
+        super().__init__(message)
+        self.check = check or {}
+        self.normaliser = normaliser or {}
+
+
+# ---------------------------------------------------------------------------- projections
+def white_box_basis(vectors, C: float) -> np.ndarray:
+    """Orthonormal ``(n, r)`` basis of the span of the clipped vectors, ``r = min(n, N+1)``.
+
+    Computed exactly as :class:`paperlib.audit.WhiteBoxModel` computes its basis (numpy
+    reduced QR of the clipped rows in float64), so projected outputs in this basis can be
+    handed to :func:`paperlib.audit.audit_outputs`.
+    """
+    v = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
+    clipped = mech_mod.clip(v, check_positive(C, "C")).numpy()
+    basis, _ = np.linalg.qr(clipped.T, mode="reduced")
+    return np.ascontiguousarray(basis)
+
+
+def project_outputs(x, basis: np.ndarray) -> dict:
+    """``{"coords": x U (m, r), "residual": ||x||^2 - ||x U||^2 (m,)}`` in float64."""
+    t = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    t = np.asarray(t, dtype=np.float64)
+    if t.ndim != 2 or t.shape[1] != basis.shape[0]:
+        raise ValueError(f"outputs must have shape (m, n={basis.shape[0]}), got {t.shape}")
+    y = t @ basis
+    res = np.einsum("ij,ij->i", t, t) - np.einsum("ij,ij->i", y, y)
+    if basis.shape[1] == basis.shape[0]:
+        res = np.zeros_like(res)
+    return {"coords": y, "residual": np.maximum(res, 0.0)}
+
+
+def _concat(blocks: list) -> dict:
+    return {"coords": np.concatenate([b["coords"] for b in blocks]),
+            "residual": np.concatenate([b["residual"] for b in blocks])}
+
+
+def _mechanism_projected(mechanism, vectors, basis, q, sigma, C, dataset, trials, gen) -> dict:
+    coords, res = mech_mod.sample_projected(mechanism, vectors, q, sigma, C, dataset, trials, gen,
+                                            basis=torch.as_tensor(basis))
+    return {"coords": coords.numpy(), "residual": res.numpy()}
+
+
+# ---------------------------------------------------------------------------- the check
+def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float, C: float, *,
+                  reference_trials: int = 20_000, level: float = CHECK_LEVEL, seed: int = 0) -> dict:
+    """Do given outputs follow one round of ``mechanism`` on ``vectors``? (KS tests, Bonferroni).
+
+    ``outputs`` maps ``"D"`` and/or ``"D'"`` to full outputs ``(m, n)`` (or to projected
+    blocks ``{"coords", "residual"}`` in :func:`white_box_basis`). For each dataset,
+    ``reference_trials`` rounds of the batched mechanism
+    (:func:`paperlib.mechanisms.sample_projected`, same vectors and basis, a torch
+    generator seeded with ``seed``) are compared with the given ones by two-sample
+    Kolmogorov-Smirnov tests: one per projected coordinate and one for the squared
+    residual norm (when ``r < n``); the residual is where a wrong normaliser shows most
+    (it is ``sigma^2 C^2 chi^2_{n-r} / nu^2``, nearly deterministic for large ``n``).
+    The check passes when every p-value is at least ``level / (number of tests)``.
+
+    Returns ``{"mechanism", "p_values": {ds: {test: p}}, "min_p", "tests", "level",
+    "threshold", "passed", "trials": {ds: m}, "reference_trials"}``.
+    """
+    if mechanism not in mech_mod.MECHANISMS:
+        raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
+    reference_trials = check_int(reference_trials, "reference_trials", 10)
+    if not (0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if not outputs or not set(outputs) <= {"D", "D'"}:
+        raise ValueError("outputs must map 'D' and/or \"D'\" to the outputs of that dataset")
+    basis = white_box_basis(vectors, C)
+    n, r = basis.shape
+    gen = torch.Generator().manual_seed(int(seed))
+    pvals: dict = {}
+    trials = {}
+    for ds in ("D", "D'"):
+        if ds not in outputs:
+            continue
+        x = outputs[ds]
+        blk = x if isinstance(x, dict) else project_outputs(x, basis)
+        if not (np.all(np.isfinite(blk["coords"])) and np.all(np.isfinite(blk["residual"]))):
+            pvals[ds] = {"finite": 0.0}
+            trials[ds] = int(np.asarray(blk["coords"]).shape[0])
+            continue
+        ref = _mechanism_projected(mechanism, vectors, basis, q, sigma, C, ds, reference_trials, gen)
+        p = {}
+        for j in range(r):
+            p[f"coord_{j}"] = float(sps.ks_2samp(blk["coords"][:, j], ref["coords"][:, j]).pvalue)
+        if r < n:
+            p["residual"] = float(sps.ks_2samp(blk["residual"], ref["residual"]).pvalue)
+        pvals[ds] = p
+        trials[ds] = int(blk["coords"].shape[0])
+    n_tests = sum(len(p) for p in pvals.values())
+    min_p = min(min(p.values()) for p in pvals.values())
+    thr = level / n_tests
+    return {"mechanism": mechanism, "p_values": pvals, "min_p": min_p, "tests": n_tests, "level": level,
+            "threshold": thr, "passed": bool(min_p >= thr), "trials": trials, "reference_trials": reference_trials}
+
+
+# ---------------------------------------------------------------------------- the audit
+def _jsonnum(x):
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _sub_seed(seed: int, *keys: int) -> int:
+    return int(np.random.SeedSequence([int(seed), *[int(k) for k in keys]]).generate_state(1)[0])
+
+
+def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root):
+    """``datasets.load_points``; ``"synthetic"`` points take the model's input shape.
+
+    The loader's synthetic points have MNIST's shape; for a model with another input
+    (``cnn-cifar10``: 3 x 32 x 32) the same recipe is applied here at that shape: uniform
+    pixels in [0, 1] from ``seed``, normalised with CIFAR-10's constants, uniform labels.
+    """
+    from .models import MODEL_INPUT
+
+    shape = tuple(MODEL_INPUT[model])
+    if dataset == "synthetic" and shape != tuple(datasets.DATASET_SHAPES["synthetic"]):
+        g = torch.Generator().manual_seed(int(seed))
+        pixels = torch.rand((k, *shape), generator=g, dtype=torch.float32)
+        labels = torch.randint(0, 10, (k,), generator=g, dtype=torch.int64)
+        mean, std = datasets.NORMALIZATION["cifar10"]
+        m = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
+        sd = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
+        return (pixels - m) / sd, labels
+    X, y = datasets.load_points(dataset, k, seed, root=root)
+    if tuple(X.shape[1:]) != shape:
+        raise ValueError(f"model {model!r} takes inputs of shape {shape}, dataset {dataset!r} has {tuple(X.shape[1:])}")
+    return X, y
+
+
+def _normaliser_summary(found: dict) -> str:
+    """One string for the normalisers found on D and D' (``"Nq"`` and ``"floor(Nq)"`` are
+    the same rule where ``N q`` is an integer, so they are merged there)."""
+    sets, kinds = [], {}
+    for ds, f in found.items():
+        k = f.get("normaliser", f.get("kind")) if isinstance(f, dict) else None
+        kinds[ds] = k
+        c = (f.get("candidates") or {}) if isinstance(f, dict) else {}
+        same = k in ("Nq", "floor(Nq)") and c.get("Nq") is not None and c.get("Nq") == c.get("floor(Nq)")
+        sets.append({"Nq", "floor(Nq)"} if same else {k})
+    common = set.intersection(*sets) if sets else set()
+    if len(common) == 1:
+        return str(common.pop())
+    if common == {"Nq", "floor(Nq)"}:
+        return "Nq = floor(Nq)"
+    return ", ".join(f"{ds}: {k}" for ds, k in kinds.items())
+
+
+def audit_implementation(implementation: str, model: str, dataset: str, *, N: int, q: float, sigma: float,
+                         C: float, trials: int, seed: int = 0, mode: str = "quick",
+                         distinguishers=("optimal", "normality"), delta: float = 1e-5,
+                         check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
+                         check_level: float = CHECK_LEVEL, cache: bool = True, data_root=None) -> dict:
+    """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
+
+    Parameters
+    ----------
+    implementation : one of :data:`runners.IMPLEMENTATIONS`
+        (``"opacus-installed"``, ``"opacus-0.15.0"``, ``"opacus-0.13.0"``, ``"dpsur"``).
+    model : ``"cnn-mnist"``, ``"cnn-cifar10"``, ``"large-mnist"`` or ``"tiny"`` (built at ``seed``).
+    dataset : ``"mnist"``, ``"fmnist"``, ``"cifar10"`` or ``"synthetic"``; ``N + 1`` points drawn with ``seed``.
+    N, q, sigma, C : ``|D|`` (``|D'| = N + 1``), sampling rate, noise multiplier, clipping norm.
+    trials : counted rounds (half on D, half on D'); as many again calibrate the threshold.
+    mode : ``"quick"`` (checked implementation steps + batched mechanism) or ``"full"``
+        (every round an implementation step).
+    check_trials : implementation steps per dataset in quick mode (default ``min(200, trials // 2)``).
+    reference_trials : mechanism rounds per dataset the check compares with.
+
+    Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
+    ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
+    ``normaliser_found`` (one string), ``path``, ``check`` (p-values; quick mode),
+    ``fpr``/``fnr``/``fpr_ci``/``fnr_ci``/``eps_lower``/``violation`` per distinguisher,
+    ``eps_claimed`` (``sgm_claim(q, sigma).epsilon(delta)``), ``results`` (the full
+    :class:`~paperlib.audit.AuditResult` dicts), ``trials``, ``seconds``,
+    ``seconds_per_step`` (the implementation's measured cost per step) and
+    ``full_mode_estimate_s`` (that cost times the rounds a full-mode run needs).
+
+    Raises ValueError for bad input, ``DatasetUnavailable`` (from the dataset loader)
+    when the data cannot be had, :class:`ImplementationMismatch` when the quick check fails.
+    """
+    if implementation not in DOCUMENTED_MECHANISM:
+        raise ValueError(f"implementation must be one of {tuple(DOCUMENTED_MECHANISM)}, got {implementation!r}")
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    C = check_positive(C, "C")
+    trials = check_int(trials, "trials", 2)
+    delta = check_delta(delta)
+    mechanism = DOCUMENTED_MECHANISM[implementation]
+    if mech_mod.divides_by_zero(mechanism, N, q):
+        raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
+                         "choose N*q >= 1")
+    halves = {"cal": (trials // 2, trials - trials // 2), "count": (trials // 2, trials - trials // 2)}
+    if check_trials is None:
+        check_trials = min(200, trials // 2)
+    check_trials = min(check_int(check_trials, "check_trials", 10), trials // 2)
+    dists = list(distinguishers)
+    params = {"kind": "real_audit", "data_root": None if data_root is None else str(data_root), "version": REAL_AUDIT_VERSION, "audit_version": AUDIT_VERSION,
+              "implementation": implementation, "model": model, "dataset": dataset, "N": N, "q": q, "sigma": sigma,
+              "C": C, "trials": trials, "seed": int(seed), "mode": mode, "distinguishers": dists, "delta": delta,
+              "check_trials": check_trials if mode == "quick" else None,
+              "reference_trials": reference_trials if mode == "quick" else None,
+              "check_level": check_level if mode == "quick" else None}
+    name = "real_audit_" + result_key(params)
+    if cache:
+        hit = load_result(name, params)
+        if hit is not None:
+            return dict(hit, cached=True)
+
+    from . import datasets, runners  # imported here: the runners pull in torch models and Opacus
+
+    t0 = time.perf_counter()
+    X, y = _load_points(datasets, dataset, model, N + 1, seed, data_root)
+    grads = np.asarray(runners.per_example_gradients(model, X, y, seed=seed), dtype=np.float64)  # theta_0 from seed
+    if grads.shape[0] != N + 1:
+        raise RuntimeError(f"per_example_gradients returned {grads.shape[0]} rows, expected N + 1 = {N + 1}")
+    n = int(grads.shape[1])
+    basis = white_box_basis(grads, C)
+    ds_names = {"D": "D", "D'": "Dprime"}
+    step_kw = {"q": q, "sigma": sigma, "C": C}
+    impl_info: dict = {}
+    impl_seconds, impl_steps = 0.0, 0
+    first_updates: dict = {}
+
+    def impl_steps_projected(ds: str, count: int, index: int) -> dict:
+        nonlocal impl_seconds, impl_steps
+        blocks, done, part = [], 0, 0
+        chunk = max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // max(n, 1)))
+        while done < count:
+            m = min(chunk, count - done)
+            out = runners.run_steps(implementation, model, X, y, dataset=ds_names[ds], trials=m,
+                                    seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False,
+                                    **step_kw)
+            upd = np.asarray(out["updates"])
+            if upd.shape != (m, n):
+                raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
+            impl_seconds += float(out.get("seconds", 0.0))
+            impl_steps += m
+            for k in ("implementation", "version", "normaliser_rule", "notes"):
+                impl_info.setdefault(k, out.get(k))
+            keep = max(20, min(200, CHUNK_ELEMENTS // max(n, 1))) - (
+                first_updates[ds].shape[0] if ds in first_updates else 0)
+            if keep > 0:  # the first steps (up to 200) for detect_normaliser
+                first_updates[ds] = upd[:keep] if ds not in first_updates else np.concatenate(
+                    [first_updates[ds], upd[:keep]])
+            blocks.append(project_outputs(upd, basis))
+            done += m
+            part += 1
+        return _concat(blocks)
+
+    def detect(ds):
+        rows = grads[:N] if ds == "D" else grads
+        try:
+            f = runners.detect_normaliser(first_updates[ds], rows, q=q, sigma=sigma, C=C,
+                                          N_data=N if ds == "D" else N + 1)
+        except Exception as exc:  # report, do not fail the audit on a diagnostic
+            return {"normaliser": None, "error": f"{type(exc).__name__}: {exc}"}
+        keep = ("normaliser", "mechanism", "agreement", "nu_hat_mean", "candidates", "log_likelihood", "trials",
+                "nonfinite_trials", "rank")
+        return {k: f.get(k) for k in keep}
+
+    check = None
+    if mode == "full":
+        outputs = {"cal": {}, "count": {}}
+        for i, ds in enumerate(("D", "D'")):
+            cal_n, cnt_n = halves["cal"][i], halves["count"][i]
+            blk = impl_steps_projected(ds, cal_n + cnt_n, i)
+            outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
+            outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
+        normaliser = {ds: detect(ds) for ds in ("D", "D'")}
+        path = "implementation"
+    else:
+        impl_blocks = {ds: impl_steps_projected(ds, check_trials, i) for i, ds in enumerate(("D", "D'"))}
+        normaliser = {ds: detect(ds) for ds in ("D", "D'")}
+        check = check_outputs(impl_blocks, grads, mechanism, q, sigma, C, reference_trials=reference_trials,
+                              level=check_level, seed=_sub_seed(seed, 7))
+        if not check["passed"]:
+            raise ImplementationMismatch(
+                f"{implementation}: its steps do not match {mechanism.upper()} on these gradients "
+                f"(smallest KS p-value {check['min_p']:.3g} < {check['threshold']:.3g}; normaliser found: "
+                f"{_normaliser_summary(normaliser)}); not audited", check=check, normaliser=normaliser)
+        gen = torch.Generator().manual_seed(int(seed))
+        outputs = {"cal": {}, "count": {}}
+        for i, ds in enumerate(("D", "D'")):
+            outputs["cal"][ds] = _mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, halves["cal"][i], gen)
+        for i, ds in enumerate(("D", "D'")):
+            rest = halves["count"][i] - check_trials
+            parts = [impl_blocks[ds]]
+            if rest > 0:
+                parts.append(_mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, rest, gen))
+            outputs["count"][ds] = _concat(parts)
+        path = "implementation-checked + mechanism"
+
+    res = audit_outputs(grads, mechanism, q, sigma, C, outputs, distinguishers=dists, delta=delta, seed=seed,
+                        data=f"{dataset} ({model} gradients at theta_0)", source=path)
+    wall = time.perf_counter() - t0
+    per_step = impl_seconds / impl_steps if impl_steps else float("nan")
+    full_rounds = 2 * trials  # calibration + counted, both datasets
+    results = {label: r.to_dict() for label, r in res.items()}
+    eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
+    data = {
+        "implementation": implementation, "version": impl_info.get("version"), "model": model, "dataset": dataset,
+        "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
+        "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
+        "implementation_notes": impl_info.get("notes"),
+        "normaliser": normaliser, "normaliser_found": _normaliser_summary(normaliser),
+        "path": path, "check": check, "trials": trials, "calibration_trials": trials,
+        "implementation_steps": impl_steps,
+        "fpr": {k: r["fpr"] for k, r in results.items()}, "fnr": {k: r["fnr"] for k, r in results.items()},
+        "fpr_ci": {k: r["fpr_ci"] for k, r in results.items()}, "fnr_ci": {k: r["fnr_ci"] for k, r in results.items()},
+        "eps_lower": {k: r["eps_lower"] for k, r in results.items()},
+        "violation": {k: bool(r["eps_lower"] > eps_claimed) for k, r in results.items()},
+        "eps_claimed": _jsonnum(eps_claimed), "results": results,
+        "seconds": wall, "seconds_per_step": _jsonnum(per_step),
+        "full_mode_estimate_s": _jsonnum(per_step * full_rounds),
+        "cached": False,
+    }
+    if cache:
+        save_result(name, params, data, mode=mode, seed=int(seed), wall_time=wall)
+    return data

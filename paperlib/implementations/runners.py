@@ -1,0 +1,534 @@
+"""One real DP-SGD step of each implementation, repeated: the outputs the audits observe.
+
+For the white-box audit of THEORY.md section 9 the model starts from fixed, seeded
+parameters ``theta_0`` (:func:`paperlib.implementations.models.build_model`), takes one
+DP-SGD step with Poisson sampling and ``loss_reduction="mean"`` (cross-entropy loss) and
+an SGD optimiser with learning rate ``lr``, and the adversary sees the update
+``u = (theta_0 - theta_1) / lr``, which is the normalised noisy gradient
+``(S_B + G) / nu``; ``nu`` is what each implementation divides by (THEORY.md section 2).
+:func:`run_steps` repeats the step for ``trials`` independent trials, each from
+``theta_0``.
+
+Implementations (:data:`IMPLEMENTATIONS`)
+-----------------------------------------
+``"opacus-installed"`` (Opacus v1.x, FEASGM, ``nu = floor(N q)``)
+    Imported directly, in process. ``PrivacyEngine.make_private`` derives the sampling
+    rate from the data loader, ``sample_rate = 1 / len(data_loader)``, which cannot equal
+    most ``q`` (0.6, say). So the step is driven through the objects ``make_private``
+    builds, with the values it would compute for rate ``q``:
+    ``GradSampleModule(model, loss_reduction="mean")`` and
+    ``DPOptimizer(SGD, noise_multiplier=sigma, max_grad_norm=C,
+    expected_batch_size=int(len(dataset) * q), loss_reduction="mean", generator=...)``
+    (``expected_batch_size`` exactly as ``make_private`` computes it), and the batch is
+    drawn as ``DPDataLoader``'s ``UniformWithReplacementSampler`` draws it
+    (``torch.rand(N) < q``). An empty batch is fed as a zero-row tensor, as
+    ``DPDataLoader`` does. With ``floor(N q) = 0`` the optimiser divides by zero: the
+    updates contain ``inf``/``nan`` and a note says so (THEORY.md section 0: reproduce,
+    do not hide).
+``"opacus-0.15.0"`` (EASGM, ``nu = N q``) and ``"opacus-0.13.0"`` (ASGM, ``nu = |B|``)
+    Installed from the release cache with ``pip install --no-deps --target
+    <cache>/opacus-<version>`` (:func:`paperlib.opacus_code.install_release`) and run in
+    ONE subprocess per call, with that folder first on ``PYTHONPATH`` and the
+    compatibility shims of :mod:`paperlib.opacus_code` (torchcsprng stub,
+    ``ModuleAttributeError``); the subprocess loops over the trials and returns the
+    updates in a ``.npy`` file. v0.15.0:
+    ``PrivacyEngine(model, sample_rate=q, sample_size=N, poisson=True,
+    noise_multiplier=sigma, max_grad_norm=C).attach(SGD)``. Its optimiser also takes a
+    random number of extra noise-only "empty batch" steps after each step (its simulation
+    of the empty Poisson batches of later rounds); they belong to other rounds, so the
+    count is set to zero (as :func:`paperlib.opacus_code.step_check` does) and one
+    round's update is measured. When the Poisson batch of the round is empty, the
+    release's own empty-batch path is used (``optimizer.dp_step(is_empty=True)``, noise
+    divided by ``avg_batch_size = N q``). v0.13.0:
+    ``PrivacyEngine(model, sample_rate=q, noise_multiplier=sigma,
+    max_grad_norm=C).attach(SGD)``; it divides by the realised ``|B|`` but has no
+    empty-batch path (its clipper needs per-sample gradients). **Convention**: an empty
+    batch gives the noise-only update ``G / 1``, the noise drawn by the release's own
+    ``PrivacyEngine._generate_noise`` (std ``sigma C``) and divided by 1 (THEORY.md
+    section 0's zero-normaliser convention for ASGM); it is reported in ``notes``.
+    The releases' noise RNG is seeded with ``PrivacyEngine._set_seed`` so runs repeat.
+``"dpsur"`` (ASGM, ``nu = |B|``)
+    :mod:`paperlib.implementations.dpsur`, in process and batched over trials.
+
+Datasets and randomness
+-----------------------
+``X`` holds ``N + 1`` points; ``dataset="D"`` uses the first ``N``, ``"Dprime"`` all
+``N + 1`` (the last is the added point). The batch masks of every implementation come
+from ``torch.Generator().manual_seed(seed)`` (the same masks for the same seed across
+implementations); the noise from a generator seeded with ``seed + 1`` (DPSUR draws mask
+and noise from one generator, see its module). The model's starting parameters are
+``build_model(model_name, seed=model_seed)`` with ``model_seed = 0`` unless given.
+
+The normaliser, measured
+------------------------
+:func:`detect_normaliser` reads ``nu`` off the updates (method in its docstring);
+:func:`per_example_gradients` gives the gradients it needs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .models import build_model, count_parameters, flat_parameters, per_example_grads
+
+__all__ = [
+    "IMPLEMENTATIONS",
+    "NORMALISER_RULE",
+    "RELEASES",
+    "ReleaseNotAvailable",
+    "run_steps",
+    "per_example_gradients",
+    "detect_normaliser",
+]
+
+IMPLEMENTATIONS = ("opacus-installed", "opacus-0.15.0", "opacus-0.13.0", "dpsur")
+# the normaliser each implementation is documented to apply (code audit, Table 2)
+NORMALISER_RULE = {
+    "opacus-installed": "floor(Nq)",
+    "opacus-0.15.0": "Nq",
+    "opacus-0.13.0": "|B|",
+    "dpsur": "|B|",
+}
+MECHANISM_OF_RULE = {"floor(Nq)": "FEASGM", "Nq": "EASGM", "|B|": "ASGM"}
+RELEASES = {"opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
+DEFAULT_MODEL_SEED = 0
+
+
+class ReleaseNotAvailable(RuntimeError):
+    """An old Opacus release is not in the cache (offline) or does not run here."""
+
+
+def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
+    from .models import MODEL_INPUT
+
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, not {implementation!r}")
+    if model_name not in MODEL_INPUT:
+        raise ValueError(f"unknown model {model_name!r}; choose one of {', '.join(MODEL_INPUT)}")
+    if dataset not in ("D", "Dprime"):
+        raise ValueError(f"dataset must be 'D' or 'Dprime', not {dataset!r}")
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"q must lie in (0, 1], not {q}")
+    if sigma < 0 or C <= 0 or lr <= 0 or trials < 1:
+        raise ValueError("need sigma >= 0, C > 0, lr > 0, trials >= 1")
+    if X.ndim != 4 or tuple(X.shape[1:]) != MODEL_INPUT[model_name] or len(y) != len(X) or len(X) < 2:
+        raise ValueError(f"X must be [N+1, {MODEL_INPUT[model_name]}] with N >= 1 and y [N+1]; "
+                         f"got X {tuple(X.shape)}, y {tuple(y.shape)}")
+
+
+def _data(X, y, dataset):
+    X = torch.as_tensor(X, dtype=torch.float32).detach().cpu()
+    y = torch.as_tensor(y, dtype=torch.long).detach().cpu()
+    N_data = len(X) - 1 if dataset == "D" else len(X)
+    return X[:N_data].contiguous(), y[:N_data].contiguous()
+
+
+# ---------------------------------------------------------------------------- installed Opacus
+
+
+def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress):
+    import warnings
+
+    import opacus
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    N = len(Xd)
+    ebs = int(N * q)  # PrivacyEngine.make_private: int(len(data_loader.dataset) * sample_rate)
+    notes = [
+        "driven through GradSampleModule + DPOptimizer with sample_rate=q and "
+        f"expected_batch_size=int(N*q)={ebs}, the value make_private computes (make_private itself "
+        "derives sample_rate=1/len(data_loader), which cannot equal every q); Poisson masks "
+        "torch.rand(N) < q as DPDataLoader's UniformWithReplacementSampler draws them",
+    ]
+    if ebs == 0:
+        notes.append(f"floor(N q) = floor({N}*{q}) = 0: Opacus divides the noisy sum by zero "
+                     "(DPOptimizer.scale_grad: p.grad /= expected_batch_size); the updates are inf/nan")
+    model = build_model(model_name, seed=model_seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gsm = GradSampleModule(model, loss_reduction="mean")
+        noise_gen = torch.Generator().manual_seed(seed + 1)
+        opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma, max_grad_norm=C,
+                          expected_batch_size=ebs, loss_reduction="mean", generator=noise_gen)
+    params = [p for p in gsm.parameters() if p.requires_grad]
+    theta0 = [p.detach().clone() for p in params]
+    flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
+    mask_gen = torch.Generator().manual_seed(seed)
+    out = np.empty((trials, flat0.numel()), dtype=np.float64)
+    sizes = np.empty(trials, dtype=np.int64)
+    t_last = time.perf_counter()
+    for t in range(trials):
+        with torch.no_grad():
+            for p, p0 in zip(params, theta0):
+                p.copy_(p0)
+        opt.zero_grad(set_to_none=True)
+        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1)
+        sizes[t] = len(idx)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            logits = gsm(Xd[idx])
+            loss = torch.nn.functional.cross_entropy(logits, yd[idx]) if len(idx) else logits.sum() * 0.0
+            loss.backward()
+            opt.step()
+        flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
+        out[t] = ((flat0 - flat1) / lr).numpy()
+        if progress and time.perf_counter() - t_last > 5:
+            print(f"opacus-installed: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
+            t_last = time.perf_counter()
+    return out, sizes, str(opacus.__version__), notes
+
+
+# ---------------------------------------------------------------------------- old releases
+
+
+def _legacy_worker(spec_path: str) -> None:
+    """Runs inside the subprocess (old release first on ``sys.path``)."""
+    import warnings
+
+    import opacus
+
+    from paperlib.opacus_code import _opacus_api, _opacus_version
+
+    warnings.simplefilter("ignore")
+    spec = json.loads(Path(spec_path).read_text())
+    version = _opacus_version(opacus)
+    if version != spec["version"]:
+        raise RuntimeError(f"imported opacus {version} from {opacus.__file__}, not {spec['version']}")
+    api = _opacus_api(opacus)
+    Xd = torch.from_numpy(np.load(spec["X"]))
+    yd = torch.from_numpy(np.load(spec["y"]))
+    N, q, sigma, C, lr, trials, seed = (len(Xd), spec["q"], spec["sigma"], spec["C"], spec["lr"],
+                                        spec["trials"], spec["seed"])
+    model = build_model(spec["model_name"], seed=spec["model_seed"])
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    notes = []
+    if api == "v0-poisson":
+        engine = opacus.PrivacyEngine(model, sample_rate=q, sample_size=N, poisson=True,
+                                      noise_multiplier=sigma, max_grad_norm=C)
+        engine._sample_poisson_empty_batches = lambda: 0
+        notes.append("v0.15 poisson: extra noise-only 'empty batch' steps after each step (other rounds) "
+                     "switched off, one round measured; an empty batch of this round goes through the "
+                     "release's own dp_step(is_empty=True) (noise / avg_batch_size)")
+    elif api == "v0-sample_rate":
+        engine = opacus.PrivacyEngine(model, sample_rate=q, noise_multiplier=sigma, max_grad_norm=C)
+        notes.append("v0.13 has no empty-batch path; convention: an empty Poisson batch gives the "
+                     "noise-only update G/1 (G from the release's PrivacyEngine._generate_noise, std sigma*C; "
+                     "THEORY.md section 0 zero-normaliser convention for ASGM)")
+    else:
+        raise RuntimeError(f"opacus {version}: API {api} is not handled by this runner")
+    engine.attach(opt)
+    engine.random_number_generator = engine._set_seed(seed + 1)
+    params = [p for p in model.parameters() if p.requires_grad]
+    theta0 = [p.detach().clone() for p in params]
+    flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
+    mask_gen = torch.Generator().manual_seed(seed)
+    out = np.empty((trials, flat0.numel()), dtype=np.float64)
+    sizes = np.empty(trials, dtype=np.int64)
+    empty = 0
+    for t in range(trials):
+        with torch.no_grad():
+            for p, p0 in zip(params, theta0):
+                p.copy_(p0)
+        opt.zero_grad()
+        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1)
+        sizes[t] = len(idx)
+        if len(idx) == 0:
+            empty += 1
+            if api == "v0-poisson":
+                for p in params:
+                    p.grad = torch.zeros_like(p)
+                opt.dp_step(closure=None, is_empty=True)
+            else:
+                for p in params:
+                    p.grad = torch.zeros_like(p)  # _generate_noise reads reference.grad's shape
+                    p.grad = p.grad + engine._generate_noise(C, p) / 1.0
+                opt.original_step()
+        else:
+            loss = torch.nn.functional.cross_entropy(model(Xd[idx]), yd[idx])
+            loss.backward()
+            opt.step()
+        flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
+        out[t] = ((flat0 - flat1) / lr).numpy()
+        if spec.get("progress") and (t + 1) % max(1, trials // 10) == 0:
+            print(f"opacus {version}: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
+    notes.append(f"{empty} of {trials} trials had an empty Poisson batch")
+    np.save(spec["out"], out)
+    np.save(spec["sizes"], sizes)
+    Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
+                                              "torch": torch.__version__}))
+
+
+_WORKER_CALL = "from paperlib.implementations.runners import _legacy_worker\n_legacy_worker(sys.argv[1])\n"
+
+
+def _shim_prelude() -> str:
+    """The compatibility shims of :mod:`paperlib.opacus_code` (everything of its
+    subprocess script before the step check it runs)."""
+    from paperlib import opacus_code
+
+    marker = "import json\nfrom paperlib.opacus_code import step_check"
+    src = opacus_code._SHIM
+    if marker not in src:
+        raise RuntimeError("paperlib.opacus_code._SHIM changed shape; update runners._shim_prelude")
+    return src.split(marker)[0]
+
+
+def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download):
+    from paperlib.opacus_code import AuditError, install_release
+
+    try:
+        target = install_release(version, download=download)
+    except AuditError as exc:
+        raise ReleaseNotAvailable(
+            f"opacus {version} is not installed in the release cache and cannot be installed: {exc}\n"
+            f"Fill the cache (needs the network) with: python -m paperlib.opacus_code --refresh, or just this "
+            f"release: python -c \"from paperlib.opacus_code import install_release; "
+            f"install_release('{version}', download=True)\"") from exc
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(target), str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="paperlib-release-") as d:
+        d = Path(d)
+        np.save(d / "X.npy", Xd.numpy())
+        np.save(d / "y.npy", yd.numpy())
+        spec = {"version": version, "model_name": model_name, "model_seed": model_seed, "q": q, "sigma": sigma,
+                "C": C, "lr": lr, "trials": trials, "seed": seed, "progress": progress,
+                "X": str(d / "X.npy"), "y": str(d / "y.npy"), "out": str(d / "updates.npy"),
+                "sizes": str(d / "sizes.npy"), "meta": str(d / "meta.json")}
+        (d / "spec.json").write_text(json.dumps(spec))
+        r = subprocess.run([sys.executable, "-c", _shim_prelude() + _WORKER_CALL, str(d / "spec.json")],
+                           stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True,
+                           env=env, cwd=str(target))
+        if r.returncode != 0 or not (d / "meta.json").is_file():
+            tail = (r.stderr or "").strip()[-3000:]
+            raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess (exit {r.returncode}):\n{tail}")
+        meta = json.loads((d / "meta.json").read_text())
+        return np.load(d / "updates.npy"), np.load(d / "sizes.npy"), meta["version"], meta["notes"]
+
+
+# ---------------------------------------------------------------------------- DPSUR
+
+
+def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed):
+    from .dpsur import dpsur_updates
+
+    model = build_model(model_name, seed=model_seed)
+    gen = torch.Generator().manual_seed(seed)
+    U, sizes = dpsur_updates(model, Xd, yd, q, sigma, C, gen, trials)
+    notes = ["DPSUR-style ASGM step from the DPSUR paper's description (paperlib.implementations.dpsur): "
+             "clip, add N(0, sigma^2 C^2), divide by |B|; an empty batch divides the noise by 1",
+             "batched over trials at fixed theta_0; mask and noise from one generator seeded with seed; "
+             "the update does not depend on lr (u = (theta_0 - theta_1)/lr exactly)"]
+    return U.double().numpy(), sizes.numpy(), "paperlib", notes
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: float, sigma: float, C: float,
+              trials: int, seed: int, lr: float = 1.0, progress: bool = False, model_seed: int = DEFAULT_MODEL_SEED,
+              download: bool = True) -> dict[str, Any]:
+    """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
+
+    ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
+    the first ``N`` points, ``"Dprime"`` all ``N+1``. Returns a dict:
+
+    * ``updates``: ``np.ndarray`` float64 ``[trials, n]``, ``u = (theta_0 - theta_1)/lr``
+      in ``model.parameters()`` order;
+    * ``implementation``, ``version`` (the Opacus version that ran, or ``"paperlib"``);
+    * ``normaliser_rule``: what the code is documented to divide by:
+      ``"floor(Nq)"``, ``"Nq"`` or ``"|B|"``;
+    * ``notes``: list of strings (how it was driven, empty batches, division by zero);
+    * ``seconds``: wall time;
+    * also ``batch_sizes`` (the realised ``|B|`` per trial), ``N_data``, ``n``, ``q``,
+      ``sigma``, ``C``, ``lr``, ``seed``, ``model_seed``, ``dataset``, ``model_name``,
+      ``mechanism``.
+
+    Old releases: ``download=True`` (default) installs a missing release into the cache on
+    demand (``pip install --no-deps --target``; needs the network once); ``download=False``
+    uses only the cache. Either way a release that cannot be had raises
+    :class:`ReleaseNotAvailable` naming the command that fills the cache.
+    """
+    t0 = time.perf_counter()
+    _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr)
+    Xd, yd = _data(X, y, dataset)
+    args = (model_name, Xd, yd, float(q), float(sigma), float(C), int(trials), int(seed), float(lr), int(model_seed))
+    if implementation == "opacus-installed":
+        U, sizes, version, notes = _run_installed(*args, progress)
+    elif implementation == "dpsur":
+        U, sizes, version, notes = _run_dpsur(*args)
+    else:
+        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download)
+    rule = NORMALISER_RULE[implementation]
+    bad = int((~np.isfinite(U).all(axis=1)).sum())
+    if bad:
+        notes = list(notes) + [f"{bad} of {trials} updates are not finite (inf/nan)"]
+    return {
+        "updates": np.ascontiguousarray(U, dtype=np.float64),
+        "implementation": implementation,
+        "version": version,
+        "normaliser_rule": rule,
+        "mechanism": MECHANISM_OF_RULE[rule],
+        "notes": list(notes),
+        "seconds": time.perf_counter() - t0,
+        "batch_sizes": np.asarray(sizes, dtype=np.int64),
+        "N_data": len(Xd),
+        "n": int(U.shape[1]),
+        "model_name": model_name,
+        "dataset": dataset,
+        "q": float(q), "sigma": float(sigma), "C": float(C), "lr": float(lr),
+        "seed": int(seed), "model_seed": int(model_seed),
+    }
+
+
+def per_example_gradients(model_name: str, X, y, seed: int = DEFAULT_MODEL_SEED) -> np.ndarray:
+    """Unclipped per-example gradients ``[len(X), n]`` (float64) of the cross-entropy loss
+    at ``theta_0 = build_model(model_name, seed)``, in the runners' parameter order.
+    (``seed`` here is the *model* seed, ``model_seed`` of :func:`run_steps`.)"""
+    model = build_model(model_name, seed=seed)
+    X = torch.as_tensor(X, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    return per_example_grads(model, X, y).double().numpy()
+
+
+def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
+
+
+RULES = ("Nq", "floor(Nq)", "|B|")
+
+
+def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_data: int,
+                      max_subsets: int = 4096) -> dict[str, Any]:
+    """Measure from the updates which normaliser ``nu`` produced them.
+
+    Model: ``u = (S_B + G) / nu`` with ``S_B = sum_{i in B} gbar_i`` (clipped rows of
+    ``grads[:N_data]``), ``B`` Poisson(``q``) and ``G ~ N(0, sigma^2 C^2 I_n)``.
+
+    Method.
+
+    1. *Scale from the residual.* Orthonormal basis ``Q`` (``n x r``) of the span of the
+       clipped gradients (``numpy.linalg.qr``; rank ``r`` from ``|diag R|``). The residual
+       ``u - Q Q^T u`` contains no gradient, only noise: its squared norm is
+       ``sigma^2 C^2 chi^2_{n-r} / nu^2``, so per trial
+       ``nu_hat = sigma C sqrt((n - r) / ||resid||^2)`` (relative error about
+       ``1/sqrt(2(n-r))``: accurate for large ``n``).
+    2. *Batch from the projection.* The coefficients ``Q^T u`` carry ``S_B / nu``. For each
+       candidate rule (``"Nq"``: ``nu = N q``; ``"floor(Nq)"``: ``nu = floor(N q)``;
+       ``"|B|"``: ``nu = max(|B|, 1)``), the exact log-likelihood of a trial is the
+       log of the Poisson mixture over all ``2^N`` batches,
+       ``log sum_B pi(B) N(u; S_B/nu(B), (sigma C/nu(B))^2 I_n)``, computed from inner
+       products only (``||nu u - S_B||^2 = nu^2 ||u||^2 - 2 nu <u, S_B> + ||S_B||^2``).
+       With ``2^N > max_subsets`` the batches considered are the least-squares roundings
+       ``round(argmin_w ||nu_hat u - Gbar^T w||)`` of each trial (an approximation).
+    3. *Classify.* ``normaliser`` is the rule with the largest total log-likelihood over
+       the finite trials; ``inferred_batch_sizes`` are the per-trial most likely
+       ``|B|`` under it; ``agreement`` is the fraction of finite trials whose
+       ``nu_hat`` lies within 4 standard errors (``nu/sqrt(2(n-r))``) of the chosen
+       rule's ``nu`` for the inferred batch.
+
+    Updates that are not finite (Opacus v1.x with ``floor(N q) = 0``) are counted in
+    ``nonfinite_trials`` and left out. Rules that give the same ``nu`` on every trial
+    (``N q`` an integer makes ``"Nq"`` and ``"floor(Nq)"`` identical) cannot be told
+    apart: ``ties`` lists every rule whose likelihood equals the best one's (then
+    ``normaliser`` is the first of them in the order ``Nq``, ``floor(Nq)``, ``|B|``);
+    choose ``N q`` non-integer to separate them. If every update is non-finite and
+    ``floor(N q) = 0``, the answer is ``"floor(Nq)"`` (division by zero), ``agreement`` 1.
+
+    Returns a dict: ``normaliser``, ``mechanism``, ``log_likelihood`` (per rule),
+    ``candidates`` (``Nq``, ``floor(Nq)``), ``nu_hat`` (per trial), ``nu_hat_mean``,
+    ``inferred_batch_sizes``, ``agreement``, ``rank``, ``n``, ``trials``,
+    ``nonfinite_trials``, ``ties``, ``method``.
+    """
+    U = np.asarray(updates, dtype=np.float64)
+    Gr = np.asarray(grads, dtype=np.float64)[:N_data]
+    if U.ndim != 2 or Gr.ndim != 2 or U.shape[1] != Gr.shape[1] or len(Gr) != N_data:
+        raise ValueError(f"need updates [T, n] and grads [>= N_data, n]; got {U.shape}, {np.shape(grads)}")
+    if not (sigma > 0 and C > 0 and 0 < q <= 1):
+        raise ValueError("detect_normaliser needs sigma > 0, C > 0 and 0 < q <= 1")
+    T, n = U.shape
+    sC = float(sigma) * float(C)
+    Nq = N_data * q
+    fl = math.floor(Nq + 1e-12)
+    finite = np.isfinite(U).all(axis=1)
+    base = {"candidates": {"Nq": Nq, "floor(Nq)": fl}, "n": n, "trials": T,
+            "nonfinite_trials": int((~finite).sum()),
+            "method": "residual-scale nu_hat + Poisson-mixture likelihood per rule (see docstring)"}
+    if not finite.any():
+        rule = "floor(Nq)" if fl == 0 else "undetermined"
+        return {**base, "normaliser": rule, "mechanism": MECHANISM_OF_RULE.get(rule, "unknown"),
+                "log_likelihood": {}, "nu_hat": [float("nan")] * T, "nu_hat_mean": float("nan"),
+                "inferred_batch_sizes": [None] * T, "agreement": 1.0 if fl == 0 else 0.0, "rank": None,
+                "ties": [rule] if fl == 0 else []}
+    Uf = U[finite]
+    norms = np.linalg.norm(Gr, axis=1, keepdims=True)
+    Gc = Gr / np.maximum(1.0, norms / C)
+    Qm, R = np.linalg.qr(Gc.T)
+    d = np.abs(np.diag(R))
+    keep = d > 1e-10 * max(d.max(initial=0.0), 1e-300)
+    if not keep.all():  # rank deficient: an SVD basis of the span
+        Us, s, _ = np.linalg.svd(Gc.T, full_matrices=False)
+        Qm = Us[:, s > 1e-10 * max(s.max(initial=0.0), 1e-300)]
+    r = Qm.shape[1]
+    coef = Uf @ Qm
+    uu = np.einsum("ij,ij->i", Uf, Uf)
+    resid2 = np.maximum(uu - np.einsum("ij,ij->i", coef, coef), 1e-300)
+    nu_hat = sC * np.sqrt((n - r) / resid2)
+
+    # candidate batches
+    if 2 ** N_data <= max_subsets:
+        masks = ((np.arange(2 ** N_data)[:, None] >> np.arange(N_data)[None, :]) & 1).astype(np.float64)
+    else:
+        W, *_ = np.linalg.lstsq(Gc.T, (Uf * nu_hat[:, None]).T, rcond=None)
+        masks = np.unique(np.clip(np.rint(W.T), 0, 1), axis=0)
+    sizes = masks.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        logprior = sizes * np.log(q) + (N_data - sizes) * (np.log1p(-q) if q < 1 else np.where(sizes < N_data, -np.inf, 0.0))
+    ip = (Uf @ Gc.T) @ masks.T                             # <u, S_B>   [T, K]
+    SS = np.einsum("kj,kj->k", masks @ (Gc @ Gc.T), masks)  # ||S_B||^2  [K]
+    ll, lltab = {}, {}
+    for rule in RULES:
+        if rule == "Nq":
+            nu = np.full(len(masks), Nq)
+        elif rule == "floor(Nq)":
+            nu = np.full(len(masks), float(fl))
+        else:
+            nu = np.maximum(sizes, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            quad = (nu[None, :] ** 2 * uu[:, None] - 2 * nu[None, :] * ip + SS[None, :]) / (2 * sC ** 2)
+            tab = n * np.log(nu)[None, :] - quad + logprior[None, :]
+        tab = np.where(np.isfinite(tab), tab, -np.inf)
+        lltab[rule] = tab
+        ll[rule] = float(np.sum(_logsumexp(tab, axis=1)))
+    best = max(RULES, key=lambda k: ll[k])
+    ties = [k for k in RULES if abs(ll[k] - ll[best]) <= 1e-9 * max(1.0, abs(ll[best]))]
+    kmap = np.argmax(lltab[best], axis=1)
+    bsz = sizes[kmap].astype(int)
+    nu_best = {"Nq": np.full(len(kmap), Nq), "floor(Nq)": np.full(len(kmap), float(fl)),
+               "|B|": np.maximum(bsz, 1).astype(float)}[best]
+    se = nu_best / math.sqrt(2.0 * max(n - r, 1))
+    agree = float(np.mean(np.abs(nu_hat - nu_best) <= 4 * se))
+    inferred = [None] * T
+    nh = [float("nan")] * T
+    for j, t in enumerate(np.flatnonzero(finite)):
+        inferred[t] = int(bsz[j])
+        nh[t] = float(nu_hat[j])
+    return {**base, "normaliser": best, "mechanism": MECHANISM_OF_RULE[best], "log_likelihood": ll,
+            "nu_hat": nh, "nu_hat_mean": float(np.mean(nu_hat)), "inferred_batch_sizes": inferred,
+            "agreement": agree, "rank": int(r), "ties": ties}

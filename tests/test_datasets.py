@@ -1,0 +1,312 @@
+"""paperlib.implementations.datasets: loading through torchvision, offline errors, synthetic.
+
+No test needs the network or /work/shared: the files are written into ``tmp_path`` in
+torchvision's on-disk format. Every test runs with the download mirrors pointed at an
+unreachable local address (``127.0.0.1:9``), so nothing can reach the internet.
+
+CIFAR-10: torchvision checks the md5 of every batch file (``check_integrity`` in
+``torchvision.datasets.cifar``), and generated files cannot have the original md5s. The
+CIFAR-10 loading tests therefore monkeypatch only that integrity check (to "the file
+exists"); one test shows that without the patch the generated files are rejected.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+torchvision = pytest.importorskip("torchvision")
+from torchvision import transforms  # noqa: E402
+
+from paperlib.implementations import datasets as D  # noqa: E402
+from paperlib.implementations.datasets import (  # noqa: E402
+    DATASET_SHAPES,
+    DatasetUnavailable,
+    data_root,
+    load_points,
+)
+
+UNREACHABLE = "http://127.0.0.1:9/"
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    monkeypatch.setattr(torchvision.datasets.MNIST, "mirrors", [UNREACHABLE])
+    monkeypatch.setattr(torchvision.datasets.FashionMNIST, "mirrors", [UNREACHABLE])
+    monkeypatch.setattr(torchvision.datasets.CIFAR10, "url", UNREACHABLE + "cifar-10-python.tar.gz")
+    monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+
+
+# ------------------------------------------------------------------ file writers
+def _write_idx_images(path: Path, images: np.ndarray) -> None:
+    n, h, w = images.shape
+    path.write_bytes(struct.pack(">IIII", 0x00000803, n, h, w) + images.astype(np.uint8).tobytes())
+
+
+def _write_idx_labels(path: Path, labels: np.ndarray) -> None:
+    path.write_bytes(struct.pack(">II", 0x00000801, len(labels)) + labels.astype(np.uint8).tobytes())
+
+
+def _make_images(n: int, shape, seed: int) -> np.ndarray:
+    """Random uint8 images whose first pixel is their index (so a loaded image says which it is)."""
+    imgs = np.random.default_rng(seed).integers(0, 256, size=(n, *shape), dtype=np.uint8)
+    imgs.reshape(n, -1)[:, 0] = np.arange(n)
+    return imgs
+
+
+def make_mnist_like(root: Path, folder: str, n_train: int = 30, n_test: int = 12):
+    raw = root / folder / "raw"
+    raw.mkdir(parents=True)
+    out = {}
+    for split, n, seed in (("train", n_train, 1), ("t10k", n_test, 2)):
+        imgs = _make_images(n, (28, 28), seed)
+        labels = (np.arange(n) * 7 + seed) % 10
+        _write_idx_images(raw / f"{split}-images-idx3-ubyte", imgs)
+        _write_idx_labels(raw / f"{split}-labels-idx1-ubyte", labels)
+        out[split] = (imgs, labels)
+    return out
+
+
+def make_cifar_like(root: Path, per_batch: int = 6, n_test: int = 8):
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    n_train = 5 * per_batch
+    train = _make_images(n_train, (3, 32, 32), 3)  # CIFAR rows are channel-major 3x32x32
+    train_labels = (np.arange(n_train) * 3) % 10
+    test = _make_images(n_test, (3, 32, 32), 4)
+    test_labels = (np.arange(n_test) * 3 + 1) % 10
+    for b in range(5):
+        sl = slice(b * per_batch, (b + 1) * per_batch)
+        entry = {"batch_label": f"training batch {b + 1} of 5",
+                 "data": train[sl].reshape(per_batch, 3072),
+                 "labels": train_labels[sl].tolist(), "filenames": []}
+        (folder / f"data_batch_{b + 1}").write_bytes(pickle.dumps(entry, protocol=2))
+    entry = {"batch_label": "testing batch 1 of 1", "data": test.reshape(n_test, 3072),
+             "labels": test_labels.tolist(), "filenames": []}
+    (folder / "test_batch").write_bytes(pickle.dumps(entry, protocol=2))
+    meta = {"num_cases_per_batch": per_batch, "num_vis": 3072,
+            "label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog",
+                            "horse", "ship", "truck"]}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta, protocol=2))
+    return {"train": (train, train_labels), "test": (test, test_labels)}
+
+
+@pytest.fixture
+def cifar_integrity_patched(monkeypatch):
+    """Replace only torchvision's CIFAR md5 check by 'the file exists'."""
+    import torchvision.datasets.cifar as tv_cifar
+
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda fpath, md5=None: os.path.isfile(fpath))
+
+
+def _unnormalise(images: torch.Tensor, name: str) -> np.ndarray:
+    mean, std = D.NORMALIZATION[name]
+    m = torch.tensor(mean).view(1, -1, 1, 1)
+    s = torch.tensor(std).view(1, -1, 1, 1)
+    return torch.round((images * s + m) * 255).to(torch.int64).numpy()
+
+
+def _check_against(images, labels, name, src_imgs, src_labels, k):
+    """Each loaded point is one of the source points (found by its first pixel), exactly."""
+    assert images.dtype == torch.float32 and labels.dtype == torch.int64
+    assert tuple(images.shape) == (k, *DATASET_SHAPES[name]) and tuple(labels.shape) == (k,)
+    pix = _unnormalise(images, name)
+    idx = pix.reshape(k, -1)[:, 0]
+    assert len(set(idx.tolist())) == k, "drawn with replacement"
+    want = src_imgs[idx].reshape(k, *DATASET_SHAPES[name])
+    np.testing.assert_array_equal(pix, want)
+    np.testing.assert_array_equal(labels.numpy(), src_labels[idx])
+
+
+# ------------------------------------------------------------------ tests
+def test_dataset_shapes_and_normalization_constants():
+    assert DATASET_SHAPES == {"mnist": (1, 28, 28), "fmnist": (1, 28, 28),
+                              "cifar10": (3, 32, 32), "synthetic": (1, 28, 28)}
+    for name, (mean, std) in D.NORMALIZATION.items():
+        assert len(mean) == len(std) == DATASET_SHAPES[name][0]
+
+
+def test_data_root_default_and_env(monkeypatch, tmp_path):
+    root = data_root()
+    assert root.name == "data"
+    assert root.parent == Path(D.__file__).resolve().parents[2]  # <repo>/data for a checkout
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "elsewhere"))
+    assert data_root() == tmp_path / "elsewhere"
+
+
+@pytest.mark.parametrize("name,folder", [("mnist", "MNIST"), ("fmnist", "FashionMNIST")])
+@pytest.mark.parametrize("train", [True, False])
+def test_mnist_like_loads_through_torchvision(tmp_path, name, folder, train):
+    src = make_mnist_like(tmp_path, folder)
+    imgs, labels = src["train" if train else "t10k"]
+    k = 9
+    x, y = load_points(name, k, seed=5, root=tmp_path, train=train, download=False)
+    _check_against(x, y, name, imgs, labels, k)
+    # the whole split, in some order, without replacement
+    n = len(labels)
+    x, y = load_points(name, n, seed=0, root=tmp_path, train=train, download=False)
+    _check_against(x, y, name, imgs, labels, n)
+
+
+def test_root_from_env(tmp_path, monkeypatch):
+    src = make_mnist_like(tmp_path, "MNIST")
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path))
+    x, y = load_points("mnist", 4, seed=1, download=False)
+    _check_against(x, y, "mnist", *src["train"], 4)
+
+
+@pytest.mark.parametrize("name,folder", [("mnist", "MNIST"), ("fmnist", "FashionMNIST")])
+def test_normalisation_equals_torchvision_transforms(tmp_path, name, folder):
+    make_mnist_like(tmp_path, folder)
+    x, _ = load_points(name, 30, seed=0, root=tmp_path, download=False)
+    mean, std = D.NORMALIZATION[name]
+    cls = torchvision.datasets.MNIST if name == "mnist" else torchvision.datasets.FashionMNIST
+    ds = cls(str(tmp_path), train=True, download=False,
+             transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize(mean, std)]))
+    idx = np.random.default_rng(0).choice(len(ds), size=30, replace=False)
+    ref = torch.stack([ds[int(i)][0] for i in idx])
+    torch.testing.assert_close(x, ref, rtol=0, atol=1e-6)
+
+
+def test_seeded_draw(tmp_path):
+    make_mnist_like(tmp_path, "MNIST")
+    a = load_points("mnist", 10, seed=3, root=tmp_path, download=False)
+    b = load_points("mnist", 10, seed=3, root=tmp_path, download=False)
+    c = load_points("mnist", 10, seed=4, root=tmp_path, download=False)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], c[0])
+
+
+def test_k_larger_than_dataset(tmp_path):
+    make_mnist_like(tmp_path, "MNIST", n_train=30)
+    load_points("mnist", 30, root=tmp_path, download=False)
+    with pytest.raises(ValueError, match=r"^k: 31 is larger than the dataset"):
+        load_points("mnist", 31, root=tmp_path, download=False)
+
+
+@pytest.mark.parametrize("kwargs,param", [
+    (dict(name="imagenet", k=3), "name"),
+    (dict(name=3, k=3), "name"),
+    (dict(name="mnist", k=0), "k"),
+    (dict(name="mnist", k=-2), "k"),
+    (dict(name="mnist", k=2.5), "k"),
+    (dict(name="mnist", k=True), "k"),
+    (dict(name="mnist", k=2, seed=-1), "seed"),
+])
+def test_bad_arguments_name_the_parameter(tmp_path, kwargs, param):
+    with pytest.raises(ValueError, match=rf"^{param}:"):
+        load_points(root=tmp_path, download=False, **kwargs)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_cifar10_loads_with_integrity_check_patched(tmp_path, cifar_integrity_patched, train):
+    src = make_cifar_like(tmp_path)
+    imgs, labels = src["train" if train else "test"]
+    k = 7
+    x, y = load_points("cifar10", k, seed=2, root=tmp_path, train=train, download=False)
+    _check_against(x, y, "cifar10", imgs, labels, k)
+    # and equals torchvision's per-item ToTensor + Normalize
+    mean, std = D.NORMALIZATION["cifar10"]
+    ds = torchvision.datasets.CIFAR10(
+        str(tmp_path), train=train, download=False,
+        transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize(mean, std)]))
+    idx = np.random.default_rng(2).choice(len(ds), size=k, replace=False)
+    torch.testing.assert_close(x, torch.stack([ds[int(i)][0] for i in idx]), rtol=0, atol=1e-6)
+
+
+def test_cifar10_generated_files_fail_the_real_md5_check(tmp_path):
+    make_cifar_like(tmp_path)
+    with pytest.raises(DatasetUnavailable, match="cifar-10-batches-py"):
+        load_points("cifar10", 3, root=tmp_path, download=False)
+
+
+_EXPECT = {
+    "mnist": ("MNIST/raw", "train-images-idx3-ubyte"),
+    "fmnist": ("FashionMNIST/raw", "train-images-idx3-ubyte"),
+    "cifar10": ("cifar-10-batches-py", "data_batch_1"),
+}
+
+
+def _check_message(err: DatasetUnavailable, name: str, root: Path):
+    msg = str(err)
+    folder, file = _EXPECT[name]
+    assert len(msg.splitlines()) <= 2
+    assert str(root / folder) in msg and file in msg and "PAPERLIB_DATA" in msg
+    # no torchvision traceback chained to it
+    assert err.__cause__ is None and err.__suppress_context__
+
+
+@pytest.mark.parametrize("name", ["mnist", "fmnist", "cifar10"])
+def test_offline_download_raises_dataset_unavailable(tmp_path, name):
+    root = tmp_path / "empty"
+    with pytest.raises(DatasetUnavailable) as info:
+        load_points(name, 5, root=root, download=True)
+    _check_message(info.value, name, root)
+    assert "could not be downloaded" in str(info.value)
+    assert info.value.cause is not None
+
+
+@pytest.mark.parametrize("name", ["mnist", "fmnist", "cifar10"])
+def test_download_off_raises_without_network(tmp_path, monkeypatch, name):
+    import urllib.request
+
+    def no_network(*a, **k):
+        raise AssertionError("network used with download=False")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    with pytest.raises(DatasetUnavailable) as info:
+        load_points(name, 5, root=tmp_path, download=False)
+    _check_message(info.value, name, tmp_path)
+    assert "download=False" in str(info.value)
+
+
+def test_synthetic_is_deterministic_and_needs_no_files(tmp_path):
+    x1, y1 = load_points("synthetic", 16, seed=7, root=tmp_path / "nothing", download=False)
+    x2, y2 = load_points("synthetic", 16, seed=7)
+    x3, y3 = load_points("synthetic", 16, seed=8)
+    assert x1.shape == (16, 1, 28, 28) and x1.dtype == torch.float32
+    assert y1.shape == (16,) and y1.dtype == torch.int64
+    assert int(y1.min()) >= 0 and int(y1.max()) <= 9
+    assert torch.equal(x1, x2) and torch.equal(y1, y2)
+    assert not torch.equal(x1, x3)
+    # uniform pixels in [0, 1], normalised with MNIST's constants
+    mean, std = D.NORMALIZATION["synthetic"]
+    px = x1 * std[0] + mean[0]
+    assert float(px.min()) >= -1e-6 and float(px.max()) <= 1 + 1e-6
+    assert not (tmp_path / "nothing").exists()
+
+
+# ------------------------------------------------------------------ real sample data
+def _shared_data() -> Path | None:
+    repo = Path(D.__file__).resolve().parents[2]
+    for cand in (Path("/work/shared/data"), repo.parent / "shared" / "data"):
+        if (cand / "mnist_sample.npz").is_file():
+            return cand
+    return None
+
+
+SHARED = _shared_data()
+
+
+@pytest.mark.skipif(SHARED is None, reason="no shared/data folder with the real MNIST/FMNIST samples")
+@pytest.mark.parametrize("name,npz,img_key,label_key", [
+    ("mnist", "mnist_sample.npz", "train_images", "train_labels"),  # 100 real training images
+    ("fmnist", "fashion_mnist_sample.npz", "images", "labels"),     # train = copy of test
+])
+def test_real_sample_images(name, npz, img_key, label_key):
+    x, y = load_points(name, 5, root=SHARED, download=False)
+    assert x.shape == (5, 1, 28, 28)
+    ref = np.load(SHARED / npz, allow_pickle=False)
+    pool = ref[img_key].reshape(len(ref[img_key]), -1).astype(np.int64)
+    pix = _unnormalise(x, name).reshape(5, -1)
+    for p, label in zip(pix, y.tolist()):
+        hits = np.flatnonzero((pool == p).all(axis=1))
+        assert hits.size >= 1, "loaded image is not one of the sample images"
+        assert label in set(ref[label_key][hits].tolist())
+    assert float(pix.std()) > 20  # real digits/garments, not blank images
