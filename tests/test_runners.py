@@ -107,7 +107,7 @@ def test_missing_release_names_the_fill_command(data, monkeypatch, tmp_path):
     monkeypatch.setenv("PAPERLIB_CACHE", str(tmp_path))
     X, y = data
     with pytest.raises(ReleaseNotAvailable, match="paperlib.opacus_code --refresh"):
-        run_steps("opacus-0.13.0", MODEL, X, y, dataset="D", q=Q, sigma=1.0, C=1.0, trials=1, seed=0)
+        run_steps("opacus-0.13.0", MODEL, X, y, dataset="D", q=Q, sigma=1.0, C=1.0, trials=1, seed=0, download=False)
 
 
 def test_input_validation(data):
