@@ -4,6 +4,7 @@
 #   make test     pytest: tests/ plus every notebook run once with nbval (quick-mode defaults)
 #   make figures  execute notebooks/*.py into book/notebooks/*.ipynb (writes results/, figures/)
 #   make book     figures + jupyter-book build (warnings are errors)
+#   make grade    grade every claim of the paper from results/ (results/grade.json, book/grade.md)
 #   make bench    run bench/bench_*.py in turn
 #   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
 #   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
@@ -81,7 +82,7 @@ NB_OUT := $(addprefix book/notebooks/,$(addsuffix .ipynb,$(NB_NAMES)))
 LIB_SRC := $(shell find paperlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
 PARAMS_STAMP := build/params.txt
 
-.PHONY: all figures book test bench sync clean distclean env env-check help FORCE
+.PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade
 
 all: book
 	@echo
@@ -89,9 +90,11 @@ all: book
 	@echo "  book:    file://$(ROOT)/book/_build/html/index.html"
 	@echo "  figures: $(ROOT)/figures/"
 	@echo "  results: $(ROOT)/results/"
+	@echo
+	@$(PY) -m paperlib.claims --show
 
 help:
-	@sed -n '3,16p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
 
 env: $(ENV_TARGET)
 
@@ -157,7 +160,11 @@ book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS
 	  exit 1; \
 	fi
 
-book: figures | $(ENV_TARGET)
+# The graded claims (results/grade.json, book/grade.md) are written before the book is built.
+grade: figures | $(ENV_TARGET)
+	$(PY) -m paperlib.claims
+
+book: grade | $(ENV_TARGET)
 	$(JB) build book -W -n --all
 	@echo "Book: file://$(ROOT)/book/_build/html/index.html"
 
@@ -189,7 +196,7 @@ opacus-table: | $(ENV_TARGET)
 	$(PY) -m paperlib.opacus_code --refresh --confirm all
 
 clean:
-	rm -rf build results figures book/_build book/notebooks
+	rm -rf build results figures book/_build book/notebooks book/grade.md
 
 distclean: clean
 	rm -rf .venv
