@@ -89,7 +89,7 @@ assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
 pf.setup_output_dirs()
 T_START = time.perf_counter()
 
-MAX_FFT = pf.pick(MODE, smoke=2**17, quick=2**21, full=2**23)
+MAX_FFT = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)
 N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)
 ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 400)]))
 print(f"MODE={MODE} SEED={SEED}: FFT length {MAX_FFT}, {N_DELTAS} deltas for the RDP claim curve")
