@@ -240,6 +240,23 @@ def _digest(vectors: np.ndarray) -> str:
     return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
 
 
+def _bind_distinguishers(distinguishers, model) -> dict:
+    """``{label: distinguisher bound to the white-box model}`` from a list of specs or a dict."""
+    if isinstance(distinguishers, dict):
+        specs = dict(distinguishers)
+    else:
+        specs = {}
+        for spec in distinguishers:
+            d = make_distinguisher(spec)
+            specs[d.name] = d
+    dists = {}
+    for label, spec in specs.items():
+        d = make_distinguisher(spec)
+        d.bind(model)
+        dists[label] = d
+    return dists
+
+
 def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
     if mechanism not in mech_mod.MECHANISMS:
         raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
@@ -426,18 +443,7 @@ def audit_distinguishers(
         raise ValueError("device: 'cuda' was asked for but torch.cuda.is_available() is False")
     vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
     model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
-    if isinstance(distinguishers, dict):
-        specs = dict(distinguishers)
-    else:
-        specs = {}
-        for spec in distinguishers:
-            d = make_distinguisher(spec)
-            specs[d.name] = d
-    dists = {}
-    for label, spec in specs.items():
-        d = make_distinguisher(spec)
-        d.bind(model)
-        dists[label] = d
+    dists = _bind_distinguishers(distinguishers, model)
     path_used = resolve_path(path, dists, batched)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
@@ -537,18 +543,7 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
         raise ValueError("outputs must be a dict with keys 'cal' and 'count', each {'D': X, \"D'\": X}")
     vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
     model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
-    if isinstance(distinguishers, dict):
-        specs = dict(distinguishers)
-    else:
-        specs = {}
-        for spec in distinguishers:
-            d = make_distinguisher(spec)
-            specs[d.name] = d
-    dists = {}
-    for label, spec in specs.items():
-        d = make_distinguisher(spec)
-        d.bind(model)
-        dists[label] = d
+    dists = _bind_distinguishers(distinguishers, model)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
     if not math.isfinite(eps_d) or eps_d < 0:
