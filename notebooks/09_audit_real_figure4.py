@@ -61,9 +61,6 @@ SEED = 0
 
 # %%
 import time
-from pathlib import Path
-
-import paperlib
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -71,7 +68,7 @@ import numpy as np
 from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.implementations import real_audit as RA
-from paperlib.implementations.datasets import DatasetUnavailable, load_points
+from paperlib.implementations.datasets import resolve_dataset
 from paperlib.provenance import save_result
 
 assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
@@ -87,8 +84,6 @@ MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10
 METHODS = [("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005),
            ("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5),
            ("DPSUR", "dpsur", 0.7), ("DPSUR", "dpsur", 0.8)]
-# a local copy of MNIST/FMNIST (torchvision layout) is used when the default data folder has none
-EXTRA_ROOTS = [Path(paperlib.__file__).resolve().parents[2] / "shared" / "data"]  # ../shared/data beside the clone
 print(f"MODE={MODE} (audit mode {AUDIT_MODE}) SEED={SEED}: {TRIALS:,} counted + {TRIALS:,} calibration rounds "
       f"per point" + (f", {CHECK_TRIALS} checked implementation steps per dataset" if CHECK_TRIALS else ""))
 
@@ -102,22 +97,8 @@ print(f"MODE={MODE} (audit mode {AUDIT_MODE}) SEED={SEED}: {TRIALS:,} counted + 
 
 
 # %%
-def resolve(name):
-    """(dataset to use, data root, note) for one panel."""
-    roots = [None] + [r for r in EXTRA_ROOTS if r.is_dir()]
-    err = None
-    for root in roots:
-        try:
-            load_points(name, N + 1, SEED, root=root, download=(MODE == "full" and root is None))
-            return name, root, None
-        except DatasetUnavailable as exc:
-            err = str(exc).splitlines()[0]
-    if MODE == "full":
-        raise DatasetUnavailable(err)
-    return "synthetic", None, f"{DATASETS[name]} unavailable ({err}); synthetic stand-in used"
-
-
-SOURCES = {name: resolve(name) for name in DATASETS}
+# a local copy of MNIST/FMNIST (../shared/data beside the clone) is used when data/ has none
+SOURCES = {name: resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DATASETS}
 for name, (used, root, note) in SOURCES.items():
     print(f"{DATASETS[name]:>14}: " + (f"NOTE: {note}" if note else f"real data ({root or 'default data folder'})"))
 

@@ -35,9 +35,6 @@ SEED = 0
 
 # %%
 import time
-from pathlib import Path
-
-import paperlib
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -46,7 +43,7 @@ from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.audit import cp_upper, eps_lower
 from paperlib.implementations import real_audit as RA
-from paperlib.implementations.datasets import DatasetUnavailable, load_points
+from paperlib.implementations.datasets import resolve_dataset
 from paperlib.provenance import save_result
 
 assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
@@ -57,20 +54,8 @@ AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)
 CHECK_TRIALS = pf.pick(MODE, smoke=20, quick=40, full=None)
 N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist"
-EXTRA_ROOTS = [Path(paperlib.__file__).resolve().parents[2] / "shared" / "data"]  # ../shared/data beside the clone, if present
-
-DATASET, ROOT, NOTE = "mnist", None, None
-for root in [None] + [r for r in EXTRA_ROOTS if r.is_dir()]:
-    try:
-        load_points("mnist", N + 1, SEED, root=root, download=(MODE == "full" and root is None))
-        DATASET, ROOT, NOTE = "mnist", root, None
-        break
-    except DatasetUnavailable as exc:
-        NOTE = str(exc).splitlines()[0]
-else:
-    if MODE == "full":
-        raise DatasetUnavailable(NOTE)
-    DATASET = "synthetic"
+# a local copy of MNIST (../shared/data beside the clone) is used when data/ has none
+DATASET, ROOT, NOTE = resolve_dataset("mnist", N + 1, SEED, mode=MODE)
 print(f"MODE={MODE} SEED={SEED}: " + (f"NOTE: MNIST unavailable ({NOTE}); synthetic stand-in used"
                                       if DATASET == "synthetic" else f"MNIST from {ROOT or 'the default data folder'}"))
 

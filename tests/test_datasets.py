@@ -310,3 +310,14 @@ def test_real_sample_images(name, npz, img_key, label_key):
         assert hits.size >= 1, "loaded image is not one of the sample images"
         assert label in set(ref[label_key][hits].tolist())
     assert float(pix.std()) > 20  # real digits/garments, not blank images
+
+
+def test_resolve_dataset_falls_back_to_synthetic_outside_full_mode(tmp_path, monkeypatch):
+    from paperlib.implementations.datasets import DatasetUnavailable, resolve_dataset
+
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "empty"))
+    name, root, note = resolve_dataset("mnist", 3, 0, mode="quick", extra_roots=[])
+    assert (name, root) == ("synthetic", None)
+    assert note.startswith("mnist unavailable") and "\n" not in note
+    with pytest.raises(DatasetUnavailable):
+        resolve_dataset("mnist", 3, 0, mode="full", extra_roots=[])

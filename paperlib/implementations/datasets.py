@@ -53,6 +53,7 @@ __all__ = [
     "DatasetUnavailable",
     "data_root",
     "load_points",
+    "resolve_dataset",
 ]
 
 #: Input shape ``(C, H, W)`` of each dataset's images.
@@ -254,3 +255,33 @@ def load_points(name: str, k: int, seed: int = 0, *, root: str | os.PathLike | N
             f"Dataset {name!r} in {root_path} has images of shape {tuple(images.shape[1:])}, "
             f"expected {DATASET_SHAPES[name]}.\nReplace its files with the original ones.")
     return images, labels
+
+
+def _extra_roots() -> list[Path]:
+    """Local copies in torchvision's layout tried after the default folder: ``../shared/data``
+    beside a clone of the repository (the small MNIST/Fashion-MNIST samples), when present."""
+    repo = _repo_root()
+    return [] if repo is None else [p for p in [repo.parent / "shared" / "data"] if p.is_dir()]
+
+
+def resolve_dataset(name: str, k: int, seed: int = 0, *, mode: str = "quick",
+                    extra_roots=None) -> tuple[str, Path | None, str | None]:
+    """Which data a notebook can audit on: ``(dataset to use, root, note)``.
+
+    Tries the default data folder, then ``extra_roots`` (default: ``../shared/data``
+    beside the clone), loading ``k`` points of ``name``. Only ``mode='full'`` downloads
+    (into the default folder); there a dataset that cannot be had raises
+    :class:`DatasetUnavailable`. In other modes it falls back to ``"synthetic"`` and
+    ``note`` says why (one line), so the caller can show it next to the result.
+    """
+    roots = [None] + list(_extra_roots() if extra_roots is None else extra_roots)
+    err = None
+    for root in roots:
+        try:
+            load_points(name, k, seed, root=root, download=(mode == "full" and root is None))
+            return name, root, None
+        except DatasetUnavailable as exc:
+            err = str(exc).splitlines()[0]
+    if mode == "full":
+        raise DatasetUnavailable(err)
+    return "synthetic", None, f"{name} unavailable ({err}); synthetic stand-in used"
