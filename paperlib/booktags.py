@@ -4,26 +4,95 @@ Run by ``make figures`` on each notebook that papermill has executed, before the
 renders it. The default-values cell (tag ``parameters``) is removed from the page, since
 papermill's ``injected-parameters`` cell below it shows the values actually used; every
 other code cell gets ``hide-input``, so a reader sees prose, figures and tables first and
-opens the code with one click. The file is rewritten in place (atomically).
+opens the code with one click.
+
+Figures: :func:`paperlib.figures.show_figure` displays an inline copy of each figure for
+Jupyter readers; here those copies are dropped, because the book shows the figure
+through its numbered ``{glue:figure}`` directive. The caption of every such directive
+gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
+executed notebook appended, so every figure in the book states its mode, parameters,
+seed, commit and wall time and where it was drawn. The file is rewritten in place
+(atomically).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 
+from .figures import INLINE_COPY_KEY
+
+_FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*$")
+PROV_MARK = "% paperlib: provenance line"  # a MyST comment: invisible, marks the caption as done
+
+
+def caption_provenance(source: str, notebook_stem: str) -> str:
+    """Append the provenance line and notebook link to each ``{glue:figure}`` caption.
+
+    ``source`` is a Markdown cell; a directive opened by a line ```` ```{glue:figure} NAME````
+    (or a ``:::`` fence) gets, before its closing fence, a paragraph with
+    ``{glue:text}`NAME_prov``` and a ``{download}`` link to ``<notebook_stem>.ipynb``.
+    Idempotent (a marker comment records that it was done).
+
+    Raises
+    ------
+    ValueError
+        If a ``{glue:figure}`` directive is never closed.
+    """
+    lines = source.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = _FIG_OPEN.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, name = m.group("fence"), m.group("name")
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != fence:
+            j += 1
+        if j == len(lines):
+            raise ValueError(f"{notebook_stem}: the {{glue:figure}} {name} directive has no closing {fence}")
+        body = lines[i:j]
+        if PROV_MARK not in "\n".join(body):
+            body += ["", PROV_MARK, f"{{glue:text}}`{name}_prov` Drawn by "
+                     f"{{download}}`{notebook_stem}.ipynb <{notebook_stem}.ipynb>`."]
+        out += body + [lines[j]]
+        i = j + 1
+    return "\n".join(out)
+
+
 def tag_notebook(path: str | os.PathLike) -> int:
-    """Add the book's display tags to the code cells of ``path``; returns the cells changed."""
+    """Prepare the executed notebook ``path`` for the book; returns the cells changed.
+
+    Code cells get display tags (``remove-cell`` for the default parameters, else
+    ``hide-input``) and lose the inline figure copies; Markdown cells with a
+    ``{glue:figure}`` get the provenance line (:func:`caption_provenance`).
+    """
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
     changed = 0
     for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            src = cell.get("source", "")
+            src = "".join(src) if isinstance(src, list) else src
+            new = caption_provenance(src, path.stem)
+            if new != src:
+                cell["source"] = new
+                changed += 1
+            continue
         if cell.get("cell_type") != "code":
             continue
+        outs = cell.get("outputs", [])
+        kept = [o for o in outs if not (o.get("metadata") or {}).get(INLINE_COPY_KEY)]
+        if len(kept) != len(outs):
+            cell["outputs"] = kept
+            changed += 1
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         want = "remove-cell" if "parameters" in tags else "hide-input"
         if want not in tags:

@@ -203,7 +203,7 @@ class Claim:
 
 
 def _check_fig2(rd: Path) -> dict:
-    name = "07_fig2_audit.json"
+    name = "04_fig2_audit.json"
     data, _, mode = _load(rd, name)
     pts = _sweep_points(data, name)
     opt, norm = {}, {}
@@ -271,7 +271,7 @@ def _check_fig2(rd: Path) -> dict:
         parts.append(_part("ASGM eps_L grows with q (optimal)", grow_ok == grow_tot,
                            f"{grow_ok}/{grow_tot} N with rising trend", graded=False))
     parts.append(_part("ASGM not monotone in N at q = 0.6, 0.7", None,
-                       "not graded: of the size of the run-to-run spread at these trial counts (notebook 07)",
+                       "not graded: of the size of the run-to-run spread at these trial counts (notebook 04)",
                        graded=False))
     if norm:
         n_above = sum(_num(r.get("eps_lower"), "eps_lower") > _num(r.get("eps_claimed"), "eps_claimed")
@@ -290,7 +290,7 @@ FIG3_PAPER_POINTS = (("asgm", 0.7), ("easgm", 0.05))
 
 
 def _check_fig3(rd: Path) -> dict:
-    name = "08_fig3_audit.json"
+    name = "05_fig3_audit.json"
     data, _, mode = _load(rd, name)
     pts = _sweep_points(data, name)
     opt = {}
@@ -323,7 +323,7 @@ def _check_fig3(rd: Path) -> dict:
 
 
 def _check_fig4(rd: Path) -> dict:
-    name = "09_fig4_real_audit.json"
+    name = "06_fig4_real_audit.json"
     data, params, mode = _load(rd, name)
     pts = data.get("points")
     if not isinstance(pts, list) or not pts:
@@ -437,7 +437,7 @@ def _check_fig5(rd: Path) -> dict:
 
 
 def _check_fig6(rd: Path) -> dict:
-    name = "10_fig6_opacus_feasgm.json"
+    name = "07_fig6_opacus_feasgm.json"
     data, params, mode = _load(rd, name)
     if data.get("error"):
         raise _NotRun(f"{name}: the run failed ({data.get('error')})")
@@ -462,19 +462,19 @@ def _check_fig6(rd: Path) -> dict:
 
 def _check_fig7(rd: Path) -> dict:
     try:
-        data, params, mode = _load(rd, "05_multiround_summary.json")
+        data, params, mode = _load(rd, "09_multiround_summary.json")
         rdp = _num(_get(data, "claim", "rdp"), "claim.rdp")
         ub = {str(n): _num(_get(v, "eps_upper_bound"), f"figure7.{n}.eps_upper_bound")
               for n, v in _get(data, "figure7").items()}
-        src = "05_multiround_summary.json"
+        src = "09_multiround_summary.json"
     except _NotRun as first:
         try:
-            data, params, mode = _load(rd, "05_figure7.json")
+            data, params, mode = _load(rd, "09_figure7.json")
         except _NotRun:
             raise first from None
         rdp = _num(_get(data, "claim", "rdp", "eps"), "claim.rdp.eps")
         ub = {str(n): _num(_get(v, "eps"), f"feasgm.{n}.eps") for n, v in _get(data, "feasgm").items()}
-        src = "05_figure7.json"
+        src = "09_figure7.json"
     parts = []
     for n in ("26010", "1485217"):
         if n not in ub:
@@ -552,16 +552,16 @@ CLAIMS: tuple[Claim, ...] = (
           "One-round audits on synthetic data (n = 100) exceed the SGM claim; EASGM leakage falls as the dataset "
           "size N grows; ASGM leakage grows with q and is not monotone in N at q = 0.6, 0.7.",
           "qualitative: every point above its claim; EASGM eps_L decreasing in N = 2..5 for each q",
-          _check_fig2, ("07_fig2_audit.json",)),
+          _check_fig2, ("04_fig2_audit.json",)),
     Claim("C3", "Fig. 3",
           "At N = 4 the audited curves fall below the SGM claim (eps_L above it) and further as the model "
           "dimension n grows, markedly from n >= 100 (ASGM q = 0.7, EASGM q = 0.05).",
-          "qualitative: eps_L > claim for n >= 100", _check_fig3, ("08_fig3_audit.json",)),
+          "qualitative: eps_L > claim for n >= 100", _check_fig3, ("05_fig3_audit.json",)),
     Claim("C4", "Fig. 4",
           "Real implementations (DPSUR: ASGM; DPSGD-HF, DP-FETA, PrivImage: EASGM via Opacus 0.15) on MNIST, "
           "FMNIST and CIFAR-10 leak more than the SGM claim; the gap is large for EASGM, smaller for ASGM, "
           "larger at q = 0.8 than 0.7.",
-          "qualitative: every eps_L above the claim", _check_fig4, ("09_fig4_real_audit.json",)),
+          "qualitative: every eps_L above the claim", _check_fig4, ("06_fig4_real_audit.json",)),
     Claim("C5", "Fig. 5",
           "Upper bounds of the corrected guarantees for the real model sizes are weaker than the claim for small "
           "N; on full MNIST EASGM is still weaker and ASGM close to the claim; at FNR 0.5 some FPRs are below "
@@ -569,12 +569,12 @@ CLAIMS: tuple[Claim, ...] = (
           "FPR at FNR 0.5: some < 0.2 vs claim > 0.4", _check_fig5, ("03_figure5_readout.json",)),
     Claim("C6", "Fig. 6",
           "Opacus v1.x (FEASGM, DP-FETA path) on MNIST, q = 0.5, |D| = 3: the audited leakage exceeds the SGM "
-          "claim.", "qualitative: eps_L above the claim", _check_fig6, ("10_fig6_opacus_feasgm.json",)),
+          "claim.", "qualitative: eps_L above the claim", _check_fig6, ("07_fig6_opacus_feasgm.json",)),
     Claim("C7", "Fig. 7",
           "Over 200 rounds (|D| = 140,199, q = 0.005, sigma = 10) the FEASGM guarantee is weaker than the claim "
           "of the Opacus RDP accountant, for both model sizes.",
           "qualitative: FEASGM eps above the RDP claim for n = 26,010 and 1,485,217", _check_fig7,
-          ("05_multiround_summary.json", "05_figure7.json")),
+          ("09_multiround_summary.json", "09_figure7.json")),
     Claim("C8", "Table 2",
           "Opacus privacy_engine.py normalises the noisy sum as A (v0.9-v0.13; Poisson usable from v0.12), EA "
           "(v0.14-v0.15) and FEA (v1.0+).",

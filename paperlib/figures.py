@@ -12,7 +12,11 @@ Nothing here is mathematics: the curves come from :mod:`paperlib.guarantees`,
   reads it at a given FNR (:func:`fpr_at_fnr`),
 * draws multi-panel trade-off figures in the style of :func:`paperlib.plotting.new_axes`
   (:func:`new_grid`, :func:`style_axes`, :func:`plot_curve`, :func:`shades`),
-* formats small result tables (:func:`markdown_table`).
+* formats small result tables (:func:`markdown_table`),
+* shows a finished figure in the book's one numbering scheme (:func:`show_figure`): the
+  figure is saved, glued for a ``{glue:figure}`` directive (Sphinx numbers it
+  "Figure <chapter>.<k>") together with a provenance line (mode, parameters, seed,
+  commit, wall time), and displayed inline for Jupyter readers.
 """
 
 from __future__ import annotations
@@ -42,7 +46,19 @@ __all__ = [
     "shades",
     "Table",
     "markdown_table",
+    "show_figure",
+    "provenance_text",
+    "INLINE_COPY_KEY",
 ]
+
+#: Output metadata key of the inline copy that :func:`show_figure` displays for Jupyter
+#: readers; :mod:`paperlib.booktags` strips those outputs from the book's notebooks,
+#: where the numbered ``{glue:figure}`` shows the figure instead.
+INLINE_COPY_KEY = "paperlib_inline_copy"
+
+# Start of the interval that the next figure's "wall time" covers: this module's import
+# (a notebook's imports cell), then each shown figure.
+_CLOCK = {"t": time.perf_counter()}
 
 MODES = ("smoke", "quick", "full")
 
@@ -273,3 +289,111 @@ def markdown_table(headers, rows, floatfmt: str = ".4g") -> Table:
         return str(v)
 
     return Table(headers, [[fmt(v) for v in r] for r in rows])
+
+
+def _fmt_param(v, width: int = 60) -> str:
+    if isinstance(v, float):
+        return format(v, ".6g")
+    if isinstance(v, (list, tuple)):
+        text = "[" + ", ".join(_fmt_param(x, width) for x in v) + "]"
+    elif isinstance(v, dict):
+        text = "{" + ", ".join(f"{k}: {_fmt_param(x, width)}" for k, x in v.items()) + "}"
+    else:
+        text = str(v)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def provenance_text(meta: dict, *, commit: str, dirty: bool | None, wall_time_s: float) -> str:
+    """The provenance line of a figure caption, as plain text.
+
+    ``meta`` is the figure's parameter dict (as given to :func:`show_figure`; ``mode``
+    and ``seed`` are taken out and put first). Lists and long values are shortened to
+    60 characters. Example: ``"Mode quick, seed 0; N = 3, q = 0.5; commit 1a2b3c4d5e
+    (uncommitted changes); 12.3 s wall time."``
+    """
+    meta = dict(meta)
+    mode = meta.pop("mode", None)
+    seed = meta.pop("seed", None)
+    head = f"Mode {mode if mode is not None else 'n/a'}, seed {seed if seed is not None else 'n/a'}"
+    params = "; ".join(f"{k} = {_fmt_param(v)}" for k, v in meta.items())
+    sha = commit[:10] if commit and commit != "unknown" else "unknown"
+    if dirty:
+        sha += " (uncommitted changes)"
+    parts = [head] + ([params] if params else []) + [f"commit {sha}", f"{wall_time_s:.1f} s wall time"]
+    return "; ".join(parts) + "."
+
+
+def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> str:
+    """Save, glue and display a finished figure; returns its provenance line.
+
+    ``fig`` (a matplotlib figure) is written by :func:`paperlib.plotting.savefig` as
+    ``figures/<name>.png``/``.pdf`` with a ``<name>.json`` sidecar holding ``meta``, the
+    commit and the wall time. It is then glued (myst-nb) under the key ``name`` and its
+    provenance line (:func:`provenance_text`) under ``name + "_prov"``, so that a
+    Markdown cell ::
+
+        ```{glue:figure} <name>
+        :name: fig-<name>
+
+        Caption text.
+        ```
+
+    shows it as a numbered figure ("Figure <chapter>.<k>", Sphinx ``numfig``);
+    :mod:`paperlib.booktags` appends the provenance line and a link to the notebook to
+    that caption. A copy is also displayed inline (output metadata
+    :data:`INLINE_COPY_KEY`) for readers of the notebook in Jupyter; the book drops it.
+
+    The wall time is the time since the previous figure of this notebook, or since
+    this module was imported: the cells that computed and drew this figure (a few
+    seconds when their results came from the ``results/`` cache).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    name : str
+        File stem and glue key: letters, digits, ``_`` and ``-`` only.
+    meta : dict
+        JSON-serialisable parameters; should hold ``mode`` and ``seed``.
+    close : bool
+        Close ``fig`` afterwards (default), so Jupyter does not draw it a second time.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` holds other characters.
+    TypeError
+        If ``meta`` is not a dict or not JSON serialisable.
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError(f"figure name must use letters, digits, '_' and '-' only, got {name!r}")
+    if not isinstance(meta, dict):
+        raise TypeError(f"meta must be a dict of the figure's parameters, got {type(meta).__name__}")
+    from .provenance import git_commit
+
+    now = time.perf_counter()
+    wall = now - _CLOCK["t"]
+    commit, dirty = git_commit()
+    text = provenance_text(meta, commit=commit, dirty=dirty, wall_time_s=wall)
+    plotting.savefig(fig, name, meta, extra={"git_commit": commit, "git_dirty": dirty,
+                                             "wall_time_s": wall, "provenance": text})
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+        from myst_nb import glue
+    except ImportError:  # plain Python: the files are written, nothing to show
+        ipy = None
+    else:
+        ipy = get_ipython()
+    if ipy is not None:
+        glue(name, fig, display=False)
+        glue(f"{name}_prov", text, display=False)
+        png = plotting.figures_dir() / f"{name}.png"
+        display(Image(filename=str(png)), metadata={INLINE_COPY_KEY: True})
+    if close:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    _CLOCK["t"] = time.perf_counter()
+    return text

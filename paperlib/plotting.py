@@ -82,13 +82,14 @@ def new_axes(title: str | None = None, *, size: tuple[float, float] = (4.5, 4.5)
     return fig, ax
 
 
-def savefig(fig, name: str, caption_meta: dict | None = None) -> Path:
+def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | None = None) -> Path:
     """Save *fig* as ``<figures>/<name>.png`` (dpi 150) and ``<figures>/<name>.pdf``.
 
     *caption_meta* (e.g. ``{"mode": "quick", "N": 60000, "q": 0.004, "sigma": 1.1}``)
     is stored in the PNG/PDF metadata (``Description`` / ``Subject``) and in
     ``<figures>/<name>.json`` beside them, so a figure can be traced back to its
-    parameters.
+    parameters. *extra* (e.g. commit and wall time, see
+    :func:`paperlib.figures.show_figure`) is stored in the JSON sidecar only.
 
     Returns
     -------
@@ -121,5 +122,5 @@ def savefig(fig, name: str, caption_meta: dict | None = None) -> Path:
     fig.savefig(tmp_pdf, metadata={"Subject": meta_json, "Creator": "paperlib"})
     os.replace(tmp_png, png)
     os.replace(tmp_pdf, pdf)
-    write_json_atomic(out / f"{name}.json", {"figure": name, "caption_meta": meta})
+    write_json_atomic(out / f"{name}.json", {"figure": name, "caption_meta": meta, **_to_jsonable(dict(extra or {}))})
     return png

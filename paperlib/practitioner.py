@@ -4,7 +4,7 @@ Which mechanism an Opacus release runs (paper Table 2, THEORY.md section 10), ho
 given Opacus derives its sampling rate and normaliser, and the verdict for both
 neighbouring pairs of a training set (removal and addition): does the SGM claim stand,
 and if not, what the corrected T-round upper bound of the guarantee says
-(:mod:`paperlib.composition`). Used by ``notebooks/06_practitioners.py``.
+(:mod:`paperlib.composition`). Used by ``notebooks/10_practitioners.py``.
 """
 
 from __future__ import annotations

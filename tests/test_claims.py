@@ -39,7 +39,7 @@ def _fig2(d, easgm_eps, asgm_eps=None):
     for q, es in zip((0.5, 0.9), asgm_eps or ((3.0, 2.5, 2.0, 1.5), (5.0, 4.0, 3.5, 3.0))):
         for N, e in zip((2, 3, 4, 5), es):
             pts.append({"point": {"mechanism": "asgm", "q": q, "N": N, "n": 100}, "results": {"optimal": _rec(e, 0.2)}})
-    _write(d, "07_fig2_audit.json", {"complete": True, "points": pts})
+    _write(d, "04_fig2_audit.json", {"complete": True, "points": pts})
 
 
 def test_fig2(rd):
@@ -64,7 +64,7 @@ def _fig3(d, eps_by_n):
     for mech, q, claim in (("asgm", 0.7, 0.24), ("easgm", 0.05, 0.0144)):
         for n, e in eps_by_n.items():
             pts.append({"point": {"mechanism": mech, "q": q, "N": 4, "n": n}, "results": {"optimal": _rec(e, claim)}})
-    _write(d, "08_fig3_audit.json", {"complete": True, "points": pts})
+    _write(d, "05_fig3_audit.json", {"complete": True, "points": pts})
 
 
 def test_fig3(rd):
@@ -84,7 +84,7 @@ def _fig4(d, asgm_eps, error=None):
             pts.append({"panel": panel, "method": mech, "impl": "x", "q": q, "error": error,
                         "result": None if error else {"dataset": panel, "mechanism": mech, "eps_claimed": claim,
                                                       "eps_lower": {"optimal": e}, "check": {"passed": True}}})
-    _write(d, "09_fig4_real_audit.json", {"points": pts})
+    _write(d, "06_fig4_real_audit.json", {"points": pts})
 
 
 def test_fig4(rd):
@@ -121,7 +121,7 @@ def test_fig5(rd):
 # ---------------------------------------------------------------- Fig. 6
 def test_fig6(rd):
     def w(e):
-        _write(rd, "10_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": None, "result": {
+        _write(rd, "07_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": None, "result": {
             "eps_claimed": 0.174, "eps_lower": {"optimal": e, "normality[chi2,weighted]": e},
             "check": {"passed": True}, "version": "1.6.0", "q": 0.5, "n": 10}})
 
@@ -129,14 +129,14 @@ def test_fig6(rd):
     assert _claim("C6").evaluate(rd)["verdict"] == "reproduced"
     w(0.1)
     assert _claim("C6").evaluate(rd)["verdict"] == "not reproduced"
-    _write(rd, "10_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": "no opacus", "result": None})
+    _write(rd, "07_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": "no opacus", "result": None})
     assert _claim("C6").evaluate(rd)["verdict"] == "not run"
 
 
 # ---------------------------------------------------------------- Fig. 7
 def test_fig7(rd):
     def w(e_small, e_big):
-        _write(rd, "05_multiround_summary.json", {"claim": {"rdp": 0.104, "prv": 0.03},
+        _write(rd, "09_multiround_summary.json", {"claim": {"rdp": 0.104, "prv": 0.03},
                                                   "figure7": {"26010": {"eps_upper_bound": e_small},
                                                               "1485217": {"eps_upper_bound": e_big}}})
 
@@ -144,9 +144,9 @@ def test_fig7(rd):
     assert _claim("C7").evaluate(rd)["verdict"] == "reproduced"
     w(0.05, 754.0)
     assert _claim("C7").evaluate(rd)["verdict"] == "not reproduced"
-    (rd / "05_multiround_summary.json").unlink()
+    (rd / "09_multiround_summary.json").unlink()
     # fallback to the full figure file
-    _write(rd, "05_figure7.json", {"claim": {"rdp": {"eps": 0.104}},
+    _write(rd, "09_figure7.json", {"claim": {"rdp": {"eps": 0.104}},
                                    "feasgm": {"26010": {"eps": 29.6}, "1485217": {"eps": 754.0}}})
     assert _claim("C7").evaluate(rd)["verdict"] == "reproduced"
 
@@ -186,8 +186,8 @@ def test_missing_files_not_run(rd):
 
 
 def test_missing_keys_not_run(rd):
-    _write(rd, "10_fig6_opacus_feasgm.json", {"error": None, "result": {"eps_lower": {}}})
-    _write(rd, "05_multiround_summary.json", {"claim": {}})
+    _write(rd, "07_fig6_opacus_feasgm.json", {"error": None, "result": {"eps_lower": {}}})
+    _write(rd, "09_multiround_summary.json", {"claim": {}})
     by = {c["id"]: c for c in cl.grade(rd)["claims"]}
     assert by["C6"]["verdict"] == "not run"
     assert by["C7"]["verdict"] == "not run"

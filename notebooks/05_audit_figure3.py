@@ -96,14 +96,14 @@ for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,
 # %% [markdown]
 # ## 1. The audits
 #
-# Cached and resumable in `results/08_fig3_audit.json` (`paperlib.audit.audit_sweep`).
+# Cached and resumable in `results/05_fig3_audit.json` (`paperlib.audit.audit_sweep`).
 # Three distinguishers score the same rounds: the paper's normality votes (chi-square
 # test, probability-weighted votes, a fair coin for undecided pairs), the same votes
 # with undecided pairs counted as half a vote (a variant, explained at the end), and
 # the exact likelihood ratio.
 
 # %%
-sweep = A.audit_sweep("08_fig3_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
+sweep = A.audit_sweep("05_fig3_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
 RES = {(r["point"]["mechanism"], r["point"]["q"], r["point"]["n"]): r["results"] for r in sweep}
 claim = {q: sgm_claim(q, SIGMA).epsilon(DELTA) for _, q in SETTINGS}
 
@@ -116,7 +116,7 @@ def theory():
     return out
 
 
-th, _ = pf.cached("08_fig3_theory", {"points": POINTS, "sigma": SIGMA, "delta": DELTA}, theory, mode=MODE,
+th, _ = pf.cached("05_fig3_theory", {"points": POINTS, "sigma": SIGMA, "delta": DELTA}, theory, mode=MODE,
                   seed=SEED)
 GUAR = {(t["mechanism"], t["q"], t["n"]): (t["eps_guarantee"] if t["eps_guarantee"] is not None else math.inf)
         for t in th}
@@ -143,7 +143,7 @@ for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("o
         ax.legend(fontsize=6, loc="upper right")
 fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g} "
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
-plotting.savefig(fig, "08_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+plotting.savefig(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                         "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
                                         "settings": [list(s) for s in SETTINGS]})
 plt.show()
@@ -157,9 +157,9 @@ plt.show()
 # paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
 # row: the optimal distinguisher. A curve below the black one is an audit that violates
 # the claim. $N = 4$, $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, synthetic worst-case
-# gradients; mode {glue:text}`nb08_mode`, device {glue:text}`nb08_device`, seed
-# {glue:text}`nb08_seed`, {glue:text}`nb08_trials` counted trials per point (as many
-# calibration rounds), 95% Clopper-Pearson intervals. File: `figures/08_fig3_audit.png`.
+# gradients; mode {glue:text}`nb05_mode`, device {glue:text}`nb05_device`, seed
+# {glue:text}`nb05_seed`, {glue:text}`nb05_trials` counted trials per point (as many
+# calibration rounds), 95% Clopper-Pearson intervals. File: `figures/05_fig3_audit.png`.
 
 # %% [markdown]
 # ## 3. $\varepsilon_L$ against the output dimension
@@ -187,7 +187,7 @@ for ax, (mech, q) in zip(axes, SETTINGS):
 axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=6, frameon=False)
-plotting.savefig(fig, "08_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+plotting.savefig(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                       "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})
 plt.show()
 
@@ -197,11 +197,11 @@ plt.show()
 # normality votes with undecided pairs counted as half a vote) against $n$, with the SGM
 # claim (black), the $\varepsilon$ of the corrected guarantee (blue; off the top of the
 # axis, drawn at $10^3$, where it is infinite at double precision) and the largest
-# $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb08_ceiling`). The
+# $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb05_ceiling`). The
 # vertical axis is logarithmic above $10^{-3}$ and linear below, so that $\varepsilon_L = 0$
-# is visible. Mode {glue:text}`nb08_mode`, device {glue:text}`nb08_device`, seed
-# {glue:text}`nb08_seed`, {glue:text}`nb08_trials` trials per point. File:
-# `figures/08_eps_vs_n.png`.
+# is visible. Mode {glue:text}`nb05_mode`, device {glue:text}`nb05_device`, seed
+# {glue:text}`nb05_seed`, {glue:text}`nb05_trials` trials per point. File:
+# `figures/05_eps_vs_n.png`.
 
 # %%
 rows, below, below_large = [], [], []
@@ -219,9 +219,9 @@ for (mech, q) in SETTINGS:
 over_guarantee = [k for k in RES if RES[k]["optimal"]["eps_lower"] > GUAR[k]]
 print(f"audits at or below the SGM claim: {len(below)} of {2 * len(POINTS)}; with n >= 100: {len(below_large)}")
 print(f"audits above the corrected guarantee (must be none): {len(over_guarantee)}")
-glue("nb08_below", str(len(below)), display=False)
-glue("nb08_below_large", str(len(below_large)), display=False)
-glue("nb08_total", str(2 * len(POINTS)), display=False)
+glue("nb05_below", str(len(below)), display=False)
+glue("nb05_below_large", str(len(below_large)), display=False)
+glue("nb05_total", str(2 * len(POINTS)), display=False)
 if below_large:
     verdict = ("not every audit with n ≥ 100 clears the claim in this run: "
                + "; ".join(f"{lab} distinguisher at {m} q = {q:g}, n = {n:,} (ε_L = {e:.3g} vs {c:.3g})"
@@ -229,7 +229,7 @@ if below_large:
                + ". These points are not evidence that the claim holds (see below)")
 else:
     verdict = "as in the paper, every EASGM and ASGM audit with n ≥ 100 lies above the SGM claim, with both distinguishers"
-glue("nb08_verdict", verdict, display=False)
+glue("nb05_verdict", verdict, display=False)
 print(verdict)
 pf.markdown_table(["mechanism", "q", "n", "ε claim", "ε_L normality", "ε_L normality (ties ½)", "ε_L optimal",
                    "FPR (opt.)", "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
@@ -241,10 +241,10 @@ else:
     print("Every audit lies above the SGM claim.")
 
 # %% [markdown]
-# **Reading the results.** {glue:text}`nb08_below` of the {glue:text}`nb08_total`
+# **Reading the results.** {glue:text}`nb05_below` of the {glue:text}`nb05_total`
 # audits (two distinguishers, 18 points) are at or below the SGM claim, and
-# {glue:text}`nb08_below_large` of those have $n \ge 100$; in this run
-# {glue:text}`nb08_verdict`. The audited curves move towards the origin as $n$ grows,
+# {glue:text}`nb05_below_large` of those have $n \ge 100$; in this run
+# {glue:text}`nb05_verdict`. The audited curves move towards the origin as $n$ grows,
 # and from $n = 100$ on the optimal audits sit at or near the certification ceiling:
 # the two datasets are told apart almost without error in a sizeable share of the
 # rounds.

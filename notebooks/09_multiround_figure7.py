@@ -134,7 +134,7 @@ glue("nb05_K", K, display=False)
 # $T = 200$. An accountant returns $\varepsilon(\delta)$ for each $\delta$; every such
 # pair is a trade-off curve $f_{\varepsilon(\delta),\delta}$, and the claim is their
 # upper envelope (Proposition 2.12 of {cite}`dong2022gaussian`), built here from
-# {glue:text}`nb05_ndelta` values of $\delta$. The RDP accountant is loose; the tight
+# {glue:text}`nb09_ndelta` values of $\delta$. The RDP accountant is loose; the tight
 # claim $f_q^{\otimes T}$ is computed by numerical composition of the one-round SGM
 # curve (section 4 explains how), and its $\varepsilon$ is checked against Opacus's PRV
 # accountant.
@@ -163,7 +163,7 @@ def compute_fig7():
     return out
 
 
-fig7, info = pf.cached("05_figure7", {"T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
+fig7, info = pf.cached("09_figure7", {"T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
                                       "delta": DELTA, "max_fft": MAX_FFT, "n_deltas": N_DELTAS},
                        compute_fig7, mode=MODE, seed=SEED)
 print("Figure 7 curves:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
@@ -204,11 +204,11 @@ for n in N_PARAMS:
     assert below.max() > 0.5, f"n={n}: the bound should lie far below the RDP claim somewhere"
 print("checks passed: exact <= CLT on [gamma, 1-gamma]; FEASGM bound weaker than every claim")
 eps_fe = {n: fig7["feasgm"][str(n)]["eps"] for n in N_PARAMS}
-glue("nb05_eps_rdp", float(cl["rdp"]["eps"]), display=False)
-glue("nb05_eps_prv", float(cl["prv"]["eps"]), display=False)
-glue("nb05_eps_tight", float(cl["tight"]["eps_bracket"][1]), display=False)
-glue("nb05_eps_fe_small", float(eps_fe[N_PARAMS[0]]), display=False)
-glue("nb05_eps_fe_large", float(eps_fe[N_PARAMS[1]]), display=False)
+glue("nb09_eps_rdp", float(cl["rdp"]["eps"]), display=False)
+glue("nb09_eps_prv", float(cl["prv"]["eps"]), display=False)
+glue("nb09_eps_tight", float(cl["tight"]["eps_bracket"][1]), display=False)
+glue("nb09_eps_fe_small", float(eps_fe[N_PARAMS[0]]), display=False)
+glue("nb09_eps_fe_large", float(eps_fe[N_PARAMS[1]]), display=False)
 
 # %%
 def draw_panel(ax, r, mech_kind, title, legend=False):
@@ -229,7 +229,7 @@ for j, n in enumerate(N_PARAMS):
     draw_panel(axes[0, j], fig7["feasgm"][str(n)], "upper",
                f"FEASGM, T = {ROUNDS}, |D| = {N_SMALL:,}, |D'| = {N_SMALL + 1:,}\n"
                f"q = {Q:g}, σ = {SIGMA:g}, K = {K} vs {K1}, n = {n:,}")
-plotting.savefig(fig, "05_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
+plotting.savefig(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
                                      "n": N_PARAMS, "max_fft": MAX_FFT, "n_deltas": N_DELTAS})
 plt.show()
 
@@ -241,13 +241,13 @@ plt.show()
 # the claim that Opacus's RDP accountant certifies (black, solid) and the tight SGM claim
 # (black, dotted). Left: $n = 26{,}010$; right: $n = 1{,}485{,}217$, where both bounds run
 # along the axes. At $\delta = 10^{-5}$ the RDP accountant reports
-# $\varepsilon = $ {glue:text}`nb05_eps_rdp:.3f` (PRV: {glue:text}`nb05_eps_prv:.3f`; the tight
-# value is at most {glue:text}`nb05_eps_tight:.4f`), while the bound has
-# $\varepsilon = $ {glue:text}`nb05_eps_fe_small:.1f` and {glue:text}`nb05_eps_fe_large:.0f`:
+# $\varepsilon = $ {glue:text}`nb09_eps_rdp:.3f` (PRV: {glue:text}`nb09_eps_prv:.3f`; the tight
+# value is at most {glue:text}`nb09_eps_tight:.4f`), while the bound has
+# $\varepsilon = $ {glue:text}`nb09_eps_fe_small:.1f` and {glue:text}`nb09_eps_fe_large:.0f`:
 # no analysis of this mechanism can certify the claim. Exact curves on 2,401 values of
 # $\alpha$, tight claim by numerical composition with FFT length
-# {glue:text}`nb05_fft`; mode {glue:text}`nb05_mode`, seed {glue:text}`nb05_seed`.
-# File: `figures/05_figure7.png`.
+# {glue:text}`nb09_fft`; mode {glue:text}`nb09_mode`, seed {glue:text}`nb09_seed`.
+# File: `figures/09_figure7.png`.
 #
 # Two remarks on what the figure shows. First, the exact bound is far below its CLT
 # approximation: at $n = 26{,}010$ the CLT curve has $\mu \approx 2.8$ while the exact
@@ -281,7 +281,7 @@ fig, axes = pf.new_grid(1, 2, panel=4.4)
 for j, n in enumerate(N_PARAMS):
     draw_panel(axes[0, j], fig7["easgm"][str(n)], "upper",
                f"EASGM, T = {ROUNDS}, |D| = {N_SMALL:,}, q = {Q:g}, σ = {SIGMA:g}\nn = {n:,}")
-plotting.savefig(fig, "05_easgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q,
+plotting.savefig(fig, "09_easgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q,
                                           "sigma": SIGMA, "n": N_PARAMS})
 plt.show()
 
@@ -293,19 +293,19 @@ display_table = pf.markdown_table(["mechanism", "n", "μ (CLT)", "ε of f̄^⊗T
 # the large model: weaker than every claim; the small model: weaker than the tight claim only
 assert eps_ea[N_PARAMS[1]] > max(cl["rdp"]["eps"], cl["prv"]["eps"])
 assert cl["tight"]["eps_bracket"][1] < eps_ea[N_PARAMS[0]] < cl["rdp"]["eps"]
-glue("nb05_eps_ea_small", float(eps_ea[N_PARAMS[0]]), display=False)
-glue("nb05_eps_ea_large", float(eps_ea[N_PARAMS[1]]), display=False)
+glue("nb09_eps_ea_small", float(eps_ea[N_PARAMS[0]]), display=False)
+glue("nb09_eps_ea_large", float(eps_ea[N_PARAMS[1]]), display=False)
 display_table
 
 # %% [markdown]
 # **Figure 7b.** As Figure 7 for EASGM (normaliser $Nq$ on $D$, $(N+1)q$ on $D'$), same
 # settings. At $n = 1{,}485{,}217$ the bound has $\varepsilon = $
-# {glue:text}`nb05_eps_ea_large:.3f`, above every claim. At $n = 26{,}010$ it has
-# $\varepsilon = $ {glue:text}`nb05_eps_ea_small:.3f`: below what the RDP accountant reports
+# {glue:text}`nb09_eps_ea_large:.3f`, above every claim. At $n = 26{,}010$ it has
+# $\varepsilon = $ {glue:text}`nb09_eps_ea_small:.3f`: below what the RDP accountant reports
 # but above the tight claim and above Opacus's PRV value — whether the run looks
 # "violated" depends on the accountant used for the claim, because RDP's looseness
-# hides a real gap. Mode {glue:text}`nb05_mode`, seed {glue:text}`nb05_seed` (nothing
-# random). File: `figures/05_easgm_rounds.png`.
+# hides a real gap. Mode {glue:text}`nb09_mode`, seed {glue:text}`nb09_seed` (nothing
+# random). File: `figures/09_easgm_rounds.png`.
 
 # %% [markdown]
 # ## 4. ASGM over $T$ rounds, by numerical composition
@@ -358,7 +358,7 @@ def compute_asgm():
     return out
 
 
-asgm, info = pf.cached("05_asgm_rounds", {"T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q, "sigma": SIGMA, "n": ASGM_N_PARAMS,
+asgm, info = pf.cached("09_asgm_rounds", {"T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q, "sigma": SIGMA, "n": ASGM_N_PARAMS,
                                           "delta": DELTA, "max_fft": MAX_FFT, "n_deltas": N_DELTAS},
                        compute_asgm, mode=MODE, seed=SEED)
 print("ASGM compositions:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
@@ -382,7 +382,7 @@ for j, N in enumerate(ASGM_NS):
     lo, hi = b["eps_bracket"]
     rows.append([f"{N:,}", b["one_round_eps"], lo, hi, acl["rdp"]["eps"], acl["prv"]["eps"],
                  acl["tight"]["eps_bracket"][1], "yes" if lo > acl["rdp"]["eps"] else "no"])
-plotting.savefig(fig, "05_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
+plotting.savefig(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
                                          "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_fft": MAX_FFT})
 plt.show()
 pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of f̄^⊗T ≤", "ε claim (RDP)", "ε claim (PRV)",
@@ -397,8 +397,8 @@ pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of
 # full training set the bound stays above the claim curve and proves nothing — the same
 # picture as the one-round Figure 5, now over a whole run. The table gives the bracket
 # of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
-# compared with a claim). Mode {glue:text}`nb05_mode`, FFT length {glue:text}`nb05_fft`,
-# seed {glue:text}`nb05_seed` (nothing random). File: `figures/05_asgm_rounds.png`.
+# compared with a claim). Mode {glue:text}`nb09_mode`, FFT length {glue:text}`nb09_fft`,
+# seed {glue:text}`nb09_seed` (nothing random). File: `figures/09_asgm_rounds.png`.
 
 # %%
 b_small, b_full = asgm["bound"][str(ASGM_NS[0])], asgm["bound"][str(ASGM_NS[1])]
@@ -424,7 +424,7 @@ summary = {
     "asgm_claim": {"rdp": acl["rdp"]["eps"], "prv": acl["prv"]["eps"], "tight_bracket": acl["tight"]["eps_bracket"]},
     "normalisers": [K, K1],
 }
-save_result("05_multiround_summary", {"mode": MODE, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
+save_result("09_multiround_summary", {"mode": MODE, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
                                       "delta": DELTA, "asgm_N": ASGM_NS, "asgm_q": ASGM_Q, "max_fft": MAX_FFT},
             summary, mode=MODE, seed=SEED, wall_time=wall)
-print(f"notebook 05 finished in {wall:.1f} s (MODE={MODE})")
+print(f"notebook 09 finished in {wall:.1f} s (MODE={MODE})")

@@ -123,12 +123,12 @@ for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,
 # ## 1. The audits
 #
 # `paperlib.audit.audit_sweep` runs every point and stores the results after each one
-# in `results/07_fig2_audit.json`, keyed by a hash of all parameters: an interrupted run
+# in `results/04_fig2_audit.json`, keyed by a hash of all parameters: an interrupted run
 # resumes where it stopped, and a changed parameter starts afresh. Both distinguishers
 # score the same rounds. Point $i$ uses the seed `SeedSequence([SEED, i])`.
 
 # %%
-sweep = A.audit_sweep("07_fig2_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
+sweep = A.audit_sweep("04_fig2_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
 
 
 def table_of(label):
@@ -146,7 +146,7 @@ claim = {q: sgm_claim(q, SIGMA).epsilon(DELTA) for q in sorted(set(Q_EASGM + Q_A
 nd = TRIALS // 2
 ceiling = A.eps_lower(A.cp_upper(0, nd), A.cp_upper(0, TRIALS - nd), DELTA)
 print(f"largest certifiable eps_L with {TRIALS:,} trials: {ceiling:.2f}")
-glue("nb07_ceiling", f"{ceiling:.2f}", display=False)
+glue("nb04_ceiling", f"{ceiling:.2f}", display=False)
 
 # %% [markdown]
 # ## 2. The corrected guarantees
@@ -168,7 +168,7 @@ def theory():
     return out
 
 
-th, info = pf.cached("07_fig2_theory", {"points": POINTS, "sigma": SIGMA, "delta": DELTA}, theory, mode=MODE,
+th, info = pf.cached("04_fig2_theory", {"points": POINTS, "sigma": SIGMA, "delta": DELTA}, theory, mode=MODE,
                      seed=SEED)
 GUAR = {(t["mechanism"], t["q"], t["N"]): (t["eps_guarantee"] if t["eps_guarantee"] is not None else math.inf)
         for t in th}
@@ -198,7 +198,7 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
     axes[row, 1].legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
 fig.suptitle(f"Audited one-round leakage, n = {N_DIM}, σ = {SIGMA:g}, C = {C:g}  "
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
-plotting.savefig(fig, "07_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
+plotting.savefig(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                         "sigma": SIGMA, "C": C, "delta": DELTA, "N": N_VALUES, "q_easgm": Q_EASGM,
                                         "q_asgm": Q_ASGM})
 plt.show()
@@ -209,13 +209,13 @@ plt.show()
 # normality distinguisher (left) and the optimal one (right). One colour per sampling
 # rate $q$; the dotted line of the same colour is the $\varepsilon$ the SGM analysis
 # claims at that $q$ (0.0009 to 0.34, so it hugs the axis), and the dashed grey line is
-# the largest $\varepsilon_L$ that {glue:text}`nb07_trials` trials can certify at all
-# ({glue:text}`nb07_ceiling`, reached only with no error of either kind). Every point
+# the largest $\varepsilon_L$ that {glue:text}`nb04_trials` trials can certify at all
+# ({glue:text}`nb04_ceiling`, reached only with no error of either kind). Every point
 # above its dotted line is a demonstrated violation of the SGM claim. Synthetic
-# worst-case data, $n = 100$, $\sigma = 10$, $C = 0.1$; mode {glue:text}`nb07_mode`,
-# device {glue:text}`nb07_device`, seed {glue:text}`nb07_seed`, 95% Clopper-Pearson
+# worst-case data, $n = 100$, $\sigma = 10$, $C = 0.1$; mode {glue:text}`nb04_mode`,
+# device {glue:text}`nb04_device`, seed {glue:text}`nb04_seed`, 95% Clopper-Pearson
 # intervals, threshold chosen on as many separate calibration rounds. File:
-# `figures/07_fig2_audit.png`.
+# `figures/04_fig2_audit.png`.
 
 # %% [markdown]
 # ## 4. Audits, claims and guarantees on the same axes
@@ -248,7 +248,7 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
             ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0, 0].get_legend_handles_labels()
 fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=5, frameon=False)
-plotting.savefig(fig, "07_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
+plotting.savefig(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                          "sigma": SIGMA, "C": C, "delta": DELTA})
 plt.show()
 
@@ -259,9 +259,9 @@ plt.show()
 # (blue). The ordering claim $<$ audit $\le$ guarantee is what the theory predicts: the
 # claim is violated, the corrected guarantee is not. The guarantee's $\varepsilon$ (18 to
 # 180) is far above anything 10,000 trials can certify; the audits are capped by the
-# grey line. Mode {glue:text}`nb07_mode`, device {glue:text}`nb07_device`, seed
-# {glue:text}`nb07_seed`, {glue:text}`nb07_trials` trials per point. File:
-# `figures/07_fig2_theory.png`.
+# grey line. Mode {glue:text}`nb04_mode`, device {glue:text}`nb04_device`, seed
+# {glue:text}`nb04_seed`, {glue:text}`nb04_trials` trials per point. File:
+# `figures/04_fig2_theory.png`.
 
 # %% [markdown]
 # ### Which points violate the SGM claim, and which stay within the guarantee
@@ -282,9 +282,9 @@ n_norm_above = sum(NORM[k]["eps_lower"] > claim[k[1]] for k in NORM)
 print(f"optimal distinguisher: {n_opt_above}/{len(OPT)} points above the SGM claim")
 print(f"normality distinguisher: {n_norm_above}/{len(NORM)} points above the SGM claim")
 print(f"audits above the corrected guarantee (must be none): {len(over_guarantee)}")
-glue("nb07_opt_above", f"{n_opt_above}/{len(OPT)}", display=False)
-glue("nb07_norm_above", f"{n_norm_above}/{len(NORM)}", display=False)
-glue("nb07_over_guar", str(len(over_guarantee)), display=False)
+glue("nb04_opt_above", f"{n_opt_above}/{len(OPT)}", display=False)
+glue("nb04_norm_above", f"{n_norm_above}/{len(NORM)}", display=False)
+glue("nb04_over_guar", str(len(over_guarantee)), display=False)
 pf.markdown_table(["mechanism", "q", "N", "ε claim", "ε_L normality", "ε_L optimal", "FPR (opt.)",
                    "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
 
@@ -297,10 +297,10 @@ else:
 
 # %% [markdown]
 # **Reading the results.** With the optimal distinguisher
-# {glue:text}`nb07_opt_above` points lie above the SGM claim, and
-# {glue:text}`nb07_over_guar` above the corrected guarantee (there must be none, up to
+# {glue:text}`nb04_opt_above` points lie above the SGM claim, and
+# {glue:text}`nb04_over_guar` above the corrected guarantee (there must be none, up to
 # the 5% error of the intervals). The paper's normality distinguisher
-# finds a violation at {glue:text}`nb07_norm_above` points; the table above lists any
+# finds a violation at {glue:text}`nb04_norm_above` points; the table above lists any
 # point where it does not. When there are such points, they are ASGM at the smallest $q$
 # and the largest $N$. The reason is structural, not a lack of leakage: there, most
 # of the evidence sits in a rare event (the added record sampled into a small batch),
@@ -345,7 +345,7 @@ SPECS = {f"{t}/{ag}": {"name": "normality", "test": t, "aggregation": ag}
 SPECS.update({f"chi2/{ag}/ties=½": {"name": "normality", "test": "chi2", "aggregation": ag, "ties": "half"}
               for ag in A.AGGREGATIONS})
 SPECS["optimal"] = "optimal"
-sens = A.audit_sweep("07_normality_tests", SENS_POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"),
+sens = A.audit_sweep("04_normality_tests", SENS_POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"),
                      **{**COMMON, "distinguishers": SPECS})
 rows = []
 for rec in sens:
@@ -364,8 +364,8 @@ pf.markdown_table(["mechanism", "q", "N", "ε claim"] + [f"ε_L {k}" for k in SP
 # random bits of the undecided pairs drown it; counting them as half a vote recovers
 # much of it (this matters more at large $n$, see the next chapter). No variant reaches
 # the optimal distinguisher, which is why the book reports both. Mode
-# {glue:text}`nb07_mode`, seed {glue:text}`nb07_seed`, {glue:text}`nb07_trials` trials
-# per point; results in `results/07_normality_tests.json`.
+# {glue:text}`nb04_mode`, seed {glue:text}`nb04_seed`, {glue:text}`nb04_trials` trials
+# per point; results in `results/04_normality_tests.json`.
 
 # %%
 print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")

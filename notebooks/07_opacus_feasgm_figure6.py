@@ -103,10 +103,10 @@ ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 ax.set_title(f"Opacus FEASGM, {'MNIST' if DATASET == 'mnist' else 'synthetic stand-in'}, q={Q}, |D|={N}, "
              f"σ={SIGMA}, C={C}\nmode {MODE}, seed {SEED}, {TRIALS:,} trials", fontsize=9)
 fig.tight_layout()
-plotting.savefig(fig, "10_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "N": N, "q": Q,
+plotting.savefig(fig, "07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "N": N, "q": Q,
                                                "sigma": SIGMA, "C": C, "model": MODEL, "data": DATASET})
 plt.show()
-save_result("10_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
+save_result("07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
                                       "N": N, "q": Q, "sigma": SIGMA, "C": C, "model": MODEL},
             {"result": R, "error": ERROR, "dataset": DATASET, "note": NOTE},
             mode=MODE, seed=SEED, wall_time=time.perf_counter() - T_START)
@@ -117,7 +117,7 @@ print(f"notebook wall time {time.perf_counter() - T_START:.0f} s")
 # (FEASGM, the DP-FETA code path) with $q = 0.5$, $|D| = 3$, $|D'| = 4$, $\sigma = 10$,
 # $C = 0.1$, $\delta = 10^{-5}$, for both distinguishers; the black line is the SGM claim.
 # Mode, trials, seed and data source are in the title and in
-# `figures/10_fig6_opacus_feasgm.json`.
+# `figures/07_fig6_opacus_feasgm.json`.
 #
 # Both distinguishers certify far more leakage than the claim allows: the step divides by
 # 1 on $D$ and by 2 on $D'$, so the noise scale alone — visible in the norm of a

@@ -76,7 +76,7 @@ pf.setup_output_dirs()
 T_START = time.perf_counter()
 PLD = {"max_fft": pf.pick(MODE, smoke=2**16, quick=2**20, full=2**22)}
 print(f"MODE={MODE} SEED={SEED}; results -> {results_dir().resolve()}")
-glue("nb06_mode", MODE, display=False)
+glue("nb10_mode", MODE, display=False)
 
 
 def show(report):
@@ -111,7 +111,7 @@ report = pr.practitioner_report(N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER, N
                                   delta=DELTA, sample_rate=SAMPLE_RATE, loss_reduction=LOSS_REDUCTION,
                                   pld_options=PLD)
 show(report)
-glue("nb06_summary", report["summary"], display=False)
+glue("nb10_summary", report["summary"], display=False)
 
 # %% [markdown]
 # How to read it. *Normalisers* are the numbers Opacus divides by on the two datasets
@@ -149,13 +149,13 @@ ex_half = pr.practitioner_report(60_000, 256, EPOCHS, NOISE_MULTIPLIER, N_PARAMS
                                    sample_rate=256.5 / 60_000)
 show(ex_half)
 assert all(e["floors_agree"] and e["sgm_claim_supported"] for e in ex_half["neighbours"])
-glue("nb06_eps_int", float(rem["corrected_epsilon"]), display=False)
-glue("nb06_claim_int", float(ex_int["claimed_epsilon"]["rdp"]), display=False)
+glue("nb10_eps_int", float(rem["corrected_epsilon"]), display=False)
+glue("nb10_claim_int", float(ex_int["claimed_epsilon"]["rdp"]), display=False)
 
 # %% [markdown]
 # With $q = 256/60{,}000$ the removal neighbour's corrected bound has
-# $\varepsilon \ge$ {glue:text}`nb06_eps_int:.1f` against a claimed
-# {glue:text}`nb06_claim_int:.3f` (RDP): the claim fails by two orders of magnitude,
+# $\varepsilon \ge$ {glue:text}`nb10_eps_int:.1f` against a claimed
+# {glue:text}`nb10_claim_int:.3f` (RDP): the claim fails by two orders of magnitude,
 # although the two normalisers differ by one part in 256.
 #
 # ## 3. What Opacus 1.6.0 actually does
@@ -198,7 +198,7 @@ ax.set_yticks([])
 ax.set_xlabel("batch size B (Opacus 1.6.0 rule, N = {:,})".format(N_TRAIN))
 ax.set_xlim(SCAN_B[0], SCAN_B[-1])
 ax.legend(fontsize=7, loc="upper right")
-plotting.savefig(fig, "06_batch_size_scan", {"mode": MODE, "seed": SEED, "N": N_TRAIN, "B": [SCAN_B[0], SCAN_B[-1]]})
+plotting.savefig(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": N_TRAIN, "B": [SCAN_B[0], SCAN_B[-1]]})
 plt.show()
 print(f"N = {N_TRAIN:,}, B in [{SCAN_B[0]}, {SCAN_B[-1]}]: removal neighbour in the weak case for B = {weak_rm}")
 print(f"addition neighbour in the weak case for B = {weak_ad}")
@@ -211,8 +211,8 @@ if N_TRAIN == 60_000:
 # different numbers on the two datasets of a neighbouring pair (vermillion: removal
 # neighbour, brown: addition neighbour). For these batch sizes the SGM claim is not
 # supported for that pair; for all others the floors agree and it holds. Mode
-# {glue:text}`nb06_mode` (the scan is exact arithmetic, the same in every mode). File:
-# `figures/06_batch_size_scan.png`.
+# {glue:text}`nb10_mode` (the scan is exact arithmetic, the same in every mode). File:
+# `figures/10_batch_size_scan.png`.
 
 # %%
 ex_250 = pr.practitioner_report(60_000, 250, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA)
@@ -243,11 +243,11 @@ if (N_TRAIN, BATCH_SIZE, EPOCHS, NOISE_MULTIPLIER) == (60_000, 256, 1, 1.0):
 
 # %%
 wall = time.perf_counter() - T_START
-save_result("06_practitioners", {"mode": MODE, "N_train": N_TRAIN, "batch_size": BATCH_SIZE, "epochs": EPOCHS,
+save_result("10_practitioners", {"mode": MODE, "N_train": N_TRAIN, "batch_size": BATCH_SIZE, "epochs": EPOCHS,
                                  "noise_multiplier": NOISE_MULTIPLIER, "n_params": N_PARAMS,
                                  "opacus_version": OPACUS_VERSION, "delta": DELTA, "sample_rate": SAMPLE_RATE,
                                  "loss_reduction": LOSS_REDUCTION},
             {"report": report, "example_batch_over_N": ex_int, "example_half_integer": ex_half,
              "example_B250": ex_250, "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad}},
             mode=MODE, seed=SEED, wall_time=wall)
-print(f"notebook 06 finished in {wall:.1f} s (MODE={MODE})")
+print(f"notebook 10 finished in {wall:.1f} s (MODE={MODE})")

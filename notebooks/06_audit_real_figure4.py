@@ -159,7 +159,7 @@ fig.suptitle(f"One DP-SGD step on 5 real points, |D| = {N}, C = {C}, σ = {SIGMA
 fig.tight_layout()
 meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
         "delta": DELTA, "data": {k: v[0] for k, v in SOURCES.items()}}
-plotting.savefig(fig, "09_fig4_real_audit", meta)
+plotting.savefig(fig, "06_fig4_real_audit", meta)
 plt.show()
 
 # %% [markdown]
@@ -168,7 +168,7 @@ plt.show()
 # DPSUR's ASGM step at $q = 0.7, 0.8$, with $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$,
 # $\delta = 10^{-5}$; bars: the two distinguishers; black ticks: the SGM claim's
 # $\varepsilon$. Mode, trials, seed and data source are in the title and in
-# `figures/09_fig4_real_audit.json`; a panel marked "synthetic stand-in" did not use the
+# `figures/06_fig4_real_audit.json`; a panel marked "synthetic stand-in" did not use the
 # real dataset.
 
 # %%
@@ -179,7 +179,7 @@ print(f"eps_L (optimal) above the SGM claim at {n_above} of {n_run} audited poin
 print(f"full mode (every one of the {2 * TRIALS:,} rounds per point an implementation step) would take about "
       f"{est / 3600:.1f} h on this machine, from the measured cost per step "
       f"(subprocess start-up of the old Opacus releases included)")
-save_result("09_fig4_real_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
+save_result("06_fig4_real_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
                                    "N": N, "sigma": SIGMA, "C": C, "delta": DELTA,
                                    "methods": [list(m) for m in METHODS]},
             {"points": [{k: v for k, v in row.items()} for row in rows],
