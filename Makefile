@@ -1,10 +1,13 @@
 # Reproducibility artifact for "Rethinking the Security of DP-SGD" (Wang et al. 2026).
 #
 #   make all      execute every notebook (MODE auto: full on a CUDA GPU, else quick), build the book
-#   make test     pytest: tests/ plus every notebook run once with nbval (quick-mode defaults)
+#   make test     pytest: tests/ plus every notebook run once with nbval (quick-mode defaults),
+#                 and the book built in smoke mode (build/testbook) checked in headless Chromium
 #   make figures  execute notebooks/*.py into book/notebooks/*.ipynb (writes results/, figures/)
 #   make book     figures + jupyter-book build (warnings are errors)
 #   make grade    grade every claim of the paper from results/ (results/grade.json, book/grade.md)
+#   make appendix artifact appendix: claims, experiments, commands, measured time and disk
+#                 (book/appendix.md and results/artifact_appendix.md)
 #   make bench    run bench/bench_*.py in turn
 #   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
 #   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
@@ -24,6 +27,8 @@ MAKEFLAGS += --no-builtin-rules
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 PYTHON ?= python3
 SEED ?= 0
+# When this make started (epoch seconds): `make all` records its own wall time from it.
+START_TS := $(shell date +%s)
 
 # ---------------------------------------------------------------- environment
 ifeq ($(strip $(VIRTUAL_ENV)$(CONDA_PREFIX)),)
@@ -81,20 +86,36 @@ NB_NAMES := $(notdir $(basename $(NB_SRC)))
 NB_OUT := $(addprefix book/notebooks/,$(addsuffix .ipynb,$(NB_NAMES)))
 LIB_SRC := $(shell find paperlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
 PARAMS_STAMP := build/params.txt
+# Each executed notebook depends on its source, on the paperlib modules it imports
+# (transitively; build/deps/NAME.d, written by `python -m paperlib.deps` with the system
+# python, so no environment is needed to work them out), on booktags (which shapes the
+# page), on the lock (package versions), on MODE/DEVICE/SEED, and, when it reads data
+# sets, on the listing of the data folders (build/data-stamp.txt).
+DEP_FILES := $(addprefix build/deps/,$(addsuffix .d,$(NB_NAMES)))
+DATA_STAMP := build/data-stamp.txt
+DATA_ROOTS := $(or $(PAPERLIB_DATA),data) $(wildcard $(ROOT)/../shared/data)
+NB_GOALS := all figures book grade appendix book/notebooks/%
+ifneq ($(filter $(NB_GOALS),$(or $(MAKECMDGOALS),all)),)
+  -include $(DEP_FILES)
+endif
 
-.PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade
+.PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade appendix \
+	test-book browser-deps
 
 all: book
+	@$(PY) -m paperlib.runlog tier --mode $(MODE) --device $(DEVICE) --start $(START_TS) --notebooks $(words $(NB_NAMES))
+	@$(PY) -m paperlib.appendix --no-book
 	@echo
 	@echo "Done (MODE=$(MODE), DEVICE=$(DEVICE), SEED=$(SEED))."
 	@echo "  book:    file://$(ROOT)/book/_build/html/index.html"
 	@echo "  figures: $(ROOT)/figures/"
 	@echo "  results: $(ROOT)/results/"
+	@echo "  appendix: $(ROOT)/results/artifact_appendix.md"
 	@echo
 	@$(PY) -m paperlib.claims --show
 
 help:
-	@sed -n '3,17p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
 
 env: $(ENV_TARGET)
 
@@ -103,15 +124,17 @@ env: $(ENV_TARGET)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "paperlib needs Python >= 3.11; found " + sys.version.split()[0] + " (set PYTHON=python3.11)")'
 	@test -x .venv/bin/python || { echo "Creating .venv with $(PYTHON) -m venv .venv"; $(PYTHON) -m venv .venv; }
 	@echo "Installing the locked environment into .venv (requirements-lock.txt, then paperlib -e)"
-	.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-lock.txt
-	.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	@start=$$(date +%s); \
+	.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-lock.txt && \
+	.venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . && \
+	.venv/bin/python -c 'import json, os, sys; b = sum(os.lstat(os.path.join(d, f)).st_size for d, _, fs in os.walk(".venv") for f in fs); json.dump({"wall_s": int(sys.argv[1]), "bytes": b}, open(".venv/install-record.json", "w"))' $$(( $$(date +%s) - start ))
 	@touch $@
 
 # An active env is used as it is; the locked set is installed into it only if
 # paperlib (or a tool the Makefile calls) cannot be imported from outside the repo.
 env-check:
 	@test -x "$(PY)" || { echo "error: active environment has no $(PY)" >&2; exit 1; }
-	@if ! (cd / && "$(PY)" -c 'import paperlib, papermill, jupytext, nbval, pytest, ipykernel, jupyter_book, torch') >/dev/null 2>&1; then \
+	@if ! (cd / && "$(PY)" -c 'import paperlib, papermill, jupytext, nbval, pytest, ipykernel, jupyter_book, torch, playwright') >/dev/null 2>&1; then \
 	  echo "paperlib or its tools are not importable in the active environment ($(PY)); installing the locked set into it"; \
 	  "$(PY)" -m pip install --disable-pip-version-check -r requirements-lock.txt; \
 	  "$(PY)" -m pip install --disable-pip-version-check --no-deps -e .; \
@@ -134,13 +157,21 @@ $(PARAMS_STAMP): FORCE | $(ENV_TARGET)
 	@printf 'MODE=%s\nDEVICE=%s\nSEED=%s\n' '$(MODE)' '$(DEVICE)' '$(SEED)' > $@.new
 	@if cmp -s $@.new $@; then rm -f $@.new; else mv -f $@.new $@; fi
 
+build/deps/%.d: notebooks/%.py $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	@$(PYTHON) -m paperlib.deps make $< --target book/notebooks/$*.ipynb --out $@ --data-stamp $(DATA_STAMP)
+
+# Rewritten only when a file under the data folders appears, changes or goes.
+$(DATA_STAMP): FORCE
+	@$(PYTHON) -m paperlib.deps data-stamp --out $@ $(DATA_ROOTS)
+
 figures: $(NB_OUT)
 	@if [ -z "$(NB_OUT)" ]; then echo "No notebooks/NN_*.py found."; fi
 
 # notebooks/NAME.py --jupytext--> build/nb_in/NAME.ipynb --papermill--> book/notebooks/NAME.ipynb
 # papermill writes into a temporary file beside the target, renamed when the run succeeds:
 # an interrupted or failed run never leaves a notebook that looks complete.
-book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
+book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
 	@grep -Eq '^# %%.*tags=\[[^]]*"parameters"' $< || { echo "error: $< has no cell tagged \"parameters\" (write '# %% tags=[\"parameters\"]' above MODE/DEVICE/SEED)" >&2; exit 1; }
 	@mkdir -p build/nb_in $(dir $@)
 	@echo "== executing $< (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"
@@ -151,7 +182,9 @@ book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS
 	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
 	  $(PY) -m paperlib.booktags $(dir $@).$*.tmp.ipynb; \
 	  mv -f $(dir $@).$*.tmp.ipynb $@; \
-	  echo "== $< done in $$(( $$(date +%s) - start )) s -> $@"; \
+	  wall=$$(( $$(date +%s) - start )); \
+	  $(PY) -m paperlib.runlog notebook $* --mode $(MODE) --device $(DEVICE) --seed $(SEED) --start $$start --wall $$wall; \
+	  echo "== $< done in $$wall s -> $@"; \
 	else \
 	  msg="error: notebook $< failed (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
 	  if [ -f $(dir $@).$*.tmp.ipynb ]; then mkdir -p build/failed; mv -f $(dir $@).$*.tmp.ipynb build/failed/$*.ipynb; \
@@ -164,8 +197,15 @@ book/notebooks/%.ipynb: notebooks/%.py $(LIB_SRC) requirements-lock.txt $(PARAMS
 grade: figures | $(ENV_TARGET)
 	$(PY) -m paperlib.claims
 
-book: grade | $(ENV_TARGET)
-	$(JB) build book -W -n --all
+# The artifact appendix (book/appendix.md, results/artifact_appendix.md) from the claims
+# registry, the grade and the measured runs.
+appendix: grade | $(ENV_TARGET)
+	$(PY) -m paperlib.appendix
+
+book: grade appendix | $(ENV_TARGET)
+	@start=$$(date +%s); \
+	$(JB) build book -W -n --all; \
+	$(PY) -m paperlib.runlog book --mode $(MODE) --wall $$(( $$(date +%s) - start ))
 	@echo "Book: file://$(ROOT)/book/_build/html/index.html"
 
 # Notebooks are paired with notebooks/jupytext.toml (ipynb + py:percent).
@@ -173,12 +213,42 @@ sync: | $(ENV_TARGET)
 	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
 
 # tests/ plus every paired notebook executed once by nbval with its own parameters cell
-# (quick-mode defaults), in this environment's kernel; outputs go to build/test/.
-test: sync | $(ENV_TARGET)
+# (quick-mode defaults), in this environment's kernel; outputs go to build/test/. Before
+# that, the whole pipeline (papermill, grade, appendix, jupyter-book -W) builds the book
+# in smoke mode in a copy under build/testbook/, which tests/test_book_browser.py opens in
+# headless Chromium (screenshots in build/screenshots/).
+TESTBOOK := $(ROOT)/build/testbook
+test: sync test-book browser-deps | $(ENV_TARGET)
 	@rm -rf build/test && mkdir -p build/test
 	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
 	  PAPERLIB_RESULTS=$(ROOT)/build/test/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
+	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html \
+	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
 	  $(PY) -m pytest tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(addsuffix .ipynb,$(basename $(NB_SRC))))
+
+# The sources the book needs, copied (not the outputs), then `make book MODE=smoke` there
+# with this environment; results/figures/book outputs stay inside build/testbook/.
+test-book: | $(ENV_TARGET)
+	@rm -rf $(TESTBOOK) && mkdir -p $(TESTBOOK)/book
+	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md notebooks paperlib $(TESTBOOK)/
+	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md) $(TESTBOOK)/book/
+	@echo "== building the test book (MODE=smoke) in $(TESTBOOK)"
+	@env -u MAKEFLAGS -u MFLAGS VIRTUAL_ENV=$(abspath $(BIN)/..) PAPERLIB_RESULTS=$(TESTBOOK)/results \
+	  PAPERLIB_FIGURES=$(TESTBOOK)/figures $(MAKE) --no-print-directory -C $(TESTBOOK) book MODE=smoke SEED=0 \
+	  > $(ROOT)/build/testbook.log 2>&1 || { tail -40 $(ROOT)/build/testbook.log >&2; \
+	  echo "error: the smoke-mode book did not build (full log: build/testbook.log)" >&2; exit 1; }
+	@echo "== test book built in $(TESTBOOK)/book/_build/html"
+
+# Debian's chromium for the browser test: installed when missing and apt-get can run as
+# root; otherwise the test is skipped with a message (PAPERLIB_REQUIRE_BROWSER=1 fails it).
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing Debian's chromium for the browser test (apt-get)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "warning: could not install chromium; the browser test will be skipped" >&2; \
+	else echo "note: chromium is not installed and cannot be installed here (needs root and apt-get);" \
+	  "the browser test will be skipped" >&2; fi
 
 bench: | $(ENV_TARGET) $(PARAMS_STAMP)
 	@shopt -s nullglob; files=(bench/bench_*.py); \
@@ -196,7 +266,7 @@ opacus-table: | $(ENV_TARGET)
 	$(PY) -m paperlib.opacus_code --refresh --confirm all
 
 clean:
-	rm -rf build results figures book/_build book/notebooks book/grade.md
+	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md
 
 distclean: clean
 	rm -rf .venv

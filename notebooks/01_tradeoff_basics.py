@@ -105,8 +105,7 @@ for mu, col in zip(mus, pf.shades(plotting.COLORS["guarantee"], len(mus))):
 pf.plot_curve(ax, alpha, tradeoff.eps_delta_tradeoff(alpha, 1.0, 0.1), "audit", r"$f_{1,\,0.1}$",
               linestyle="-", marker=None)
 ax.legend(loc="upper right", fontsize=8)
-plotting.savefig(fig, "01_tradeoff_functions", {"mode": MODE, "seed": SEED, "mu": mus, "eps_delta": [1.0, 0.1]})
-plt.show()
+pf.show_figure(fig, "01_tradeoff_functions", {"mode": MODE, "seed": SEED, "mu": mus, "eps_delta": [1.0, 0.1]})
 
 # the basic properties, checked on the grid
 for mu in mus:
@@ -116,13 +115,15 @@ for mu in mus:
 assert np.allclose(tradeoff.gaussian_tradeoff(alpha, 0.0), tradeoff.identity_tradeoff(alpha))
 
 # %% [markdown]
-# **Figure 1.1.** The Gaussian trade-off functions $G_\mu$ for
+# ```{glue:figure} 01_tradeoff_functions
+# :name: fig-01-tradeoff-functions
+#
+# The Gaussian trade-off functions $G_\mu$ for
 # $\mu \in \{0.5, 1, 2, 3\}$ (blue, darker for larger $\mu$, i.e. more leakage), the
 # $(\varepsilon,\delta)$ curve $f_{1,0.1}$ (purple, two straight pieces) and the
 # diagonal $\mathrm{Id}$ (grey dashed). Closed forms evaluated at
-# {glue:text}`nb01_nalpha` equally spaced values of $\alpha$; mode
-# {glue:text}`nb01_mode`, seed {glue:text}`nb01_seed` (nothing random). File:
-# `figures/01_tradeoff_functions.png`.
+# {glue:text}`nb01_nalpha` equally spaced values of $\alpha$ (nothing random).
+# ```
 
 # %% [markdown]
 # ## 2. Privacy profiles and the Balle–Wang formula
@@ -216,18 +217,19 @@ ax2.set_ylabel(r"$\delta(\varepsilon)$")
 ax2.set_title(r"Privacy profiles of $G_\mu$", fontsize=10)
 ax2.grid(True, alpha=0.3, linewidth=0.5)
 ax2.legend(fontsize=7)
-plotting.savefig(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mus, "n_x": N_X})
-plt.show()
+pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mus, "n_x": N_X})
 
 # %% [markdown]
-# **Figure 1.2.** Left: $G_1$ (blue) with the $(\varepsilon,\delta(\varepsilon))$ curves
+# ```{glue:figure} 01_privacy_profiles
+# :name: fig-01-privacy-profiles
+#
+# Left: $G_1$ (blue) with the $(\varepsilon,\delta(\varepsilon))$ curves
 # that support it for $\varepsilon \in \{0, 0.5, 1, 2\}$ (purple, darker for larger
 # $\varepsilon$); each touches $G_1$ without crossing it. Right: the privacy profiles of
 # $G_\mu$, $\mu \in \{0.5,1,2,3\}$: the Balle–Wang closed form (lines) and the direct
 # numerical supremum (open circles, every fourth $\varepsilon$ shown); the two agree to
-# the printed precision above. Mode {glue:text}`nb01_mode`, seed
-# {glue:text}`nb01_seed`, {glue:text}`nb01_nx` grid points per supremum. File:
-# `figures/01_privacy_profiles.png`.
+# the printed precision above. {glue:text}`nb01_nx` grid points per supremum.
+# ```
 
 # %% [markdown]
 # ## 3. The SGM claim $f_q$, its inverse and the symmetrised $C_q$
@@ -284,18 +286,20 @@ pf.plot_curve(ax, sym.alpha, sym.beta, "sgm_claim", r"$C_q = \min\{f_q, f_q^{-1}
 pf.plot_curve(ax, a_f, b_f, "sgm_claim", r"$f_q$ (order $D$, $D'$)", linewidth=1.8)
 pf.plot_curve(ax, inv.alpha, inv.beta, "sgm_claim", r"$f_q^{-1}$ (order $D'$, $D$)", linestyle=":", linewidth=1.6)
 ax.legend(fontsize=7.5, loc="upper right")
-plotting.savefig(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "sigma": sigma_demo})
-plt.show()
+pf.show_figure(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "sigma": sigma_demo})
 
 # %% [markdown]
-# **Figure 1.3.** The SGM claim for $q = 0.3$, $\sigma = 0.5$: $f_q$ (black solid), its
+# ```{glue:figure} 01_sgm_claim
+# :name: fig-01-sgm-claim
+#
+# The SGM claim for $q = 0.3$, $\sigma = 0.5$: $f_q$ (black solid), its
 # inverse $f_q^{-1}$ (black dotted), their symmetrised lower envelope $C_q$ (wide grey
 # band; it follows $f_q$ for small $\alpha$, $f_q^{-1}$ for large $\alpha$, and
 # bridges the two with a straight piece across the diagonal) and, for reference, the
 # unsubsampled $G_{1/\sigma} = G_2$ (thin blue). $f_q$ starts at $(0,1)$ with the steep
 # slope of $G_2$ and ends along the line of slope $-(1-q)$; its inverse does the
-# opposite. Exact curves (chord error below $10^{-7}$); mode {glue:text}`nb01_mode`,
-# seed {glue:text}`nb01_seed`. File: `figures/01_sgm_claim.png`.
+# opposite. Exact curves (chord error below $10^{-7}$).
+# ```
 
 # %% [markdown]
 # ## 4. Privacy profiles of the claim
@@ -328,7 +332,7 @@ def compute_claim_profiles():
         ep = np.log1p(np.expm1(eps_p) / q)
         out["formula"].append(q * tradeoff.gaussian_delta(ep, 1 / sigma_prof))
         out["sym_curve"].append(guarantees.sgm_claim_symmetric(q, sigma_prof, tol=1e-8).delta(eps_p))
-    # epsilon at delta = 1e-5 of the claim: these q, and the two settings of Figure 5 (sigma = 10)
+    # epsilon at delta = 1e-5 of the claim: these q, and the two settings of the paper's Figure 5 (sigma = 10)
     for q, s in [(q, sigma_prof) for q in qs] + [(0.005, 10.0), (0.7, 10.0), (0.5, 2.0), (0.7, 2.0)]:
         out["eps_at_1e-5"][f"q={q:g},sigma={s:g}"] = guarantees.sgm_claim(q, s).epsilon(1e-5)
     return out
@@ -366,17 +370,18 @@ ax.set_ylabel(r"$\delta(\varepsilon)$")
 ax.set_title(rf"Privacy profile of the SGM claim $f_q$, $\sigma={sigma_prof:g}$", fontsize=10)
 ax.grid(True, alpha=0.3, linewidth=0.5)
 ax.legend(fontsize=8)
-plotting.savefig(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": qs, "sigma": sigma_prof})
-plt.show()
+pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": qs, "sigma": sigma_prof})
 
 # %% [markdown]
-# **Figure 1.4.** Privacy profiles $\delta(\varepsilon)$ of the SGM claim $f_q$ with
+# ```{glue:figure} 01_sgm_claim_profiles
+# :name: fig-01-sgm-claim-profiles
+#
+# Privacy profiles $\delta(\varepsilon)$ of the SGM claim $f_q$ with
 # $\sigma = 1$ for $q \in \{0.005, 0.05, 0.3, 1\}$ (lighter grey for smaller $q$): the
 # exact profile (lines) and the subsampling formula $q\,\delta_{G_{1/\sigma}}(\varepsilon')$
 # (open squares). Subsampling lowers the whole profile; the dashed line marks
-# $\delta=10^{-5}$, where the table above reads off $\varepsilon$. Mode
-# {glue:text}`nb01_mode`, seed {glue:text}`nb01_seed`. File:
-# `figures/01_sgm_claim_profiles.png`.
+# $\delta=10^{-5}$, where the table above reads off $\varepsilon$.
+# ```
 #
 # The $\varepsilon$ values of the claim at $\delta = 10^{-5}$ for the settings used
 # later in the book:

@@ -289,44 +289,52 @@ def draw(mech):
     for ax, k in zip(axes[0], idx):
         panel(ax, CASES[k], res["cases"][k])
     axes[0, 0].legend(fontsize=7, loc="upper right")
-    plotting.savefig(fig, f"02_{mech}_guarantee", {"mode": MODE, "seed": SEED, "trials": TRIALS,
-                                                  "cases": [list(CASES[k][:5]) for k in idx]})
-    plt.show()
+    pf.show_figure(fig, f"02_{mech}_guarantee", {"mode": MODE, "seed": SEED, "trials": TRIALS,
+                                                "cases": [list(CASES[k][:5]) for k in idx]})
 
 
 draw("easgm")
 
 # %% [markdown]
-# **Figure 2.1 (EASGM).** Each panel shows the SGM claim $f_q$ at the same $q$ and
+# ```{glue:figure} 02_easgm_guarantee
+# :name: fig-02-easgm-guarantee
+#
+# EASGM. Each panel shows the SGM claim $f_q$ at the same $q$ and
 # $\sigma$ (black), the EASGM guarantee of Theorem 3.6 (blue), the simulation with the
 # batch revealed (grey circles) and the simulation of the real mechanism with the batch
 # hidden (orange, dash-dotted). The grey circles sit on the blue curve, as they must,
 # and the real mechanism lies on or above it — and far *below* the claim: an adversary
 # facing the actual mechanism does much better than the claim allows. At $q=1$ (middle
 # panel) the batch is always the whole dataset, the mixture has a single component, and
-# guarantee, revealed and hidden simulations coincide: the guarantee is attained. Mode
-# {glue:text}`nb02_mode`, seed {glue:text}`nb02_seed`, {glue:text}`nb02_trials` draws
-# per hypothesis and simulation, DKW band $\pm${glue:text}`nb02_dkw`. File:
-# `figures/02_easgm_guarantee.png`.
+# guarantee, revealed and hidden simulations coincide: the guarantee is attained.
+# {glue:text}`nb02_trials` draws per hypothesis and simulation, DKW band
+# $\pm${glue:text}`nb02_dkw`.
+# ```
 
 # %%
 draw("asgm")
 
 # %% [markdown]
-# **Figure 2.2 (ASGM).** As Figure 2.1, for ASGM (real mechanism in sky blue). Here the
+# ```{glue:figure} 02_asgm_guarantee
+# :name: fig-02-asgm-guarantee
+#
+# ASGM. As {numref}`fig-02-easgm-guarantee`, for ASGM (real mechanism in sky blue). Here the
 # guarantee is the least tight of the three: most of the ASGM mixture consists of the
 # $\mathrm{Id}$ component (new example not sampled, both outputs identical), which the
 # revealed-index adversary recognises for free while the real one cannot tell it apart
 # from the informative components. The real mechanism nevertheless lies below the SGM
-# claim in all three settings. Mode {glue:text}`nb02_mode`, seed
-# {glue:text}`nb02_seed`, {glue:text}`nb02_trials` draws per hypothesis and simulation.
-# File: `figures/02_asgm_guarantee.png`.
+# claim in all three settings. {glue:text}`nb02_trials` draws per hypothesis and
+# simulation.
+# ```
 
 # %%
 draw("feasgm")
 
 # %% [markdown]
-# **Figure 2.3 (FEASGM).** As Figure 2.1, for FEASGM (real mechanism in brown). In the
+# ```{glue:figure} 02_feasgm_guarantee
+# :name: fig-02-feasgm-guarantee
+#
+# FEASGM. As {numref}`fig-02-easgm-guarantee`, for FEASGM (real mechanism in brown). In the
 # first two panels the two floors differ ($2$ vs $3$, and $1$ vs $2$): the guarantee
 # is the EASGM formula with $N$ replaced by $K = \lfloor Nq\rfloor$ (Theorem A.3), and
 # with $K = 1$ (middle) the scale ratio $s = 1/2$ makes the two outputs almost perfectly
@@ -334,9 +342,8 @@ draw("feasgm")
 # $\lfloor Nq\rfloor = \lfloor (N+1)q\rfloor = 2$: the mechanism is a post-processing of
 # SGM, its guarantee is the claim (Theorem A.2) and the real mechanism stays above it.
 # No revealed-index simulation is drawn there, because that game is not the one this
-# guarantee describes. Mode {glue:text}`nb02_mode`, seed {glue:text}`nb02_seed`,
-# {glue:text}`nb02_trials` draws per hypothesis and simulation. File:
-# `figures/02_feasgm_guarantee.png`.
+# guarantee describes. {glue:text}`nb02_trials` draws per hypothesis and simulation.
+# ```
 
 # %% [markdown]
 # ## 5. The numbers at $\alpha = 0.1$ and $\varepsilon$ at $\delta = 10^{-5}$

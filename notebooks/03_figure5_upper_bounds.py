@@ -14,14 +14,14 @@
 # ---
 
 # %% [markdown]
-# # Figure 5: upper bounds for the real models
+# # The paper's Figure 5: upper bounds for the real models
 #
 # The guarantees of the previous chapter are mixtures over all batch sizes, and they
 # become expensive when the dataset is large. For the paper's question — *can the real
 # mechanism be as private as the SGM claim says?* — an upper bound on the guarantee is
 # enough: if even the upper bound lies below the claimed curve, then the guarantee does
 # too, and the claim is not justified for the mechanism that is run. This chapter
-# regenerates Figure 5 of {cite}`wang2026rethinking`, which draws such upper bounds for
+# regenerates the paper's Figure 5 {cite}`wang2026rethinking`, which draws such upper bounds for
 # the model sizes of four published DP-SGD systems, compares them with the exact
 # guarantees where those are affordable, and sets the exact bound beside the
 # central-limit approximation through which the paper draws it.
@@ -119,7 +119,7 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT}.it
 # `asgm_upper_bound` evaluate exactly this; no approximation is involved, even at
 # $n \approx 1.5\cdot 10^6$.
 #
-# The settings are those of Figure 5: EASGM with $q = 0.005$, ASGM with $q = 0.7$,
+# The settings are those of the paper's Figure 5: EASGM with $q = 0.005$, ASGM with $q = 0.7$,
 # $\sigma = 10$, the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF and
 # DPSUR) and $n = 1{,}485{,}217$ (PrivImage and DP-FETA), and
 # $N = |D| \in \{1, 4, 999, 59{,}999\}$ — the last being the full 60,000-example
@@ -173,7 +173,7 @@ gvals, info = pf.cached("03_fig5_guarantees",
 print("exact guarantees:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
 
 # %% [markdown]
-# ## 2. Figure 5
+# ## 2. The paper's Figure 5
 #
 # The cell below checks, before drawing anything, that every exact guarantee lies on
 # or below its upper bound (up to the sampling tolerance), which is what Theorems 3.8
@@ -239,12 +239,14 @@ handles += [plt.Line2D([], [], color=N_SHADES[N], linestyle="--", linewidth=1.8,
             for N in NS]
 handles += [plt.Line2D([], [], color=G_SHADES[NS[2]], linewidth=1.0, label="exact guarantee (same shade per N)")]
 fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
-plotting.savefig(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_PARAMS, "q_easgm": Q_EASGM,
-                                     "q_asgm": Q_ASGM, "sigma": SIGMA, "guarantee_tol": TOL_G})
-plt.show()
+pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_PARAMS, "q_easgm": Q_EASGM,
+                                   "q_asgm": Q_ASGM, "sigma": SIGMA, "guarantee_tol": TOL_G})
 
 # %% [markdown]
-# **Figure 5 (regenerated).** Upper bounds $\bar f$ on the one-round guarantees of the
+# ```{glue:figure} 03_figure5
+# :name: fig-03-figure5
+#
+# The paper's Figure 5, regenerated. Upper bounds $\bar f$ on the one-round guarantees of the
 # real implementations (vermillion, dashed; darker for larger $N$) against the SGM
 # claim at the same $q$ and $\sigma=10$ (black). Top row: EASGM with $q = 0.005$
 # (Theorem 3.8); bottom row: ASGM with $q = 0.7$ (Theorem 3.10, Eq. 14). Left:
@@ -257,13 +259,13 @@ plt.show()
 # $N = 1$ and $N = 4$ the EASGM bounds run along the axes (the two outputs are
 # distinguishable almost surely), and the ASGM bounds reduce to the straight line
 # $(1-w)(1-\alpha)$. Exact chi-square evaluation (chord error below $10^{-6}$), exact
-# guarantees to tolerance {glue:text}`nb03_tolg`; mode {glue:text}`nb03_mode`, seed
-# {glue:text}`nb03_seed` (nothing random). File: `figures/03_figure5.png`.
+# guarantees to tolerance {glue:text}`nb03_tolg` (nothing random).
+# ```
 
 # %% [markdown]
 # ## 3. The read-out at FNR 0.5
 #
-# The paper summarises Figure 5 by one number per curve: the FPR at which the
+# The paper summarises its Figure 5 by one number per curve: the FPR at which the
 # adversary's FNR reaches $0.5$. For a convex decreasing curve this is
 # $\inf\{\alpha : f(\alpha) \le 0.5\}$ — for an upper bound $\bar f$ it is an upper
 # bound on the guarantee's own read-out. A value near 0.5 means the adversary is barely
@@ -437,21 +439,22 @@ for i, n in enumerate(N_PARAMS):
             ins.set_yticks([0.47, 0.5, 0.53])
             ax.indicate_inset_zoom(ins, edgecolor="#888888")
 axes[0, 0].legend(fontsize=7, loc="upper right")
-plotting.savefig(fig, "03_figure5_clt_vs_exact", {"mode": MODE, "seed": SEED, "N": N_DRAW, "n": N_PARAMS,
-                                                  "clt_points": N_CLT})
-plt.show()
+pf.show_figure(fig, "03_figure5_clt_vs_exact", {"mode": MODE, "seed": SEED, "N": N_DRAW, "n": N_PARAMS,
+                                                "clt_points": N_CLT})
 
 # %% [markdown]
-# **Figure 5b.** The EASGM upper bound of Figure 5 computed two ways: exactly, as a
+# ```{glue:figure} 03_figure5_clt_vs_exact
+# :name: fig-03-figure5-clt-vs-exact
+#
+# The EASGM upper bound of {numref}`fig-03-figure5` computed two ways: exactly, as a
 # chi-square test (vermillion, dashed), and through the CLT of Theorems 3.12/3.13
 # (green, dotted; defined only on $[\gamma, 1-\gamma]$), with the SGM claim for
 # $q = 0.005$, $\sigma = 10$ (black). Rows: $n = 26{,}010$ and $n = 1{,}485{,}217$;
-# columns: $N = 999$ and $N = 59{,}999$ (insets magnify the centre as in Figure 5). For
+# columns: $N = 999$ and $N = 59{,}999$ (insets magnify the centre as in {numref}`fig-03-figure5`). For
 # $N = 1$ and $N = 4$ both curves run along the axes and are left out; the table below
 # has their numbers. Panel titles give the CLT's $\mu$ and $\gamma$ and the largest
-# vertical gap between the two curves. CLT curves on {glue:text}`nb03_nclt` points;
-# mode {glue:text}`nb03_mode`, seed {glue:text}`nb03_seed`. File:
-# `figures/03_figure5_clt_vs_exact.png`.
+# vertical gap between the two curves. CLT curves on {glue:text}`nb03_nclt` points.
+# ```
 
 # %%
 pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR at FNR 0.5, exact",
@@ -467,8 +470,8 @@ pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR
 # for $N = 59{,}999$ both are close to the diagonal — at $n = 26{,}010$ the Berry–Esseen
 # term $\gamma$ even exceeds the whole effect, so the CLT curve reaches the diagonal at
 # $\alpha = 0.5$ and says nothing there — and for $N \le 4$ both sit on the axes. The paper's conclusions survive either way — the CLT curve is itself an upper
-# bound — but the exact curves show that the real guarantees are weaker than Figure 5 of
-# the paper suggests.
+# bound — but the exact curves show that the real guarantees are weaker than the
+# paper's Figure 5 suggests.
 
 # %%
 wall = time.perf_counter() - T_START

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Auditing EASGM and ASGM on synthetic data: dataset size and sampling rate (Figure 2)
+# # Auditing EASGM and ASGM on synthetic data: dataset size and sampling rate (the paper's Figure 2)
 #
 # The previous chapters computed what EASGM and ASGM guarantee. This one plays the
 # membership game against the mechanisms themselves, as Section 5.2 of
@@ -117,7 +117,7 @@ POINTS += [{"mechanism": "asgm", "N": N, "n": N_DIM, "q": q} for q in Q_ASGM for
 print(f"MODE={MODE} DEVICE={DEVICE} SEED={SEED}: {len(POINTS)} points, {TRIALS:,} counted + {TRIALS:,} "
       f"calibration rounds each")
 for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,}"}.items():
-    glue(f"nb07_{k}", v, display=False)
+    glue(f"nb04_{k}", v, display=False)
 
 # %% [markdown]
 # ## 1. The audits
@@ -174,7 +174,7 @@ GUAR = {(t["mechanism"], t["q"], t["N"]): (t["eps_guarantee"] if t["eps_guarante
         for t in th}
 
 # %% [markdown]
-# ## 3. Figure 2: audited leakage against the dataset size
+# ## 3. The paper's Figure 2: audited leakage against the dataset size
 
 # %%
 fig, axes = plt.subplots(2, 2, figsize=(9.5, 7.2), sharex=True, constrained_layout=True)
@@ -198,13 +198,15 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
     axes[row, 1].legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
 fig.suptitle(f"Audited one-round leakage, n = {N_DIM}, σ = {SIGMA:g}, C = {C:g}  "
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
-plotting.savefig(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
-                                        "sigma": SIGMA, "C": C, "delta": DELTA, "N": N_VALUES, "q_easgm": Q_EASGM,
-                                        "q_asgm": Q_ASGM})
-plt.show()
+pf.show_figure(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
+                                      "sigma": SIGMA, "C": C, "delta": DELTA, "N": N_VALUES, "q_easgm": Q_EASGM,
+                                      "q_asgm": Q_ASGM})
 
 # %% [markdown]
-# **Figure 7.1 (the paper's Figure 2).** Audited $\varepsilon_L$ at $\delta = 10^{-5}$
+# ```{glue:figure} 04_fig2_audit
+# :name: fig-04-fig2-audit
+#
+# The paper's Figure 2, regenerated. Audited $\varepsilon_L$ at $\delta = 10^{-5}$
 # against the dataset size $N$, for EASGM (top) and ASGM (bottom), with the paper's
 # normality distinguisher (left) and the optimal one (right). One colour per sampling
 # rate $q$; the dotted line of the same colour is the $\varepsilon$ the SGM analysis
@@ -212,10 +214,10 @@ plt.show()
 # the largest $\varepsilon_L$ that {glue:text}`nb04_trials` trials can certify at all
 # ({glue:text}`nb04_ceiling`, reached only with no error of either kind). Every point
 # above its dotted line is a demonstrated violation of the SGM claim. Synthetic
-# worst-case data, $n = 100$, $\sigma = 10$, $C = 0.1$; mode {glue:text}`nb04_mode`,
-# device {glue:text}`nb04_device`, seed {glue:text}`nb04_seed`, 95% Clopper-Pearson
-# intervals, threshold chosen on as many separate calibration rounds. File:
-# `figures/04_fig2_audit.png`.
+# worst-case data, $n = 100$, $\sigma = 10$, $C = 0.1$; device {glue:text}`nb04_device`,
+# 95% Clopper-Pearson intervals, threshold chosen on as many separate calibration
+# rounds.
+# ```
 
 # %% [markdown]
 # ## 4. Audits, claims and guarantees on the same axes
@@ -248,20 +250,21 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
             ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0, 0].get_legend_handles_labels()
 fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=5, frameon=False)
-plotting.savefig(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
-                                         "sigma": SIGMA, "C": C, "delta": DELTA})
-plt.show()
+pf.show_figure(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
+                                       "sigma": SIGMA, "C": C, "delta": DELTA})
 
 # %% [markdown]
-# **Figure 7.2.** The same audits as Figure 7.1 (pink: optimal distinguisher filled,
+# ```{glue:figure} 04_fig2_theory
+# :name: fig-04-fig2-theory
+#
+# The same audits as {numref}`fig-04-fig2-audit` (pink: optimal distinguisher filled,
 # normality distinguisher hollow) against the sampling rate, one panel per $N$, on a
 # log scale together with the SGM claim (black) and the corrected one-round guarantee
 # (blue). The ordering claim $<$ audit $\le$ guarantee is what the theory predicts: the
 # claim is violated, the corrected guarantee is not. The guarantee's $\varepsilon$ (18 to
 # 180) is far above anything 10,000 trials can certify; the audits are capped by the
-# grey line. Mode {glue:text}`nb04_mode`, device {glue:text}`nb04_device`, seed
-# {glue:text}`nb04_seed`, {glue:text}`nb04_trials` trials per point. File:
-# `figures/04_fig2_theory.png`.
+# grey line. Device {glue:text}`nb04_device`, {glue:text}`nb04_trials` trials per point.
+# ```
 
 # %% [markdown]
 # ### Which points violate the SGM claim, and which stay within the guarantee

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Auditing EASGM and ASGM on synthetic data: the output dimension (Figure 3)
+# # Auditing EASGM and ASGM on synthetic data: the output dimension (the paper's Figure 3)
 #
 # The corrected guarantees of {cite}`wang2026rethinking` weaken as the output dimension
 # $n$ grows: the noise on $D$ and on $D'$ is divided by different numbers, so the two
@@ -91,7 +91,7 @@ print(f"MODE={MODE} DEVICE={DEVICE} SEED={SEED}: {len(POINTS)} points, {TRIALS:,
       f"rounds each; largest certifiable eps_L {ceiling:.2f}")
 for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,}",
              "ceiling": f"{ceiling:.2f}"}.items():
-    glue(f"nb08_{k}", v, display=False)
+    glue(f"nb05_{k}", v, display=False)
 
 # %% [markdown]
 # ## 1. The audits
@@ -122,7 +122,7 @@ GUAR = {(t["mechanism"], t["q"], t["n"]): (t["eps_guarantee"] if t["eps_guarante
         for t in th}
 
 # %% [markdown]
-# ## 2. Figure 3: audited $(\varepsilon,\delta)$ curves against the claim
+# ## 2. The paper's Figure 3: audited $(\varepsilon,\delta)$ curves against the claim
 
 # %%
 alpha = np.linspace(0.0, 1.0, 801)
@@ -143,13 +143,15 @@ for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("o
         ax.legend(fontsize=6, loc="upper right")
 fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g} "
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
-plotting.savefig(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
-                                        "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
-                                        "settings": [list(s) for s in SETTINGS]})
-plt.show()
+pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+                                      "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
+                                      "settings": [list(s) for s in SETTINGS]})
 
 # %% [markdown]
-# **Figure 8.1 (the paper's Figure 3).** Each panel: the SGM claim's
+# ```{glue:figure} 05_fig3_audit
+# :name: fig-05-fig3-audit
+#
+# The paper's Figure 3, regenerated. Each panel: the SGM claim's
 # $(\varepsilon,\delta)$ curve $f_{\varepsilon_{\text{claim}},\delta}$ (black) and the
 # audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (light to dark:
 # $n = 1$ to $10{,}000$); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
@@ -157,9 +159,9 @@ plt.show()
 # paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
 # row: the optimal distinguisher. A curve below the black one is an audit that violates
 # the claim. $N = 4$, $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, synthetic worst-case
-# gradients; mode {glue:text}`nb05_mode`, device {glue:text}`nb05_device`, seed
-# {glue:text}`nb05_seed`, {glue:text}`nb05_trials` counted trials per point (as many
-# calibration rounds), 95% Clopper-Pearson intervals. File: `figures/05_fig3_audit.png`.
+# gradients; device {glue:text}`nb05_device`, {glue:text}`nb05_trials` counted trials
+# per point (as many calibration rounds), 95% Clopper-Pearson intervals.
+# ```
 
 # %% [markdown]
 # ## 3. $\varepsilon_L$ against the output dimension
@@ -187,21 +189,22 @@ for ax, (mech, q) in zip(axes, SETTINGS):
 axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=6, frameon=False)
-plotting.savefig(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
-                                      "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})
-plt.show()
+pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
+                                    "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})
 
 # %% [markdown]
-# **Figure 8.2.** The audits of Figure 8.1 as numbers: $\varepsilon_L$ (pink; filled
+# ```{glue:figure} 05_eps_vs_n
+# :name: fig-05-eps-vs-n
+#
+# The audits of {numref}`fig-05-fig3-audit` as numbers: $\varepsilon_L$ (pink; filled
 # circles: optimal distinguisher, hollow circles: normality distinguisher, triangles:
 # normality votes with undecided pairs counted as half a vote) against $n$, with the SGM
 # claim (black), the $\varepsilon$ of the corrected guarantee (blue; off the top of the
 # axis, drawn at $10^3$, where it is infinite at double precision) and the largest
 # $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb05_ceiling`). The
 # vertical axis is logarithmic above $10^{-3}$ and linear below, so that $\varepsilon_L = 0$
-# is visible. Mode {glue:text}`nb05_mode`, device {glue:text}`nb05_device`, seed
-# {glue:text}`nb05_seed`, {glue:text}`nb05_trials` trials per point. File:
-# `figures/05_eps_vs_n.png`.
+# is visible. Device {glue:text}`nb05_device`, {glue:text}`nb05_trials` trials per point.
+# ```
 
 # %%
 rows, below, below_large = [], [], []
@@ -265,7 +268,7 @@ else:
 # image happens. The votes cancel, the remaining pairs contribute coins, and only the
 # pairs' different weights are left to tell the datasets apart — and the coins drown
 # those. Counting an undecided pair as half a vote instead of a coin flip (triangles in
-# Figure 8.2) removes that noise, and the same votes then certify an $\varepsilon_L$
+# {numref}`fig-05-eps-vs-n`) removes that noise, and the same votes then certify an $\varepsilon_L$
 # that grows with $n$ like the optimal one's. An $\varepsilon_L$ near the claim for ASGM
 # at large $n$ is therefore a limit of the paper's distinguisher with fair coins (as
 # rebuilt here; the paper's Appendix C is missing), not of the leakage. The counts of

@@ -14,9 +14,9 @@
 # ---
 
 # %% [markdown]
-# # Auditing real DP-SGD implementations on real data (Figure 4)
+# # Auditing real DP-SGD implementations on real data (the paper's Figure 4)
 #
-# Chapters 7 and 8 audited the mechanisms on synthetic worst-case gradients. Here the
+# Chapters 4 and 5 audited the mechanisms on synthetic worst-case gradients. Here the
 # rounds come from the code that practitioners run, as in Section 5.1 of
 # {cite}`wang2026rethinking`: five random points of a real dataset (MNIST, Fashion-MNIST,
 # CIFAR-10; one panel each) form $D'$, the first four form $D$ ($|D| = 4$), the model sits
@@ -136,7 +136,7 @@ for row in rows:
           f"{r['eps_lower'][OPT]:9.2f} {r['eps_lower'][NORM]:10.2f} {r['eps_claimed']:6.3f} {chk:>8}")
 
 # %% [markdown]
-# ## 3. Figure 4
+# ## 3. The paper's Figure 4
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
@@ -159,17 +159,19 @@ fig.suptitle(f"One DP-SGD step on 5 real points, |D| = {N}, C = {C}, σ = {SIGMA
 fig.tight_layout()
 meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
         "delta": DELTA, "data": {k: v[0] for k, v in SOURCES.items()}}
-plotting.savefig(fig, "06_fig4_real_audit", meta)
-plt.show()
+pf.show_figure(fig, "06_fig4_real_audit", meta)
 
 # %% [markdown]
-# *Figure 4 (regenerated).* Audited $\varepsilon_L$ of one step of the EASGM code path
-# (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and PrivImage) at $q = 0.005, 0.5$ and of
-# DPSUR's ASGM step at $q = 0.7, 0.8$, with $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$,
-# $\delta = 10^{-5}$; bars: the two distinguishers; black ticks: the SGM claim's
-# $\varepsilon$. Mode, trials, seed and data source are in the title and in
-# `figures/06_fig4_real_audit.json`; a panel marked "synthetic stand-in" did not use the
-# real dataset.
+# ```{glue:figure} 06_fig4_real_audit
+# :name: fig-06-fig4-real-audit
+#
+# The paper's Figure 4, regenerated: audited $\varepsilon_L$ of one step of the EASGM code
+# path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and PrivImage) at $q = 0.005, 0.5$
+# and of DPSUR's ASGM step at $q = 0.7, 0.8$, with $|D| = 4$, $|D'| = 5$, $C = 0.1$,
+# $\sigma = 10$, $\delta = 10^{-5}$; bars: the two distinguishers; black ticks: the SGM
+# claim's $\varepsilon$. The data source of each panel is in its title and in the line
+# below; a panel marked "synthetic stand-in" did not use the real dataset.
+# ```
 
 # %%
 n_above = sum(1 for row in rows if row["result"] and row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Auditing Opacus v1.x (FEASGM) on MNIST (Figure 6)
+# # Auditing Opacus v1.x (FEASGM) on MNIST (the paper's Figure 6)
 #
 # Since v1.0, Opacus {cite}`yousefpour2021opacus` divides the noisy gradient sum by
 # $\lfloor Nq \rfloor$ (FEASGM) under Poisson sampling with mean reduction. DP-FETA builds on
@@ -86,7 +86,7 @@ if R:
           f"({R['seconds_per_step']:.3f} s per Opacus step, {2 * TRIALS:,} steps)")
 
 # %% [markdown]
-# ## Figure 6
+# ## The paper's Figure 6
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -103,9 +103,8 @@ ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 ax.set_title(f"Opacus FEASGM, {'MNIST' if DATASET == 'mnist' else 'synthetic stand-in'}, q={Q}, |D|={N}, "
              f"σ={SIGMA}, C={C}\nmode {MODE}, seed {SEED}, {TRIALS:,} trials", fontsize=9)
 fig.tight_layout()
-plotting.savefig(fig, "07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "N": N, "q": Q,
-                                               "sigma": SIGMA, "C": C, "model": MODEL, "data": DATASET})
-plt.show()
+pf.show_figure(fig, "07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "N": N, "q": Q,
+                                             "sigma": SIGMA, "C": C, "model": MODEL, "data": DATASET})
 save_result("07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
                                       "N": N, "q": Q, "sigma": SIGMA, "C": C, "model": MODEL},
             {"result": R, "error": ERROR, "dataset": DATASET, "note": NOTE},
@@ -113,11 +112,14 @@ save_result("07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIA
 print(f"notebook wall time {time.perf_counter() - T_START:.0f} s")
 
 # %% [markdown]
-# *Figure 6 (regenerated).* Audited $\varepsilon_L$ of one step of the installed Opacus
-# (FEASGM, the DP-FETA code path) with $q = 0.5$, $|D| = 3$, $|D'| = 4$, $\sigma = 10$,
-# $C = 0.1$, $\delta = 10^{-5}$, for both distinguishers; the black line is the SGM claim.
-# Mode, trials, seed and data source are in the title and in
-# `figures/07_fig6_opacus_feasgm.json`.
+# ```{glue:figure} 07_fig6_opacus_feasgm
+# :name: fig-07-fig6-opacus-feasgm
+#
+# The paper's Figure 6, regenerated: audited $\varepsilon_L$ of one step of the installed
+# Opacus (FEASGM, the DP-FETA code path) with $q = 0.5$, $|D| = 3$, $|D'| = 4$,
+# $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, for both distinguishers; the black line is
+# the SGM claim. The data source is in the title.
+# ```
 #
 # Both distinguishers certify far more leakage than the claim allows: the step divides by
 # 1 on $D$ and by 2 on $D'$, so the noise scale alone — visible in the norm of a

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Figure 7: two hundred rounds of Opacus's FEASGM
+# # Two hundred rounds of Opacus's FEASGM (the paper's Figure 7)
 #
 # Training runs for many rounds, and the number a practitioner reads off is the
 # $(\varepsilon, \delta)$ that an accountant reports for the whole run. Appendix A.4 of
@@ -55,7 +55,7 @@ Q = 0.005
 SIGMA = 10.0
 N_PARAMS = [26_010, 1_485_217]  # the two model sizes of the paper
 DELTA = 1e-5
-ASGM_NS = [999, 59_999]  # ASGM: |D| for the numerical T-round composition (Figure 5's DPSUR setting)
+ASGM_NS = [999, 59_999]  # ASGM: |D| for the T-round composition (DPSUR setting of the paper's Figure 5)
 ASGM_Q = 0.7
 ASGM_N_PARAMS = 26_010
 
@@ -95,14 +95,14 @@ ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 4
 print(f"MODE={MODE} SEED={SEED}: FFT length {MAX_FFT}, {N_DELTAS} deltas for the RDP claim curve")
 print("results ->", results_dir().resolve())
 for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELTAS, "T": ROUNDS}.items():
-    glue(f"nb05_{k}", v, display=False)
+    glue(f"nb09_{k}", v, display=False)
 
 # %% [markdown]
 # ## 1. The two normalisers
 #
 # Opacus 1.x divides the noisy gradient sum by `int(len(dataset) * sample_rate)`
-# (Table 2 of the paper; the code audit chapter shows the line). For the pair of
-# Figure 7 that is 700 on $D$ and 701 on $D'$. When the two numbers agree, the
+# (Table 2 of the paper; the code audit chapter shows the line). For the pair of the
+# paper's Figure 7 that is 700 on $D$ and 701 on $D'$. When the two numbers agree, the
 # mechanism is SGM divided by a constant and the SGM claim holds; when they differ it
 # does not, and Theorem A.4 bounds each round by
 # $\bar f = T\big(P^{\otimes(n-1)}, Q_K^{\otimes(n-1)}\big)$ with $K = 700$ and
@@ -112,7 +112,7 @@ for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELT
 K, K1 = comp.feasgm_normalisers(N_SMALL, Q)
 print(f"|D| = {N_SMALL:,}: normaliser {K};  |D'| = {N_SMALL + 1:,}: normaliser {K1}")
 assert (K, K1) == (700, 701)
-glue("nb05_K", K, display=False)
+glue("nb09_K", K, display=False)
 
 # %% [markdown]
 # ## 2. Exact bound, CLT bound and the claim
@@ -229,14 +229,16 @@ for j, n in enumerate(N_PARAMS):
     draw_panel(axes[0, j], fig7["feasgm"][str(n)], "upper",
                f"FEASGM, T = {ROUNDS}, |D| = {N_SMALL:,}, |D'| = {N_SMALL + 1:,}\n"
                f"q = {Q:g}, σ = {SIGMA:g}, K = {K} vs {K1}, n = {n:,}")
-plotting.savefig(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
-                                     "n": N_PARAMS, "max_fft": MAX_FFT, "n_deltas": N_DELTAS})
-plt.show()
+pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
+                                   "n": N_PARAMS, "max_fft": MAX_FFT, "n_deltas": N_DELTAS})
 
 # %% [markdown]
-# **Figure 7 (regenerated).** The 200-round upper bound on the guarantee of Opacus's
+# ```{glue:figure} 09_figure7
+# :name: fig-09-figure7
+#
+# The paper's Figure 7, regenerated: the 200-round upper bound on the guarantee of Opacus's
 # FEASGM for $|D| = 140{,}199$, $|D'| = 140{,}200$, $q = 0.005$, $\sigma = 10$
-# (normalisers {glue:text}`nb05_K` and 701): exact chi-square curve (vermillion, dashed)
+# (normalisers {glue:text}`nb09_K` and 701): exact chi-square curve (vermillion, dashed)
 # and the CLT bound of Theorem A.7 (green, dotted; only on $[\gamma, 1-\gamma]$), against
 # the claim that Opacus's RDP accountant certifies (black, solid) and the tight SGM claim
 # (black, dotted). Left: $n = 26{,}010$; right: $n = 1{,}485{,}217$, where both bounds run
@@ -246,8 +248,8 @@ plt.show()
 # $\varepsilon = $ {glue:text}`nb09_eps_fe_small:.1f` and {glue:text}`nb09_eps_fe_large:.0f`:
 # no analysis of this mechanism can certify the claim. Exact curves on 2,401 values of
 # $\alpha$, tight claim by numerical composition with FFT length
-# {glue:text}`nb09_fft`; mode {glue:text}`nb09_mode`, seed {glue:text}`nb09_seed`.
-# File: `figures/09_figure7.png`.
+# {glue:text}`nb09_fft`.
+# ```
 #
 # Two remarks on what the figure shows. First, the exact bound is far below its CLT
 # approximation: at $n = 26{,}010$ the CLT curve has $\mu \approx 2.8$ while the exact
@@ -281,9 +283,8 @@ fig, axes = pf.new_grid(1, 2, panel=4.4)
 for j, n in enumerate(N_PARAMS):
     draw_panel(axes[0, j], fig7["easgm"][str(n)], "upper",
                f"EASGM, T = {ROUNDS}, |D| = {N_SMALL:,}, q = {Q:g}, σ = {SIGMA:g}\nn = {n:,}")
-plotting.savefig(fig, "09_easgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q,
-                                          "sigma": SIGMA, "n": N_PARAMS})
-plt.show()
+pf.show_figure(fig, "09_easgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q,
+                                        "sigma": SIGMA, "n": N_PARAMS})
 
 eps_ea = {n: fig7["easgm"][str(n)]["eps"] for n in N_PARAMS}
 rows = [["EASGM", f"{n:,}", fig7["easgm"][str(n)]["mu"], eps_ea[n], cl["rdp"]["eps"], cl["prv"]["eps"],
@@ -298,14 +299,17 @@ glue("nb09_eps_ea_large", float(eps_ea[N_PARAMS[1]]), display=False)
 display_table
 
 # %% [markdown]
-# **Figure 7b.** As Figure 7 for EASGM (normaliser $Nq$ on $D$, $(N+1)q$ on $D'$), same
+# ```{glue:figure} 09_easgm_rounds
+# :name: fig-09-easgm-rounds
+#
+# As {numref}`fig-09-figure7` for EASGM (normaliser $Nq$ on $D$, $(N+1)q$ on $D'$), same
 # settings. At $n = 1{,}485{,}217$ the bound has $\varepsilon = $
 # {glue:text}`nb09_eps_ea_large:.3f`, above every claim. At $n = 26{,}010$ it has
 # $\varepsilon = $ {glue:text}`nb09_eps_ea_small:.3f`: below what the RDP accountant reports
 # but above the tight claim and above Opacus's PRV value — whether the run looks
 # "violated" depends on the accountant used for the claim, because RDP's looseness
-# hides a real gap. Mode {glue:text}`nb09_mode`, seed {glue:text}`nb09_seed` (nothing
-# random). File: `figures/09_easgm_rounds.png`.
+# hides a real gap.
+# ```
 
 # %% [markdown]
 # ## 4. ASGM over $T$ rounds, by numerical composition
@@ -333,9 +337,9 @@ display_table
 # $f_q$ for the tight claim (section 2) and reproduces $G_{\sqrt{T}\mu}$ from $G_\mu$
 # in the tests.
 #
-# Setting: Figure 5's DPSUR model ($n = 26{,}010$, $q = 0.7$) with $\sigma = 10$ and
-# $T = 200$, for $|D| = 999$ and for the full MNIST training set less one
-# ($|D| = 59{,}999$).
+# Setting: the DPSUR model of the paper's Figure 5 ($n = 26{,}010$, $q = 0.7$) with
+# $\sigma = 10$ and $T = 200$, for $|D| = 999$ and for the full MNIST training set less
+# one ($|D| = 59{,}999$).
 
 # %%
 def compute_asgm():
@@ -382,23 +386,25 @@ for j, N in enumerate(ASGM_NS):
     lo, hi = b["eps_bracket"]
     rows.append([f"{N:,}", b["one_round_eps"], lo, hi, acl["rdp"]["eps"], acl["prv"]["eps"],
                  acl["tight"]["eps_bracket"][1], "yes" if lo > acl["rdp"]["eps"] else "no"])
-plotting.savefig(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
-                                         "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_fft": MAX_FFT})
-plt.show()
+pf.show_figure(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
+                                       "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_fft": MAX_FFT})
 pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of f̄^⊗T ≤", "ε claim (RDP)", "ε claim (PRV)",
                    "ε claim (tight, ≤)", "bound weaker than RDP claim?"], rows, floatfmt=".4g")
 
 # %% [markdown]
-# **Figure 7c (beyond the paper).** The ASGM bound of Eq. 14 composed over
-# {glue:text}`nb05_T` rounds (vermillion; the shaded band between the two sides of
+# ```{glue:figure} 09_asgm_rounds
+# :name: fig-09-asgm-rounds
+#
+# Beyond the paper: the ASGM bound of Eq. 14 composed over
+# {glue:text}`nb09_T` rounds (vermillion; the shaded band between the two sides of
 # the numerical composition is its discretisation error), the one-round bound (sky blue)
 # and the claims for $q = 0.7$, $\sigma = 10$ (black). With $|D| = 999$ the composed
 # bound has $\varepsilon$ far above the claim, so the claim is not supported; with the
 # full training set the bound stays above the claim curve and proves nothing — the same
-# picture as the one-round Figure 5, now over a whole run. The table gives the bracket
-# of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
-# compared with a claim). Mode {glue:text}`nb09_mode`, FFT length {glue:text}`nb09_fft`,
-# seed {glue:text}`nb09_seed` (nothing random). File: `figures/09_asgm_rounds.png`.
+# picture as the paper's one-round Figure 5, now over a whole run. The table gives the
+# bracket of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
+# compared with a claim). FFT length {glue:text}`nb09_fft`.
+# ```
 
 # %%
 b_small, b_full = asgm["bound"][str(ASGM_NS[0])], asgm["bound"][str(ASGM_NS[1])]

@@ -168,8 +168,8 @@ glue("nb10_claim_int", float(ex_int["claimed_epsilon"]["rdp"]), display=False)
 # the defaults are unchanged). The removal neighbour is in the weak case exactly when
 # $\lceil N/B \rceil$ divides $N$, the addition neighbour when it divides $N+1$ (and then
 # $\lceil (N+1)/B \rceil$ usually changes too, giving the two datasets different
-# sampling rates, which neither analysis covers). The figure scans all batch sizes
-# for $N = 60{,}000$.
+# sampling rates, which neither analysis covers). {numref}`fig-10-batch-size-scan` scans
+# all batch sizes for $N = 60{,}000$.
 
 # %%
 def normaliser_scan(N, batch_sizes):
@@ -198,8 +198,7 @@ ax.set_yticks([])
 ax.set_xlabel("batch size B (Opacus 1.6.0 rule, N = {:,})".format(N_TRAIN))
 ax.set_xlim(SCAN_B[0], SCAN_B[-1])
 ax.legend(fontsize=7, loc="upper right")
-plotting.savefig(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": N_TRAIN, "B": [SCAN_B[0], SCAN_B[-1]]})
-plt.show()
+pf.show_figure(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": N_TRAIN, "B": [SCAN_B[0], SCAN_B[-1]]})
 print(f"N = {N_TRAIN:,}, B in [{SCAN_B[0]}, {SCAN_B[-1]}]: removal neighbour in the weak case for B = {weak_rm}")
 print(f"addition neighbour in the weak case for B = {weak_ad}")
 print(f"{len(changes)} batch sizes give one of the neighbours a different sampling rate")
@@ -207,12 +206,15 @@ if N_TRAIN == 60_000:
     assert 250 in weak_rm and 256 not in weak_rm and 256 not in weak_ad
 
 # %% [markdown]
-# **Figure 6.1.** Batch sizes $B$ for which Opacus 1.6.0, run on $N$ records, divides by
-# different numbers on the two datasets of a neighbouring pair (vermillion: removal
-# neighbour, brown: addition neighbour). For these batch sizes the SGM claim is not
-# supported for that pair; for all others the floors agree and it holds. Mode
-# {glue:text}`nb10_mode` (the scan is exact arithmetic, the same in every mode). File:
-# `figures/10_batch_size_scan.png`.
+# ```{glue:figure} 10_batch_size_scan
+# :name: fig-10-batch-size-scan
+#
+# Batch sizes $B$ for which Opacus 1.6.0, run on $N$ records, divides by different
+# numbers on the two datasets of a neighbouring pair (vermillion: removal neighbour,
+# brown: addition neighbour). For these batch sizes the SGM claim is not supported for
+# that pair; for all others the floors agree and it holds. The scan is exact arithmetic,
+# the same in every mode.
+# ```
 
 # %%
 ex_250 = pr.practitioner_report(60_000, 250, EPOCHS, NOISE_MULTIPLIER, N_PARAMS, "1.6.0", delta=DELTA)

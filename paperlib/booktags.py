@@ -76,12 +76,14 @@ def tag_notebook(path: str | os.PathLike) -> int:
     """
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
+    # make tags papermill's temporary output (.NAME.tmp.ipynb) before renaming it to NAME.ipynb
+    stem = path.stem[1:-4] if path.stem.startswith(".") and path.stem.endswith(".tmp") else path.stem
     changed = 0
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown":
             src = cell.get("source", "")
             src = "".join(src) if isinstance(src, list) else src
-            new = caption_provenance(src, path.stem)
+            new = caption_provenance(src, stem)
             if new != src:
                 cell["source"] = new
                 changed += 1

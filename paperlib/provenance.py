@@ -4,6 +4,7 @@ Every experiment result is stored as ``results/<name>.json``::
 
     {
       "key": "<16 hex chars>",          # result_key(params)
+      "code": "<16 hex chars>",         # paperlib.deps.code_fingerprint()
       "params": {...},                  # the parameters that produced the data
       "data": {...},                    # the numbers (JSON only, never pickle)
       "provenance": {
@@ -20,7 +21,10 @@ Every experiment result is stored as ``results/<name>.json``::
 
 A notebook calls :func:`load_result` first and re-computes only on a miss, then
 :func:`save_result`; an interrupted ``make all`` therefore resumes, and a changed
-parameter re-runs. The directory is ``results/`` under the current working
+parameter re-runs. A result made by other code (another ``code`` fingerprint: a
+changed ``paperlib`` source file or numpy/scipy/torch/opacus version) is a cache miss
+too, so a notebook that ``make`` re-runs after a library change recomputes its numbers
+instead of reading the old ones. The directory is ``results/`` under the current working
 directory (``make`` runs notebooks with the repository root as working
 directory), or the directory named by the environment variable
 ``PAPERLIB_RESULTS``.
@@ -289,8 +293,11 @@ def save_result(
     """
     path = _result_path(name)
     key = result_key(params)
+    from .deps import code_fingerprint
+
     record = {
         "key": key,
+        "code": code_fingerprint(),
         "params": _to_jsonable(params),
         "data": data,
         "provenance": provenance_block(params, mode=mode, seed=seed, wall_time=wall_time),
@@ -302,7 +309,9 @@ def load_result(name: str, params: dict) -> Any | None:
     """Return the cached ``data`` of ``results/<name>.json`` if it was made with *params*.
 
     Returns ``None`` (a cache miss) when the file does not exist, is not valid JSON
-    (e.g. written by hand), or its stored key differs from ``result_key(params)``.
+    (e.g. written by hand), its stored key differs from ``result_key(params)``, or it
+    was made by other code (its ``code`` differs from
+    :func:`paperlib.deps.code_fingerprint`).
 
     Raises
     ------
@@ -324,5 +333,9 @@ def load_result(name: str, params: dict) -> Any | None:
     except json.JSONDecodeError:
         return None
     if not isinstance(record, dict) or record.get("key") != key:
+        return None
+    from .deps import code_fingerprint
+
+    if record.get("code") != code_fingerprint():
         return None
     return record.get("data")

@@ -1,4 +1,5 @@
 import json
+import pytest
 
 from paperlib.booktags import tag_notebook
 
@@ -20,3 +21,30 @@ def test_tags_parameters_removed_and_code_hidden(tmp_path):
     assert cells[3]["metadata"]["tags"] == ["hide-input"]
     assert tag_notebook(p) == 0  # idempotent
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_inline_figure_copies_dropped_and_captions_get_provenance(tmp_path):
+    from paperlib.booktags import PROV_MARK, caption_provenance
+    from paperlib.figures import INLINE_COPY_KEY
+
+    img = {"output_type": "display_data", "data": {"image/png": "AA=="}, "metadata": {INLINE_COPY_KEY: True}}
+    txt = {"output_type": "stream", "name": "stdout", "text": "done\n"}
+    cap = "Intro.\n\n```{glue:figure} 04_fig\n:name: fig-04-fig\n\nThe caption.\n```\nAfter."
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {}, "source": "show()", "outputs": [img, txt]},
+        {"cell_type": "markdown", "metadata": {}, "source": cap},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / ".04_audit.tmp.ipynb"  # as make calls it, before the rename
+    p.write_text(json.dumps(nb))
+    tag_notebook(p)
+    cells = json.loads(p.read_text())["cells"]
+    assert cells[0]["outputs"] == [txt]
+    src = cells[1]["source"]
+    lines = src.split("\n")
+    # the provenance paragraph sits inside the directive, just before its closing fence
+    close = lines.index("```")
+    assert lines[close - 1] == ("{glue:text}`04_fig_prov` Drawn by {download}`04_audit.ipynb <04_audit.ipynb>`.")
+    assert lines[close - 2] == PROV_MARK and lines[-1] == "After."
+    assert caption_provenance(src, "04_audit") == src  # idempotent
+    with pytest.raises(ValueError, match="no closing"):
+        caption_provenance("```{glue:figure} x\n:name: y\ncaption", "nb")

@@ -102,3 +102,14 @@ def test_bad_name(results):
         pv.save_result("../x", {}, 1, mode="quick", seed=0, wall_time=0)
     with pytest.raises(ValueError):
         pv.load_result("", {})
+
+
+def test_result_made_by_other_code_is_a_miss(results, monkeypatch):
+    from paperlib import deps
+
+    pv.save_result("fp", {"n": 1}, {"v": 1}, mode="quick", seed=0, wall_time=0.1)
+    rec = json.loads((results / "fp.json").read_text())
+    assert rec["code"] == deps.code_fingerprint()
+    assert pv.load_result("fp", {"n": 1}) == {"v": 1}
+    monkeypatch.setattr(deps, "code_fingerprint", lambda files=None: "0" * 16)
+    assert pv.load_result("fp", {"n": 1}) is None  # a changed paperlib file or package version

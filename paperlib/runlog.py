@@ -1,0 +1,177 @@
+"""Measured time and disk use of each run, for the artifact appendix.
+
+``make`` calls this module after each notebook it executes, after the book build, and
+at the end of ``make all``; :mod:`paperlib.appendix` reads the records back. Records
+are small JSON files in ``results/runs/`` (``$PAPERLIB_RESULTS/runs``), written
+atomically:
+
+``notebook-<name>-<mode>.json``
+    one executed notebook: wall time (s), mode, device, seed, commit, and the bytes it
+    wrote under ``results/``, ``figures/``, ``data/`` and ``.cache/`` (files modified
+    during the run).
+``book.json``
+    the last ``jupyter-book build``: wall time.
+``tier-<mode>.json``
+    the last ``make all`` in that mode: wall time from the start of ``make`` to the end
+    of the book, how many notebooks it executed (a *cold* run executes all of them; a
+    warm one re-uses executed notebooks), and the disk use of the environment, data,
+    caches and outputs. The last cold run is kept beside the last run.
+
+Command line (used by the Makefile)::
+
+    python -m paperlib.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W
+    python -m paperlib.runlog book --mode M --wall W
+    python -m paperlib.runlog tier --mode M --device D --start T0 --notebooks K
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .provenance import git_commit, results_dir, write_json_atomic
+
+__all__ = ["runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
+           "load_runs", "main"]
+
+#: Folders whose new files count as a notebook's disk use (relative to the working directory).
+WRITE_ROOTS = ("results", "figures", "data", ".cache")
+#: Folders reported in a tier's disk use.
+DISK_ROOTS = (".venv", "data", ".cache", "results", "figures", "book/_build", "book/notebooks", "build")
+
+
+def runs_dir() -> Path:
+    """``<results>/runs`` (see :func:`paperlib.provenance.results_dir`)."""
+    return results_dir() / "runs"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _tree_bytes(root: Path, since_ns: int | None = None) -> int:
+    total = 0
+    if not root.exists():
+        return 0
+    for dirpath, _, names in os.walk(root, followlinks=False):
+        for n in names:
+            try:
+                st = os.lstat(os.path.join(dirpath, n))
+            except OSError:  # removed while walking
+                continue
+            if since_ns is None or st.st_mtime_ns >= since_ns:
+                total += st.st_size
+    return total
+
+
+def bytes_written_since(start_s: float, roots=WRITE_ROOTS) -> int:
+    """Total size in bytes of the files under ``roots`` modified at or after ``start_s`` (epoch seconds)."""
+    since = int(start_s * 1e9)
+    roots = [results_dir() if r == "results" else Path(r) for r in roots]
+    return sum(_tree_bytes(Path(r), since) for r in dict.fromkeys(roots))
+
+
+def disk_usage(roots=DISK_ROOTS) -> dict:
+    """``{folder: bytes}`` for each of ``roots`` that exists (apparent file sizes, links not followed)."""
+    return {str(r): _tree_bytes(Path(r)) for r in roots if Path(r).exists()}
+
+
+def _base(mode: str) -> dict:
+    commit, dirty = git_commit()
+    return {"mode": mode, "finished_utc": _now(), "git_commit": commit, "git_dirty": dirty}
+
+
+def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: float, wall_s: float) -> Path:
+    """Record one executed notebook (see the module docstring); returns the file written."""
+    rec = {**_base(mode), "kind": "notebook", "name": name, "device": device, "seed": int(seed),
+           "wall_s": round(float(wall_s), 1), "bytes_written": bytes_written_since(start_s)}
+    return write_json_atomic(runs_dir() / f"notebook-{name}-{mode}.json", rec)
+
+
+def record_book(*, mode: str, wall_s: float) -> Path:
+    """Record the last book build."""
+    rec = {**_base(mode), "kind": "book", "wall_s": round(float(wall_s), 1)}
+    return write_json_atomic(runs_dir() / "book.json", rec)
+
+
+def record_tier(*, mode: str, device: str, start_s: float, notebooks: int) -> Path:
+    """Record the ``make all`` that started at ``start_s`` (epoch seconds) and ends now.
+
+    ``notebooks`` is how many notebooks the project has; the record counts how many of
+    them this run executed (their notebook records finished after ``start_s``).
+    """
+    executed = []
+    for rec in load_runs("notebook"):
+        try:
+            t = _dt.datetime.strptime(rec["finished_utc"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_dt.timezone.utc)
+        except (KeyError, ValueError):
+            continue
+        if rec.get("mode") == mode and t.timestamp() >= int(start_s):
+            executed.append(rec["name"])
+    run = {**_base(mode), "kind": "tier", "device": device, "wall_s": round(time.time() - start_s, 1),
+           "notebooks_total": int(notebooks), "notebooks_executed": sorted(executed),
+           "cold": len(executed) >= int(notebooks), "disk_bytes": disk_usage()}
+    path = runs_dir() / f"tier-{mode}.json"
+    old = {}
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = {}
+    doc = {"last": run, "last_cold": run if run["cold"] else old.get("last_cold")}
+    return write_json_atomic(path, doc)
+
+
+def load_runs(kind: str | None = None) -> list[dict]:
+    """Every record in :func:`runs_dir` (of ``kind``: ``notebook``, ``book`` or ``tier``), by file name."""
+    d = runs_dir()
+    out = []
+    if not d.is_dir():
+        return out
+    for p in sorted(d.glob("*.json")):
+        try:
+            rec = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        k = rec.get("kind") or ("tier" if "last" in rec else None)
+        if kind is None or k == kind:
+            out.append(rec)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m paperlib.runlog", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    nb = sub.add_parser("notebook")
+    nb.add_argument("name")
+    bk = sub.add_parser("book")
+    tr = sub.add_parser("tier")
+    for p in (nb, bk, tr):
+        p.add_argument("--mode", required=True, choices=("smoke", "quick", "full"))
+    for p in (nb, tr):
+        p.add_argument("--device", required=True)
+        p.add_argument("--start", type=float, required=True, help="start time, seconds since the epoch")
+    for p in (nb, bk):
+        p.add_argument("--wall", type=float, required=True, help="wall time in seconds")
+    nb.add_argument("--seed", type=int, required=True)
+    tr.add_argument("--notebooks", type=int, required=True, help="number of notebooks in the project")
+    a = ap.parse_args(argv)
+    if a.cmd == "notebook":
+        record_notebook(a.name, mode=a.mode, device=a.device, seed=a.seed, start_s=a.start, wall_s=a.wall)
+    elif a.cmd == "book":
+        record_book(mode=a.mode, wall_s=a.wall)
+    else:
+        p = record_tier(mode=a.mode, device=a.device, start_s=a.start, notebooks=a.notebooks)
+        last = json.loads(p.read_text(encoding="utf-8"))["last"]
+        print(f"make all (MODE={a.mode}): {last['wall_s']:.0f} s, {len(last['notebooks_executed'])} of "
+              f"{a.notebooks} notebooks executed; recorded in {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

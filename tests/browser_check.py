@@ -1,0 +1,369 @@
+"""Open a built jupyter-book (static HTML) in headless Chromium and list what is broken.
+
+Used by tests/test_book_browser.py; can also be run by hand:
+
+    python tests/browser_check.py book/_build/html build/screenshots
+
+``check_site(html_dir, screenshots_dir)`` starts at ``index.html`` (following its redirect),
+collects every local page linked from the sidebar navigation (and the in-page tables of
+contents) of the pages it visits, opens each one as a ``file://`` URL and returns one message
+per problem, each naming the page and the broken thing:
+
+* an ``<img>`` that did not load (``naturalWidth == 0``) or whose file does not exist;
+* an ``<a href>`` to a local file that does not exist (``_sources/``, ``_downloads/``,
+  ``_static/`` included), or to ``page.html#anchor`` / ``#anchor`` where the target page has
+  no element with that id (http(s), mailto, ... links are ignored);
+* a notebook cell that shows an error (myst-nb ``.output.traceback``/``.output.error``,
+  or a stderr/stream output with a Python traceback or an ``...Error``);
+* an unresolved-reference / glue marker (docutils ``.system-message``, ``.problematic``,
+  a Sphinx ``.xref`` that is not inside a link), a MathJax error (``mjx-merror``) or a
+  formula MathJax did not typeset;
+* a local resource (script, stylesheet, font) the page failed to load, and an uncaught
+  JavaScript error on the page.
+
+It saves full-page screenshots ``index.png`` (the start page) and ``figure_page.png``
+(the first visited page with a loaded image in a cell output or figure) into
+``screenshots_dir``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlsplit
+
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Error outputs as myst-nb renders them (myst_nb/core/render.py: classes "output traceback",
+# "output stderr", "output stream"), and markers of unresolved references / glue keys.
+ERROR_SELECTORS = [
+    ".output.traceback",
+    ".output.error",
+    ".cell_output .error",
+    ".system-message",
+    ".problematic",
+    "mjx-merror",
+]
+_ERROR_TEXT = r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b"
+
+PAGE_TIMEOUT_MS = 20_000
+MATHJAX_TIMEOUT_MS = 15_000
+
+# Runs in the page once it has loaded: waits for MathJax and the images, then reports.
+_PAGE_JS = r"""
+async ([errorSelectors, errorText, mathjaxTimeout]) => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const text = (el) => el.innerText || el.textContent;
+  const excerpt = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 200);
+  // MathJax 3 (vendored by jupyter-book): wait for its first typesetting pass.
+  const t0 = Date.now();
+  if (document.querySelector(".math, script[src*='mathjax']")) {
+    // tex-chtml.js is a deferred script: it has run by the load event, unless it failed
+    // to load; so a short grace period is enough for MathJax.startup to appear.
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)
+           && Date.now() - t0 < Math.min(mathjaxTimeout, 2000)) await sleep(50);
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      await Promise.race([MathJax.startup.promise.catch(() => {}), sleep(mathjaxTimeout)]);
+    }
+  }
+  // Images: make lazy ones load, then wait until each has loaded or failed.
+  const imgs = Array.from(document.images);
+  imgs.forEach((img) => { img.loading = "eager"; });
+  await Promise.race([
+    Promise.all(imgs.map((img) => img.complete ? null :
+      new Promise((r) => { img.addEventListener("load", r); img.addEventListener("error", r); }))),
+    sleep(10000),
+  ]);
+  const images = imgs.map((img) => ({
+    src: img.getAttribute("src") || "", url: img.currentSrc || img.src || "",
+    complete: img.complete, naturalWidth: img.naturalWidth,
+    inFigure: !!img.closest(".cell_output, figure, .figure"),
+  }));
+  const links = Array.from(document.querySelectorAll("a[href]")).map((a) => ({
+    href: a.getAttribute("href"), url: a.href,
+  }));
+  const nav = Array.from(document.querySelectorAll(
+    "nav.bd-docs-nav a[href], .bd-sidebar-primary nav a[href], .toctree-wrapper a[href]"
+  )).map((a) => a.href);
+  const errors = [];
+  for (const sel of errorSelectors) {
+    for (const el of document.querySelectorAll(sel)) {
+      errors.push(`${sel}: ${excerpt(text(el))}`);
+    }
+  }
+  const re = new RegExp(errorText);
+  for (const el of document.querySelectorAll(".output.stderr")) {
+    if (re.test(el.textContent)) errors.push(`.output.stderr: ${excerpt(text(el))}`);
+  }
+  for (const el of document.querySelectorAll(".cell_output .output:not(.stderr):not(.traceback)")) {
+    if (/Traceback \(most recent call last\)/.test(el.textContent))
+      errors.push(`cell output with a traceback: ${excerpt(text(el))}`);
+  }
+  for (const el of document.querySelectorAll(".xref")) {
+    if (!el.closest("a")) errors.push(`unresolved reference (.xref): ${excerpt(text(el))}`);
+  }
+  // Formulas MathJax left untouched (MathJax missing or failed).
+  let untypeset = [];
+  for (const el of document.querySelectorAll("span.math, div.math")) {
+    if (!el.querySelector("mjx-container") && !el.closest("mjx-container")) untypeset.push(el);
+  }
+  if (untypeset.length) {
+    errors.push(`${untypeset.length} formula(s) not typeset by MathJax, e.g. ${excerpt(text(untypeset[0]))}`);
+  }
+  const ids = Array.from(document.querySelectorAll("[id]")).map((e) => e.id)
+    .concat(Array.from(document.querySelectorAll("a[name]")).map((e) => e.getAttribute("name")));
+  return {url: location.href, images, links, nav, errors, ids};
+}
+"""
+
+# Uncaught JavaScript errors that come from the toolchain, not from the book, and break
+# nothing it needs: sphinx-book-theme and jupyter-book both register sphinx-thebe, so its
+# inline `const THEBE_JS_URL = ...` is emitted twice on every page (thebe is disabled).
+KNOWN_JS_ERRORS = [re.compile(r"Identifier 'THEBE_JS_URL' has already been declared")]
+
+_REFRESH_RE = re.compile(r"<meta[^>]+http-equiv=[\"']?refresh", re.I)
+
+_IGNORED_SCHEMES = {"http", "https", "mailto", "javascript", "tel", "data", "ftp", "about", "blob"}
+
+
+class _IdCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if v and (k == "id" or (k == "name" and tag == "a")):
+                self.ids.add(v)
+
+
+def _static_ids(path: Path) -> set[str]:
+    p = _IdCollector()
+    try:
+        p.feed(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return set()
+    return p.ids
+
+
+def _file_path(url: str) -> Path | None:
+    """The local path of a file:// URL (no query, no fragment); None for other schemes."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    return Path(unquote(parts.path))
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def find_chromium() -> str | None:
+    """Debian's chromium (or a chromium-browser) on PATH, or $PAPERLIB_CHROMIUM."""
+    env = os.environ.get("PAPERLIB_CHROMIUM")
+    if env:
+        return env if os.access(env, os.X_OK) else shutil.which(env)
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch_browser(playwright, executable: str | None = None):
+    """Headless Chromium with a fresh temporary profile (Playwright's default for launch())."""
+    executable = executable or find_chromium()
+    if executable is None:
+        raise FileNotFoundError("chromium not found on PATH (apt-get install chromium)")
+    return playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS, headless=True)
+
+
+def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] | None = None
+               ) -> list[str]:
+    """Problems found in the static site ``html_dir`` (empty list: none).
+
+    ``browser``: a Playwright Browser to reuse; without it one is started and closed here.
+    ``visited``: if given, the pages opened (paths relative to ``html_dir``) are appended.
+    """
+    root = Path(html_dir).resolve()
+    index = root / "index.html"
+    if not index.is_file():
+        return [f"{_rel(index, root)}: no index.html in {root}"]
+    if browser is None:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            b = launch_browser(pw)
+            try:
+                return check_site(root, screenshots_dir, b, visited)
+            finally:
+                b.close()
+
+    shots = Path(screenshots_dir) if screenshots_dir is not None else None
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    dom_ids: dict[Path, set[str]] = {}
+    static_ids: dict[Path, set[str]] = {}
+    page_links: list[tuple[str, Path, list[dict]]] = []  # (page name, page path, links)
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=True,
+                                  service_workers="block")
+    # Nothing leaves the machine: the book must work offline.
+    context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    failed_requests: list[str] = []
+    page_errors: list[str] = []
+    page.on("requestfailed", lambda req: failed_requests.append(req.url)
+            if req.url.startswith("file:") else None)
+    page.on("pageerror", lambda exc: page_errors.append(str(exc).splitlines()[0][:200]))
+
+    queue: list[Path] = [index]
+    seen: set[Path] = {index}
+    figure_shot_done = False
+    try:
+        while queue:
+            path = queue.pop(0)
+            name = _rel(path, root)
+            failed_requests.clear()
+            page_errors.clear()
+            try:
+                page.goto(path.as_uri(), wait_until="load")
+                if _REFRESH_RE.search(path.read_text(encoding="utf-8", errors="replace")[:4096]):
+                    # index.html is usually a meta-refresh redirect to the first page.
+                    try:
+                        page.wait_for_url(lambda u: u != path.as_uri(), timeout=5000)
+                    except Exception:  # noqa: BLE001 - the refresh may point at the page itself
+                        pass
+                    page.wait_for_load_state("load")
+                info = page.evaluate(_PAGE_JS, [ERROR_SELECTORS, _ERROR_TEXT, MATHJAX_TIMEOUT_MS])
+            except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
+                problems.append(f"{name}: could not be opened/checked: {str(exc).splitlines()[0]}")
+                continue
+            final = _file_path(info["url"]) or path
+            if final != path:
+                name = f"{name} (-> {_rel(final, root)})"
+                seen.add(final)
+            dom_ids[final.resolve()] = set(info["ids"])
+            if visited is not None:
+                visited.append(_rel(final, root))
+
+            for err in info["errors"]:
+                problems.append(f"{name}: error shown on the page: {err}")
+            for img in info["images"]:
+                fp = _file_path(img["url"])
+                missing = fp is not None and not fp.is_file()
+                broken = img["complete"] and img["naturalWidth"] == 0
+                if broken and not missing and fp is not None and fp.suffix.lower() == ".svg" \
+                        and fp.stat().st_size > 0:
+                    broken = False  # an SVG without intrinsic size can report naturalWidth 0
+                if missing:
+                    problems.append(f"{name}: image file does not exist: src={img['src']!r} "
+                                    f"({_rel(fp, root)})")
+                elif broken or not img["complete"]:
+                    problems.append(f"{name}: image did not load (naturalWidth 0): src={img['src']!r}")
+            image_urls = {urldefrag(i["url"])[0] for i in info["images"]}
+            for url in dict.fromkeys(failed_requests):
+                if urldefrag(url)[0] in image_urls:
+                    continue  # reported with the image above
+                problems.append(f"{name}: local resource failed to load: {_rel(_file_path(url) or Path(url), root)}")
+            for err in dict.fromkeys(page_errors):
+                if any(k.search(err) for k in KNOWN_JS_ERRORS):
+                    continue
+                problems.append(f"{name}: JavaScript error: {err}")
+            page_links.append((name, final, info["links"]))
+
+            if shots is not None:
+                if path == index:
+                    page.screenshot(path=str(shots / "index.png"), full_page=True)
+                if not figure_shot_done and any(
+                        i["inFigure"] and i["naturalWidth"] > 0 for i in info["images"]):
+                    page.screenshot(path=str(shots / "figure_page.png"), full_page=True)
+                    figure_shot_done = True
+
+            for url in info["nav"]:
+                fp = _file_path(urldefrag(url)[0])
+                if fp is None or fp.suffix.lower() not in (".html", ".htm"):
+                    continue
+                fp = fp.resolve()
+                if not fp.is_file():
+                    continue  # reported as a broken link below
+                try:
+                    fp.relative_to(root)
+                except ValueError:
+                    continue
+                if fp not in seen:
+                    seen.add(fp)
+                    queue.append(fp)
+    finally:
+        context.close()
+
+    # Links, checked once every visited page's ids are known.
+    for name, page_path, links in page_links:
+        reported: set[str] = set()
+        for link in links:
+            href, url = link["href"], link["url"]
+            if href is None or href.strip() in ("", "#"):
+                continue
+            scheme = urlsplit(url).scheme.lower()
+            if scheme in _IGNORED_SCHEMES or scheme != "file":
+                continue
+            target_url, frag = urldefrag(url)
+            target = _file_path(target_url)
+            if target is None:
+                continue
+            if target.is_dir():
+                target = target / "index.html"
+            key = f"{href}"
+            if key in reported:
+                continue
+            if not target.exists():
+                reported.add(key)
+                problems.append(f"{name}: broken link href={href!r}: {_rel(target, root)} does not exist")
+                continue
+            try:
+                target.resolve().relative_to(root)
+            except ValueError:
+                reported.add(key)
+                problems.append(f"{name}: link href={href!r} points outside the book ({target})")
+                continue
+            frag = unquote(frag)
+            if frag and target.suffix.lower() in (".html", ".htm"):
+                t = target.resolve()
+                ids = dom_ids.get(t)
+                if ids is None or frag not in ids:
+                    if t not in static_ids:
+                        static_ids[t] = _static_ids(t)
+                    if frag not in static_ids[t] and (ids is None or frag not in ids):
+                        reported.add(key)
+                        problems.append(f"{name}: broken anchor href={href!r}: "
+                                        f"{_rel(t, root)} has no element with id {frag!r}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    html_dir = argv[1] if len(argv) > 1 else "book/_build/html"
+    shots = argv[2] if len(argv) > 2 else "build/screenshots"
+    visited: list[str] = []
+    problems = check_site(html_dir, shots, visited=visited)
+    print("checked:", " ".join(visited))
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,136 @@
+"""The built book, opened in a real headless Chromium (Debian's chromium, driven by Playwright).
+
+Fails on a missing/broken image, a broken internal link or anchor, a cell that shows an
+error, an unresolved reference/glue marker, a formula MathJax did not typeset, and a local
+resource that failed to load (the checks are in tests/browser_check.py). Every page reachable
+from the sidebar navigation is opened; screenshots of the start page and of a page with a
+figure go to build/screenshots/ (index.png, figure_page.png).
+
+Where the book is: $PAPERLIB_BOOK_HTML (a directory with index.html), default
+book/_build/html. Without a built book, chromium or playwright the tests are skipped, or fail
+when PAPERLIB_REQUIRE_BROWSER=1.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import browser_check  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "build" / "screenshots"
+REQUIRE = os.environ.get("PAPERLIB_REQUIRE_BROWSER", "") == "1"
+
+
+def _unavailable(reason: str):
+    if REQUIRE:
+        pytest.fail(f"{reason} (PAPERLIB_REQUIRE_BROWSER=1)", pytrace=False)
+    pytest.skip(reason)
+
+
+def _book_dir() -> Path:
+    return Path(os.environ.get("PAPERLIB_BOOK_HTML") or ROOT / "book" / "_build" / "html")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the Python package playwright is not installed "
+                     "(pip install -r requirements-lock.txt; no browser download is needed)")
+    chromium = browser_check.find_chromium()
+    if chromium is None:
+        _unavailable("chromium is not installed (apt-get install -y chromium)")
+    pw = sync_playwright().start()
+    try:
+        try:
+            b = browser_check.launch_browser(pw, chromium)
+        except Exception as exc:  # noqa: BLE001
+            _unavailable(f"could not start {chromium}: {str(exc).splitlines()[0]}")
+        yield b
+        b.close()
+    finally:
+        pw.stop()
+
+
+def test_book_in_browser(browser):
+    html = _book_dir()
+    if not (html / "index.html").is_file():
+        _unavailable(f"no built book at {html} (no index.html): build the book first: make book")
+    for old in ("index.png", "figure_page.png"):
+        (SCREENSHOTS / old).unlink(missing_ok=True)
+    visited: list[str] = []
+    problems = browser_check.check_site(html, SCREENSHOTS, browser, visited=visited)
+    assert not problems, f"{len(problems)} problem(s) in the book at {html}:\n" + "\n".join(problems)
+    # The start page, the chapters and the back matter were all opened.
+    assert len(visited) >= 2 and any(v.startswith("notebooks/") for v in visited), visited
+    assert (SCREENSHOTS / "index.png").is_file()
+    assert (SCREENSHOTS / "figure_page.png").is_file(), \
+        f"no page among {visited} shows a loaded figure (no figure_page.png)"
+
+
+# ---------------------------------------------------------------- the checker can fail
+
+def _png(w: int = 4, h: int = 3) -> bytes:
+    """A small valid RGB PNG."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + b"\x20\x60\xc0" * w for _ in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>
+<nav class="bd-docs-nav">{nav}</nav>
+<main id="main-content">{body}</main></body></html>"""
+
+
+def _site(tmp_path: Path, bad: bool) -> Path:
+    site = tmp_path / ("bad" if bad else "good")
+    (site / "_images").mkdir(parents=True)
+    (site / "_images" / "fig.png").write_bytes(_png())
+    nav = '<a href="index.html">Home</a> <a href="good.html">Good</a>'
+    if bad:
+        nav += ' <a href="bad.html">Bad</a>'
+    (site / "index.html").write_text(_PAGE.format(title="index", nav=nav, body="<h1 id='top'>Book</h1>"))
+    (site / "good.html").write_text(_PAGE.format(title="good", nav=nav, body="""
+<section id="sec"><h1>Good</h1>
+<div class="cell_output docutils container"><img src="_images/fig.png" alt="fig"></div>
+<div class="cell_output docutils container">
+  <div class="output stderr highlight-myst-ansi"><pre>UserWarning: a harmless warning</pre></div></div>
+<a href="#sec">here</a> <a href="index.html#top">top</a> <a href="https://example.org/x">ext</a>
+<a href="mailto:a@b.c">mail</a> <a href="_images/fig.png">png</a></section>"""))
+    if bad:
+        (site / "bad.html").write_text(_PAGE.format(title="bad", nav=nav, body="""
+<h1>Bad</h1>
+<img src="_images/missing.png" alt="missing">
+<a href="#nope">dangling anchor</a>
+<div class="cell_output docutils container">
+  <div class="output traceback highlight-ipythontb"><pre>Traceback (most recent call last)
+ValueError: boom</pre></div></div>"""))
+    return site
+
+
+def test_checker_accepts_a_clean_site(browser, tmp_path):
+    visited: list[str] = []
+    shots = tmp_path / "shots"
+    assert browser_check.check_site(_site(tmp_path, bad=False), shots, browser, visited=visited) == []
+    assert visited == ["index.html", "good.html"]
+    assert (shots / "index.png").is_file() and (shots / "figure_page.png").is_file()
+
+
+def test_checker_reports_each_problem(browser, tmp_path):
+    problems = browser_check.check_site(_site(tmp_path, bad=True), None, browser)
+    text = "\n".join(problems)
+    on_bad = [p for p in problems if p.startswith("bad.html:")]
+    assert len(on_bad) == len(problems) == 3, text
+    assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
+    assert any("broken anchor" in p and "'#nope'" in p for p in on_bad), text
+    assert any("error shown on the page" in p and "ValueError: boom" in p for p in on_bad), text

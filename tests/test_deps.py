@@ -1,0 +1,96 @@
+"""Tests for paperlib.deps: static import closure, make rules, code fingerprint."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paperlib import deps
+
+ROOT = Path(deps.PACKAGE_DIR).parent
+
+
+def test_imported_modules_absolute_and_from_forms():
+    src = ("import numpy as np\nfrom paperlib import figures as pf\nfrom paperlib.audit import cp_upper\n"
+           "import paperlib.tradeoff\nfrom paperlib.provenance import save_result\n")
+    got = deps.imported_modules(src)
+    # a name imported from a package that is not a submodule (cp_upper) maps to the package itself
+    assert got == {"paperlib", "paperlib.figures", "paperlib.audit", "paperlib.tradeoff", "paperlib.provenance"}
+
+
+def test_imported_modules_relative_and_lazy():
+    src = "from ..provenance import load_result\nfrom . import datasets\n\ndef f():\n    from ..audit import stats\n"
+    got = deps.imported_modules(src, "paperlib.implementations.real_audit")
+    assert got == {"paperlib", "paperlib.provenance", "paperlib.implementations",
+                   "paperlib.implementations.datasets", "paperlib.audit", "paperlib.audit.stats"}
+    # in a package's __init__, "." is the package itself
+    got = deps.imported_modules("from .game import audit_outputs\n", "paperlib.audit", is_package=True)
+    assert got == {"paperlib", "paperlib.audit", "paperlib.audit.game"}
+
+
+def test_closure_is_transitive_and_includes_resources():
+    files = {str(p.relative_to(ROOT)) for p in deps.closure({"paperlib.implementations.real_audit"})}
+    # real_audit -> runners -> opacus_code -> its stored table; the audit package through its __init__
+    assert {"paperlib/implementations/runners.py", "paperlib/opacus_code.py",
+            "paperlib/resources/opacus_table2.json", "paperlib/audit/__init__.py",
+            "paperlib/__init__.py", "paperlib/implementations/__init__.py"} <= files
+    assert "paperlib/cli.py" not in files and "paperlib/claims.py" not in files
+
+
+def test_notebook_dependencies_differ_per_notebook():
+    nb = ROOT / "notebooks"
+    code_audit = {p.name for p in deps.notebook_dependencies(nb / "08_opacus_code_audit.py")}
+    practitioners = {p.name for p in deps.notebook_dependencies(nb / "10_practitioners.py")}
+    assert "opacus_code.py" in code_audit and "game.py" not in code_audit
+    assert "practitioner.py" in practitioners and "practitioner.py" not in code_audit
+
+
+def test_fingerprint_follows_file_contents(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    f1 = deps.code_fingerprint([a, b])
+    assert f1 == deps.code_fingerprint([a, b]) and len(f1) == 16
+    a.write_text("x = 10\n")
+    os.utime(a, ns=(1, 10**18))  # a new mtime: the memo must not return the old hash
+    assert deps.code_fingerprint([a, b]) != f1
+    assert deps.code_fingerprint() == deps.code_fingerprint()  # the whole package, stable
+
+
+def test_make_rule_written_only_when_changed(tmp_path):
+    out = tmp_path / "d" / "nb.d"
+    nb = "notebooks/06_audit_real_figure4.py"
+    args = ["make", nb, "--target", "book/notebooks/06_audit_real_figure4.ipynb", "--out", str(out)]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert deps.main(args) == 0
+        text = out.read_text()
+        assert text.splitlines()[1].startswith(f"book/notebooks/06_audit_real_figure4.ipynb {out}: {nb} ")
+        assert "paperlib/implementations/datasets.py" in text and "build/data-stamp.txt" in text
+        os.utime(out, ns=(1, 1))
+        assert deps.main(args) == 0
+        assert out.stat().st_mtime_ns == 1  # unchanged content: not rewritten, so make does not restart
+    finally:
+        os.chdir(cwd)
+    r = subprocess.run([sys.executable, "-m", "paperlib.deps", "make", "notebooks/nope.py", "--target", "x",
+                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "notebooks/nope.py does not exist" in r.stderr
+
+
+def test_data_listing(tmp_path):
+    (tmp_path / "MNIST").mkdir()
+    (tmp_path / "MNIST" / "x.gz").write_bytes(b"abc")
+    text = deps.data_listing([tmp_path, tmp_path / "absent"])
+    lines = text.strip().splitlines()
+    assert lines[0].startswith(f"{tmp_path / 'MNIST' / 'x.gz'}\t3\t")
+    assert lines[1] == f"{tmp_path / 'absent'}\tabsent"
+
+
+def test_syntax_error_is_reported(tmp_path):
+    p = tmp_path / "bad.py"
+    p.write_text("def (:\n")
+    with pytest.raises(SyntaxError):
+        deps.notebook_dependencies(p)
