@@ -188,7 +188,8 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.tx
 	else \
 	  msg="error: notebook $< failed (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
 	  if [ -f $(dir $@).$*.tmp.ipynb ]; then mkdir -p build/failed; mv -f $(dir $@).$*.tmp.ipynb build/failed/$*.ipynb; \
-	    msg="$$msg; the partial run is in build/failed/$*.ipynb"; fi; \
+	    msg="$$msg; the partial run is in build/failed/$*.ipynb"; \
+	    msg="$$msg"$$'\n'"  failed at $$($(PY) -m paperlib.runlog failed build/failed/$*.ipynb)"; fi; \
 	  echo "$$msg" >&2; \
 	  exit 1; \
 	fi

@@ -22,6 +22,7 @@ Command line (used by the Makefile)::
     python -m paperlib.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W
     python -m paperlib.runlog book --mode M --wall W
     python -m paperlib.runlog tier --mode M --device D --start T0 --notebooks K
+    python -m paperlib.runlog failed build/failed/NAME.ipynb   # which cell failed, and why
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 from .provenance import git_commit, results_dir, write_json_atomic
 
 __all__ = ["runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
-           "load_runs", "main"]
+           "load_runs", "failed_cell", "main"]
 
 #: Folders whose new files count as a notebook's disk use (relative to the working directory).
 WRITE_ROOTS = ("results", "figures", "data", ".cache")
@@ -144,6 +145,25 @@ def load_runs(kind: str | None = None) -> list[dict]:
     return out
 
 
+def failed_cell(path: str | os.PathLike) -> str | None:
+    """One line naming the first cell of a (partially) executed notebook that raised an error.
+
+    ``"cell 7 (In [5]): <first source line> -> ValueError: <message>"``, or ``None``
+    when no cell has an error output. Cells are counted from 1 in file order.
+    """
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    for k, cell in enumerate(nb.get("cells", []), start=1):
+        for out in cell.get("outputs", []) or []:
+            if out.get("output_type") == "error":
+                src = cell.get("source", "")
+                src = "".join(src) if isinstance(src, list) else src
+                first = next((ln.strip() for ln in src.splitlines() if ln.strip() and not ln.startswith("#")), "")
+                ec = cell.get("execution_count")
+                where = f"cell {k}" + (f" (In [{ec}])" if ec is not None else "")
+                return f"{where}: {first[:80]} -> {out.get('ename', 'Error')}: {str(out.get('evalue', ''))[:200]}"
+    return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m paperlib.runlog", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -160,7 +180,16 @@ def main(argv=None) -> int:
         p.add_argument("--wall", type=float, required=True, help="wall time in seconds")
     nb.add_argument("--seed", type=int, required=True)
     tr.add_argument("--notebooks", type=int, required=True, help="number of notebooks in the project")
+    fl = sub.add_parser("failed", help="print the cell that failed in a partially executed notebook")
+    fl.add_argument("path")
     a = ap.parse_args(argv)
+    if a.cmd == "failed":
+        try:
+            line = failed_cell(a.path)
+        except (OSError, ValueError) as exc:
+            line = f"(could not read {a.path}: {exc})"
+        print(line or "(no cell shows an error; see the papermill output above)")
+        return 0
     if a.cmd == "notebook":
         record_notebook(a.name, mode=a.mode, device=a.device, seed=a.seed, start_s=a.start, wall_s=a.wall)
     elif a.cmd == "book":

@@ -80,3 +80,18 @@ def test_main_writes_both_files(results, tmp_path):
     assert (results / "artifact_appendix.md").is_file()
     with pytest.raises(SystemExit):
         appendix.main(["--notebooks", str(tmp_path / "none")])
+
+
+def test_failed_cell_names_the_cell(tmp_path):
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# t"},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "x = 1", "outputs": []},
+        {"cell_type": "code", "execution_count": 2, "metadata": {}, "source": ["# why\n", "assert x == 2, 'x'\n"],
+         "outputs": [{"output_type": "error", "ename": "AssertionError", "evalue": "x", "traceback": []}]},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "f.ipynb"
+    p.write_text(json.dumps(nb))
+    assert runlog.failed_cell(p) == "cell 3 (In [2]): assert x == 2, 'x' -> AssertionError: x"
+    nb["cells"][2]["outputs"] = []
+    p.write_text(json.dumps(nb))
+    assert runlog.failed_cell(p) is None
