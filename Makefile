@@ -102,9 +102,13 @@ endif
 .PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade appendix \
 	test-book browser-deps
 
+# After the book: record this run's total, rewrite the appendix with it, and refresh that
+# one page (an incremental build), so the book's appendix includes the run that built it.
 all: book
 	@$(PY) -m paperlib.runlog tier --mode $(MODE) --device $(DEVICE) --start $(START_TS) --notebooks $(words $(NB_NAMES))
-	@$(PY) -m paperlib.appendix --no-book
+	@$(PY) -m paperlib.appendix > /dev/null
+	@$(JB) build book -W -n > build/book-refresh.log 2>&1 || { tail -30 build/book-refresh.log >&2; \
+	  echo "error: refreshing the appendix page failed (log: build/book-refresh.log)" >&2; exit 1; }
 	@echo
 	@echo "Done (MODE=$(MODE), DEVICE=$(DEVICE), SEED=$(SEED))."
 	@echo "  book:    file://$(ROOT)/book/_build/html/index.html"
@@ -195,8 +199,9 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.tx
 	fi
 
 # The graded claims (results/grade.json, book/grade.md) are written before the book is built.
+# (quiet under `make all`, which prints the table once at the end)
 grade: figures | $(ENV_TARGET)
-	$(PY) -m paperlib.claims
+	$(PY) -m paperlib.claims $(if $(filter all,$(or $(MAKECMDGOALS),all)),--quiet)
 
 # The artifact appendix (book/appendix.md, results/artifact_appendix.md) from the claims
 # registry, the grade and the measured runs.
@@ -211,7 +216,7 @@ book: grade appendix | $(ENV_TARGET)
 
 # Notebooks are paired with notebooks/jupytext.toml (ipynb + py:percent).
 sync: | $(ENV_TARGET)
-	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
+	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --quiet --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
 
 # tests/ plus every paired notebook executed once by nbval with its own parameters cell
 # (quick-mode defaults), in this environment's kernel; outputs go to build/test/. Before

@@ -209,9 +209,9 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L.append("")
     if book_rec:
         L += [f"The last book build (`jupyter-book build`) took {_fmt_s(book_rec.get('wall_s'))}.", ""]
-    L += ["The run that builds the book records its own total after the book is built, so this page shows the "
-          "previous `make all`; `results/artifact_appendix.md`, rewritten at the end of `make all`, has the "
-          "latest.", ""]
+    L += ["A `make all` records its total once the book is built, then rewrites this appendix and refreshes "
+          "this page, so the table includes the run that built the book. The time of a cold run includes "
+          "creating `.venv` when the run had to (see above).", ""]
     return "\n".join(L)
 
 

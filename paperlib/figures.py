@@ -308,8 +308,10 @@ def provenance_text(meta: dict, *, commit: str, dirty: bool | None, wall_time_s:
 
     ``meta`` is the figure's parameter dict (as given to :func:`show_figure`; ``mode``
     and ``seed`` are taken out and put first). Lists and long values are shortened to
-    60 characters. Example: ``"Mode quick, seed 0; N = 3, q = 0.5; commit 1a2b3c4d5e
-    (uncommitted changes); 12.3 s wall time."``
+    60 characters. Example: ``"Mode quick, seed 0; N = 3; q = 0.5; commit 1a2b3c4d5e
+    (uncommitted changes); 12.3 s wall time since the previous figure."`` (the time this
+    run spent on the cells since the previous figure, a few seconds when their results
+    came from the ``results/`` cache).
     """
     meta = dict(meta)
     mode = meta.pop("mode", None)
@@ -319,12 +321,16 @@ def provenance_text(meta: dict, *, commit: str, dirty: bool | None, wall_time_s:
     sha = commit[:10] if commit and commit != "unknown" else "unknown"
     if dirty:
         sha += " (uncommitted changes)"
-    parts = [head] + ([params] if params else []) + [f"commit {sha}", f"{wall_time_s:.1f} s wall time"]
+    parts = [head] + ([params] if params else []) + [f"commit {sha}",
+                                                     f"{wall_time_s:.1f} s wall time since the previous figure"]
     return "; ".join(parts) + "."
 
 
-def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> str:
-    """Save, glue and display a finished figure; returns its provenance line.
+def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
+    """Save, glue and display a finished figure.
+
+    Returns nothing, so that a call ending a notebook cell displays nothing more; the
+    provenance line is in ``figures/<name>.json`` (key ``provenance``).
 
     ``fig`` (a matplotlib figure) is written by :func:`paperlib.plotting.savefig` as
     ``figures/<name>.png``/``.pdf`` with a ``<name>.json`` sidecar holding ``meta``, the
@@ -396,4 +402,3 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> str:
 
         plt.close(fig)
     _CLOCK["t"] = time.perf_counter()
-    return text

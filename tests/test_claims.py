@@ -203,7 +203,7 @@ def test_main_writes_grade_json_and_page(rd, tmp_path, capsys):
     g = json.loads((rd / "grade.json").read_text())  # strict JSON
     assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)]
     md = (book / "grade.md").read_text()
-    assert md.startswith("# ") and "| claim | item | paper | measured | verdict | mode |" in md
+    assert md.startswith("# ") and "| claim | item | verdict | mode | paper | measured |" in md
     assert not list(rd.glob(".*tmp"))
 
 

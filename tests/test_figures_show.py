@@ -16,18 +16,20 @@ def test_provenance_text_orders_and_shortens():
     t = pf.provenance_text({"seed": 3, "N": 3, "q": 0.5, "mode": "quick", "ns": list(range(40))},
                            commit="0123456789abcdef", dirty=True, wall_time_s=12.34)
     assert t.startswith("Mode quick, seed 3; N = 3; q = 0.5; ns = [0, 1, 2,")
-    assert "…" in t and t.endswith("commit 0123456789 (uncommitted changes); 12.3 s wall time.")
+    assert "…" in t
+    assert t.endswith("commit 0123456789 (uncommitted changes); 12.3 s wall time since the previous figure.")
     t = pf.provenance_text({}, commit="unknown", dirty=None, wall_time_s=0.0)
-    assert t == "Mode n/a, seed n/a; commit unknown; 0.0 s wall time."
+    assert t == "Mode n/a, seed n/a; commit unknown; 0.0 s wall time since the previous figure."
 
 
 def test_show_figure_writes_files_with_commit_and_wall_time(tmp_path, monkeypatch):
     monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
     fig, ax = plotting.new_axes()
-    text = pf.show_figure(fig, "01_demo", {"mode": "smoke", "seed": 0, "N": 4})
+    assert pf.show_figure(fig, "01_demo", {"mode": "smoke", "seed": 0, "N": 4}) is None
     side = json.loads((tmp_path / "01_demo.json").read_text())
+    text = side["provenance"]
     assert side["caption_meta"] == {"mode": "smoke", "seed": 0, "N": 4}
-    assert side["provenance"] == text and side["wall_time_s"] >= 0
+    assert text.startswith("Mode smoke, seed 0; N = 4; commit ") and side["wall_time_s"] >= 0
     assert isinstance(side["git_commit"], str) and len(side["git_commit"]) >= 7
     assert (tmp_path / "01_demo.png").stat().st_size > 1000 and (tmp_path / "01_demo.pdf").is_file()
     assert not plt.fignum_exists(fig.number)  # closed
