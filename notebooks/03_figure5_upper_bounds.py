@@ -100,8 +100,10 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT}.it
 # same $\alpha$),
 #
 # $$
-# f_{\text{EASGM}} \;\le\; \bar f_{\text{EASGM}} = T\big(P^{\otimes(n-1)},\, Q_N^{\otimes(n-1)}\big),
-# \qquad P = N(0,1),\ Q_N = N\big(0, (N/(N+1))^2\big),
+# \begin{aligned}
+# f_{\text{EASGM}} \;\le\; \bar f_{\text{EASGM}} &= T\big(P^{\otimes(n-1)},\, Q_N^{\otimes(n-1)}\big),\\
+# P = N(0,1),\quad Q_N &= N\big(0, (N/(N+1))^2\big),
+# \end{aligned}
 # $$
 #
 # which depends on neither $q$ nor $\sigma$. **ASGM (Theorem 3.10, Eq. 14).** The

@@ -144,8 +144,8 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
         L += [f"Installing the locked environment took {_fmt_s(env.get('wall_s'))} and "
               f"{_fmt_b(env.get('bytes'))} on this machine (measured by `make`).", ""]
     L += ["## Set-up and basic test", "",
-          "```", "make test          # the test suite: unit tests, every notebook through nbval, the book in a browser",
-          "make all MODE=smoke # every notebook end to end at the smallest sizes, the grade, the book", "```", ""]
+          "```", "# the test suite: unit tests, every notebook through nbval, the book in a browser", "make test",
+          "# every notebook end to end at the smallest sizes, the grade, the book", "make all MODE=smoke", "```", ""]
 
     L += ["## Major claims", ""]
     L += ["| claim | paper item | statement | experiment | last verdict |", "|---|---|---|---|---|"]
