@@ -107,7 +107,7 @@ endif
 all: book
 	@$(PY) -m paperlib.runlog tier --mode $(MODE) --device $(DEVICE) --start $(START_TS) --notebooks $(words $(NB_NAMES))
 	@$(PY) -m paperlib.appendix > /dev/null
-	@$(JB) build book -W -n > build/book-refresh.log 2>&1 || { tail -30 build/book-refresh.log >&2; \
+	@$(JB) build book -q -W -n > build/book-refresh.log 2>&1 || { tail -30 build/book-refresh.log >&2; \
 	  echo "error: refreshing the appendix page failed (log: build/book-refresh.log)" >&2; exit 1; }
 	@echo
 	@echo "Done (MODE=$(MODE), DEVICE=$(DEVICE), SEED=$(SEED))."
@@ -144,9 +144,11 @@ env-check:
 	  "$(PY)" -m pip install --disable-pip-version-check --no-deps -e .; \
 	fi
 
-$(KERNEL_SPEC): | $(ENV_TARGET)
+# ipykernel's own log is cut to errors: its "running over TCP without encryption" warning
+# (the kernel talks to papermill on this machine only) would otherwise open every notebook.
+$(KERNEL_SPEC): Makefile | $(ENV_TARGET)
 	@mkdir -p $(dir $@)
-	@$(PY) -c 'import json, sys; json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "Python (paperlib)", "language": "python", "metadata": {"debugger": False}}, open(sys.argv[1], "w"), indent=1)' $@
+	@$(PY) -c 'import json, sys; json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=ERROR"], "display_name": "Python (paperlib)", "language": "python", "metadata": {"debugger": False}}, open(sys.argv[1], "w"), indent=1)' $@
 
 # Rewritten only when MODE/DEVICE/SEED change, so executed notebooks re-run exactly then.
 $(PARAMS_STAMP): FORCE | $(ENV_TARGET)
@@ -209,8 +211,9 @@ appendix: grade | $(ENV_TARGET)
 	$(PY) -m paperlib.appendix
 
 book: grade appendix | $(ENV_TARGET)
+	@echo "== building the book (jupyter-book, warnings are errors)"
 	@start=$$(date +%s); \
-	$(JB) build book -W -n --all; \
+	$(JB) build book -q -W -n --all; \
 	$(PY) -m paperlib.runlog book --mode $(MODE) --wall $$(( $$(date +%s) - start ))
 	@echo "Book: file://$(ROOT)/book/_build/html/index.html"
 
