@@ -61,9 +61,7 @@ from paperlib import figures as pf
 from paperlib import guarantees, plotting, tradeoff
 from paperlib.provenance import results_dir, save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 N_X = pf.pick(MODE, smoke=2_001, quick=40_001, full=400_001)  # grid for the numerical sup
 N_EPS = pf.pick(MODE, smoke=25, quick=81, full=161)  # epsilon grid of the profile plots

@@ -69,9 +69,7 @@ from paperlib import figures as pf
 from paperlib import guarantees, plotting, simulation
 from paperlib.provenance import results_dir, save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 TRIALS = pf.pick(MODE, smoke=4_000, quick=400_000, full=4_000_000)  # draws per hypothesis and case
 N_GRID = pf.pick(MODE, smoke=21, quick=101, full=201)  # alpha values of the simulated curves

@@ -64,9 +64,7 @@ from paperlib import clt, guarantees, plotting
 from paperlib import figures as pf
 from paperlib.provenance import results_dir, save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 NS = [1, 4, 999, 59_999]  # |D|: tiny datasets, and the full MNIST/FMNIST training set minus one
 N_PARAMS = [26_010, 1_485_217]  # trainable parameters of the two models

@@ -97,9 +97,7 @@ from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.guarantees import guarantee, sgm_claim
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 TRIALS = pf.pick(MODE, smoke=400, quick=10_000, full=10_000)  # counted rounds per point (half on D, half on D')
 N_VALUES = [2, 3, 4, 5]

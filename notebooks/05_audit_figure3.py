@@ -70,9 +70,7 @@ from paperlib import plotting
 from paperlib.guarantees import guarantee, sgm_claim
 from paperlib.tradeoff import eps_delta_tradeoff
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 TRIALS = pf.pick(MODE, smoke=400, quick=4_000, full=10_000)  # counted rounds per point (half on D, half on D')
 N_SET, SIGMA, C, DELTA = 4, 10.0, 0.1, 1e-5

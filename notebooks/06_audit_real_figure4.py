@@ -71,9 +71,7 @@ from paperlib.implementations import real_audit as RA
 from paperlib.implementations.datasets import resolve_dataset
 from paperlib.provenance import save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)  # counted rounds (as many again calibrate)

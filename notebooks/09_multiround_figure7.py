@@ -85,9 +85,7 @@ from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.provenance import results_dir, save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 
 MAX_FFT = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)
 N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)

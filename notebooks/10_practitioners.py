@@ -71,9 +71,7 @@ from paperlib import figures as pf
 from paperlib import plotting
 from paperlib.provenance import results_dir, save_result
 
-assert MODE in pf.MODES, f"MODE must be one of {pf.MODES}, got {MODE!r}"
-pf.setup_output_dirs()
-T_START = time.perf_counter()
+T_START = pf.start_notebook(MODE)
 PLD = {"max_fft": pf.pick(MODE, smoke=2**16, quick=2**20, full=2**22)}
 print(f"MODE={MODE} SEED={SEED}; results -> {results_dir().resolve()}")
 glue("nb10_mode", MODE, display=False)

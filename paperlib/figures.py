@@ -35,6 +35,7 @@ from .provenance import RESULTS_ENV, _to_jsonable, load_result, save_result
 __all__ = [
     "MODES",
     "pick",
+    "start_notebook",
     "repo_root",
     "setup_output_dirs",
     "cached",
@@ -68,6 +69,25 @@ def pick(mode: str, *, smoke, quick, full):
     if mode not in MODES:
         raise ValueError(f"MODE must be one of {MODES}, got {mode!r}")
     return {"smoke": smoke, "quick": quick, "full": full}[mode]
+
+
+def start_notebook(mode: str) -> float:
+    """The set-up every notebook runs first; returns its start time (``time.perf_counter()``).
+
+    Checks ``mode`` (one of :data:`MODES`), points ``results/`` and ``figures/`` at the
+    repository (:func:`setup_output_dirs`) and starts the clock that the first figure's
+    wall time (:func:`show_figure`) is measured from.
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is not one of :data:`MODES`.
+    """
+    if mode not in MODES:
+        raise ValueError(f"MODE must be one of {MODES}, got {mode!r}")
+    setup_output_dirs()
+    _CLOCK["t"] = time.perf_counter()
+    return _CLOCK["t"]
 
 
 def repo_root() -> Path | None:

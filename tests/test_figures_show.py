@@ -43,3 +43,14 @@ def test_show_figure_rejects_bad_input(tmp_path, monkeypatch):
     with pytest.raises(TypeError, match="meta must be a dict"):
         pf.show_figure(fig, "ok", ["mode"])
     plt.close(fig)
+
+
+def test_start_notebook_checks_mode_and_sets_dirs(tmp_path, monkeypatch):
+    from paperlib import provenance as pv
+
+    monkeypatch.setenv(pv.RESULTS_ENV, str(tmp_path / "r"))
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path / "f"))
+    t0 = pf.start_notebook("smoke")
+    assert t0 > 0 and pv.results_dir() == tmp_path / "r"  # values already set are kept
+    with pytest.raises(ValueError, match="MODE must be one of"):
+        pf.start_notebook("fast")
