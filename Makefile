@@ -87,7 +87,7 @@ NB_OUT := $(addprefix book/notebooks/,$(addsuffix .ipynb,$(NB_NAMES)))
 LIB_SRC := $(shell find paperlib -name '*.py' -not -path '*/__pycache__/*' 2>/dev/null | sort)
 PARAMS_STAMP := build/params.txt
 # Each executed notebook depends on its source, on the paperlib modules it imports
-# (transitively; build/deps/NAME.d, written by `python -m paperlib.deps` with the system
+# (transitively; build/deps/NAME.d, written by `python -m paperlib.artifact.deps` with the system
 # python, so no environment is needed to work them out), on booktags (which shapes the
 # page), on the lock (package versions), on MODE/DEVICE/SEED, and, when it reads data
 # sets, on the listing of the data folders (build/data-stamp.txt).
@@ -105,8 +105,8 @@ endif
 # After the book: record this run's total, rewrite the appendix with it, and refresh that
 # one page (an incremental build), so the book's appendix includes the run that built it.
 all: book
-	@$(PY) -m paperlib.runlog tier --mode $(MODE) --device $(DEVICE) --start $(START_TS) --notebooks $(words $(NB_NAMES))
-	@$(PY) -m paperlib.appendix > /dev/null
+	@$(PY) -m paperlib.artifact.runlog tier --mode $(MODE) --device $(DEVICE) --start $(START_TS) --notebooks $(words $(NB_NAMES))
+	@$(PY) -m paperlib.artifact.appendix > /dev/null
 	@$(JB) build book -q -W -n > build/book-refresh.log 2>&1 || { tail -30 build/book-refresh.log >&2; \
 	  echo "error: refreshing the appendix page failed (log: build/book-refresh.log)" >&2; exit 1; }
 	@echo
@@ -116,7 +116,7 @@ all: book
 	@echo "  results: $(ROOT)/results/"
 	@echo "  appendix: $(ROOT)/results/artifact_appendix.md"
 	@echo
-	@$(PY) -m paperlib.claims --show
+	@$(PY) -m paperlib.artifact.claims --show
 
 help:
 	@sed -n '3,20p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
@@ -165,11 +165,11 @@ $(PARAMS_STAMP): FORCE | $(ENV_TARGET)
 
 build/deps/%.d: notebooks/%.py $(LIB_SRC)
 	@mkdir -p $(dir $@)
-	@$(PYTHON) -m paperlib.deps make $< --target book/notebooks/$*.ipynb --out $@ --data-stamp $(DATA_STAMP)
+	@$(PYTHON) -m paperlib.artifact.deps make $< --target book/notebooks/$*.ipynb --out $@ --data-stamp $(DATA_STAMP)
 
 # Rewritten only when a file under the data folders appears, changes or goes.
 $(DATA_STAMP): FORCE
-	@$(PYTHON) -m paperlib.deps data-stamp --out $@ $(DATA_ROOTS)
+	@$(PYTHON) -m paperlib.artifact.deps data-stamp --out $@ $(DATA_ROOTS)
 
 figures: $(NB_OUT)
 	@if [ -z "$(NB_OUT)" ]; then echo "No notebooks/NN_*.py found."; fi
@@ -177,7 +177,7 @@ figures: $(NB_OUT)
 # notebooks/NAME.py --jupytext--> build/nb_in/NAME.ipynb --papermill--> book/notebooks/NAME.ipynb
 # papermill writes into a temporary file beside the target, renamed when the run succeeds:
 # an interrupted or failed run never leaves a notebook that looks complete.
-book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
+book/notebooks/%.ipynb: notebooks/%.py paperlib/artifact/booktags.py requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
 	@grep -Eq '^# %%.*tags=\[[^]]*"parameters"' $< || { echo "error: $< has no cell tagged \"parameters\" (write '# %% tags=[\"parameters\"]' above MODE/DEVICE/SEED)" >&2; exit 1; }
 	@mkdir -p build/nb_in $(dir $@)
 	@echo "== executing $< (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"
@@ -186,16 +186,16 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.tx
 	@start=$$(date +%s); \
 	if env -u MPLBACKEND $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
 	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
-	  $(PY) -m paperlib.booktags $(dir $@).$*.tmp.ipynb; \
+	  $(PY) -m paperlib.artifact.booktags $(dir $@).$*.tmp.ipynb; \
 	  mv -f $(dir $@).$*.tmp.ipynb $@; \
 	  wall=$$(( $$(date +%s) - start )); \
-	  $(PY) -m paperlib.runlog notebook $* --mode $(MODE) --device $(DEVICE) --seed $(SEED) --start $$start --wall $$wall; \
+	  $(PY) -m paperlib.artifact.runlog notebook $* --mode $(MODE) --device $(DEVICE) --seed $(SEED) --start $$start --wall $$wall; \
 	  echo "== $< done in $$wall s -> $@"; \
 	else \
 	  msg="error: notebook $< failed (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
 	  if [ -f $(dir $@).$*.tmp.ipynb ]; then mkdir -p build/failed; mv -f $(dir $@).$*.tmp.ipynb build/failed/$*.ipynb; \
 	    msg="$$msg; the partial run is in build/failed/$*.ipynb"; \
-	    msg="$$msg"$$'\n'"  failed at $$($(PY) -m paperlib.runlog failed build/failed/$*.ipynb)"; fi; \
+	    msg="$$msg"$$'\n'"  failed at $$($(PY) -m paperlib.artifact.runlog failed build/failed/$*.ipynb)"; fi; \
 	  echo "$$msg" >&2; \
 	  exit 1; \
 	fi
@@ -203,18 +203,18 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/booktags.py requirements-lock.tx
 # The graded claims (results/grade.json, book/grade.md) are written before the book is built.
 # (quiet under `make all`, which prints the table once at the end)
 grade: figures | $(ENV_TARGET)
-	$(PY) -m paperlib.claims $(if $(filter all,$(or $(MAKECMDGOALS),all)),--quiet)
+	$(PY) -m paperlib.artifact.claims $(if $(filter all,$(or $(MAKECMDGOALS),all)),--quiet)
 
 # The artifact appendix (book/appendix.md, results/artifact_appendix.md) from the claims
 # registry, the grade and the measured runs.
 appendix: grade | $(ENV_TARGET)
-	$(PY) -m paperlib.appendix
+	$(PY) -m paperlib.artifact.appendix
 
 book: grade appendix | $(ENV_TARGET)
 	@echo "== building the book (jupyter-book, warnings are errors)"
 	@start=$$(date +%s); \
 	$(JB) build book -q -W -n --all; \
-	$(PY) -m paperlib.runlog book --mode $(MODE) --wall $$(( $$(date +%s) - start ))
+	$(PY) -m paperlib.artifact.runlog book --mode $(MODE) --wall $$(( $$(date +%s) - start ))
 	@echo "Book: file://$(ROOT)/book/_build/html/index.html"
 
 # Notebooks are paired with notebooks/jupytext.toml (ipynb + py:percent).
@@ -277,7 +277,7 @@ bench: | $(ENV_TARGET) $(PARAMS_STAMP)
 # their source, confirm each by a real step; rewrites paperlib/resources/opacus_table2.json. Needs the network.
 .PHONY: opacus-table
 opacus-table: | $(ENV_TARGET)
-	$(PY) -m paperlib.opacus_code --refresh --confirm all
+	$(PY) -m paperlib.implementations.opacus_code --refresh --confirm all
 
 clean:
 	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md

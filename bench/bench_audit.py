@@ -6,9 +6,9 @@ projection, exact likelihood ratio of both mixtures, threshold choice, intervals
 (a) the batched *projected* path (``path="projected"``): per round only the Poisson
     mask, ``r <= N+1`` normals and one chi-square variate are drawn — the exact
     sufficient statistics of the optimal distinguisher
-    (:func:`paperlib.mechanisms.iter_projected`), so the cost does not grow with n;
+    (:func:`paperlib.mechanisms.sampler.iter_projected`), so the cost does not grow with n;
 (b) the batched *full-dimensional* path (``path="full"``): ``(chunk, n)`` noise draws,
-    then the projection (:func:`paperlib.mechanisms.iter_samples`);
+    then the projection (:func:`paperlib.mechanisms.sampler.iter_samples`);
 (c) the plain per-trial loop (``batched=False``): one full n-dimensional round, one
     projection and one likelihood ratio per Python iteration, records clipped and
     summed one by one,
@@ -21,7 +21,7 @@ distinguisher (``path="auto"`` -> projected). The time of the noise draw alone
 (``randn`` of n float64 numbers per round) is measured too: loop time / noise time
 bounds what the full-dimensional path (b) can reach (a few-fold on a CPU at
 n = 10,000); the projected path does not draw that noise at all.
-The result goes to ``results/bench_audit.json`` (:func:`paperlib.provenance.save_result`).
+The result goes to ``results/bench_audit.json`` (:func:`paperlib.artifact.provenance.save_result`).
 
 Environment: ``MODE`` (smoke|quick|full: number of rounds), ``DEVICE`` (cpu|cuda|auto,
 default auto: the CPU is always measured, CUDA too when it is available and DEVICE is
@@ -41,7 +41,7 @@ import time
 import torch
 
 from paperlib.audit import audit, worst_case_vectors
-from paperlib.provenance import save_result
+from paperlib.artifact.provenance import save_result
 
 MODE = os.environ.get("MODE") or "quick"
 DEVICE = os.environ.get("DEVICE") or "auto"

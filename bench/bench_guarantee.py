@@ -30,8 +30,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from paperlib import guarantees  # noqa: E402
-from paperlib.provenance import RESULTS_ENV, save_result  # noqa: E402
+from paperlib.mechanisms import guarantees  # noqa: E402
+from paperlib.artifact.provenance import RESULTS_ENV, save_result  # noqa: E402
 
 MODE = os.environ.get("MODE", "quick")
 DEVICE = os.environ.get("DEVICE", "cpu")

@@ -2,7 +2,7 @@
 
 Times, on one thread, the FEASGM T-round upper bound of Theorems A.4/A.6 evaluated
 exactly as a chi-square test in T(n-1) = 297,043,200 coordinates
-(``composition.feasgm_rounds_upper_bound``) at 200 values of alpha plus its epsilon at
+(``multiround.feasgm_rounds_upper_bound``) at 200 values of alpha plus its epsilon at
 delta = 1e-5 (target: under 10 s), and, for information, the numerical composition of
 the one-round ASGM bound (Eq. 14) over the same 200 rounds at n = 26,010.
 
@@ -23,8 +23,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from paperlib import composition  # noqa: E402
-from paperlib.provenance import RESULTS_ENV, save_result  # noqa: E402
+from paperlib.mechanisms import multiround as composition  # noqa: E402
+from paperlib.artifact.provenance import RESULTS_ENV, save_result  # noqa: E402
 
 MODE = os.environ.get("MODE", "quick")
 SEED = int(os.environ.get("SEED", "0"))

@@ -57,9 +57,11 @@ import numpy as np
 from myst_nb import glue
 from scipy import optimize, stats
 
-from paperlib import figures as pf
-from paperlib import guarantees, plotting, tradeoff
-from paperlib.provenance import results_dir, save_result
+from paperlib.artifact import figures as pf
+from paperlib.mechanisms import guarantees
+from paperlib.artifact import plotting
+from paperlib.fdp import tradeoff
+from paperlib.artifact.provenance import results_dir, save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -143,7 +145,7 @@ assert np.allclose(tradeoff.gaussian_tradeoff(alpha, 0.0), tradeoff.identity_tra
 #
 # For $G_\mu$ the profile has the closed form of {cite}`balle2018improving`,
 # $\delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2) - e^{\varepsilon}\Phi(-\varepsilon/\mu - \mu/2)$,
-# implemented as `paperlib.tradeoff.gaussian_delta`. Below we check it against a
+# implemented as `paperlib.fdp.tradeoff.gaussian_delta`. Below we check it against a
 # direct numerical evaluation of the supremum. With the threshold $x$ of the optimal
 # test as parameter, $\alpha = 1-\Phi(x)$ and $1 - G_\mu(\alpha) = 1 - \Phi(x-\mu)$, so
 # the supremum is a one-dimensional maximisation over $x$: a dense grid followed by a
@@ -172,8 +174,8 @@ def compute_profiles():
         out["closed_form"].append(tradeoff.gaussian_delta(eps_grid, mu))
         out["numeric"].append([delta_numeric(e, mu) for e in eps_grid])
         # a third route: paperlib's exact profile of the G_mu family (likelihood-ratio tails)
-        from paperlib.gaussian import GaussShiftFamily
-        from paperlib.mixture import LRMixture
+        from paperlib.fdp.gaussian import GaussShiftFamily
+        from paperlib.fdp.mixture import LRMixture
         out["paperlib_mixture"].append(LRMixture([GaussShiftFamily([mu], [1.0])]).delta(eps_grid))
     return out
 
@@ -245,7 +247,7 @@ pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mu
 # example is not sampled and the outputs coincide; otherwise the adversary faces
 # $G_{1/\sigma}$. (The mixture is taken at the *same* $\alpha$ because the adversary
 # does not see whether the example was sampled; the optimal test thresholds the
-# output itself.) `paperlib.guarantees.sgm_claim` evaluates it as the exact trade-off
+# output itself.) `paperlib.mechanisms.guarantees.sgm_claim` evaluates it as the exact trade-off
 # of $N(0,1)$ against $(1-q)N(0,1)+qN(1/\sigma,1)$.
 #
 # $f_q$ is not symmetric. Swapping the roles of $D$ and $D'$ gives the inverse

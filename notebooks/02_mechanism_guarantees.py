@@ -65,9 +65,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
-from paperlib import figures as pf
-from paperlib import guarantees, plotting, simulation
-from paperlib.provenance import results_dir, save_result
+from paperlib.artifact import figures as pf
+from paperlib.mechanisms import guarantees, simulation
+from paperlib.artifact import plotting
+from paperlib.artifact.provenance import results_dir, save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -103,7 +104,7 @@ for k, v in {"mode": MODE, "seed": SEED, "trials": f"{TRIALS:,}", "dkw": f"{DKW_
 #
 # a location shift in one coordinate and a variance shrink in all $n$. Its trade-off
 # function is an exact noncentral chi-square computation (`THEORY.md` §4,
-# `paperlib.gaussian.GaussVarFamily`). For EASGM, $s = N/(N+1)$ and the shifts are
+# `paperlib.fdp.gaussian.GaussVarFamily`). For EASGM, $s = N/(N+1)$ and the shifts are
 # $\bar\mu^1_k = k/((N+1)\sigma)$ (new example not sampled) and
 # $\bar\mu^2_k = (N+k)/((N+1)\sigma)$ (sampled), with $k \sim \mathrm{Bin}(N,q)$.
 #
@@ -112,7 +113,7 @@ for k, v in {"mode": MODE, "seed": SEED, "trials": f"{TRIALS:,}", "dkw": f"{DKW_
 # with the batch revealed is a lower bound — a valid guarantee (paper Lemma 2.10). For
 # a revealed index the optimal test thresholds every component's likelihood ratio at
 # one common value $t$ and sums FPRs and FNRs with the mixture weights (paper Lemma
-# 3.1; `THEORY.md` §5; `paperlib.mixture.LRMixture`). This gives
+# 3.1; `THEORY.md` §5; `paperlib.fdp.mixture.LRMixture`). This gives
 #
 # - **EASGM, Theorem 3.6:** the mixture above of $2(N+1)$ components with
 #   $s = N/(N+1)$. At $q = 1$ only one component is left and the bound is tight.
@@ -128,7 +129,7 @@ for k, v in {"mode": MODE, "seed": SEED, "trials": f"{TRIALS:,}", "dkw": f"{DKW_
 #
 # ## 2. The simulation and what it must show
 #
-# `paperlib.simulation` draws the mechanism's output on the same worst-case data. By
+# `paperlib.mechanisms.simulation` draws the mechanism's output on the same worst-case data. By
 # rotation invariance the whole $n$-dimensional output reduces to two numbers, its
 # coordinate along $u$ and the squared norm of the rest (a scaled $\chi^2_{n-1}$), so a
 # draw costs the same for any $n$. Each draw is scored with an exact log-likelihood

@@ -60,9 +60,11 @@ import numpy as np
 from myst_nb import glue
 from scipy import optimize
 
-from paperlib import clt, guarantees, plotting
-from paperlib import figures as pf
-from paperlib.provenance import results_dir, save_result
+from paperlib.fdp import clt
+from paperlib.mechanisms import guarantees
+from paperlib.artifact import plotting
+from paperlib.artifact import figures as pf
+from paperlib.artifact.provenance import results_dir, save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -115,7 +117,7 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT}.it
 #
 # The scale test has an exact form (`THEORY.md` §7): it rejects "$D$" when
 # $\lVert x\rVert^2 < \tau$, so $\alpha = F_{\chi^2_{n-1}}(\tau)$ and
-# $\beta = 1 - F_{\chi^2_{n-1}}(\tau/s^2)$. `paperlib.guarantees.easgm_upper_bound` and
+# $\beta = 1 - F_{\chi^2_{n-1}}(\tau/s^2)$. `paperlib.mechanisms.guarantees.easgm_upper_bound` and
 # `asgm_upper_bound` evaluate exactly this; no approximation is involved, even at
 # $n \approx 1.5\cdot 10^6$.
 #
@@ -392,7 +394,7 @@ if np.isfinite(r_dpsur["fpr_guarantee"]):  # full mode only
 # $$
 #
 # with $\mu$ and $\gamma$ computed from three integrals of $\log\lvert \bar f^{*\prime}\rvert$
-# (`paperlib.clt`). Both steps lose something: the symmetrisation, and the Berry–Esseen
+# (`paperlib.fdp.clt`). Both steps lose something: the symmetrisation, and the Berry–Esseen
 # error $\gamma$. Since the chi-square form is exact, we can see how much. Outside
 # $[\gamma, 1-\gamma]$ the theorem says nothing, so the CLT curve is drawn only there.
 
@@ -499,8 +501,8 @@ pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR
 # $\beta = 2(1 - \Phi(\tau/\sigma))$.
 
 # %%
-from paperlib.gaussian import GaussVarFamily
-from paperlib.mixture import LRMixture
+from paperlib.fdp.gaussian import GaussVarFamily
+from paperlib.fdp.mixture import LRMixture
 from scipy import stats
 
 A_GRID = np.linspace(0.0, 1.0, 201)[1:-1]  # alpha grid (the end points are 0 and 1 for every curve)

@@ -93,9 +93,10 @@ from IPython.display import display
 from myst_nb import glue
 
 from paperlib import audit as A
-from paperlib import figures as pf
-from paperlib import plotting
-from paperlib.guarantees import guarantee, sgm_claim
+from paperlib.artifact import sweeps
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
+from paperlib.mechanisms.guarantees import guarantee, sgm_claim
 
 T_START = pf.start_notebook(MODE)
 
@@ -120,13 +121,13 @@ for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,
 # %% [markdown]
 # ## 1. The audits
 #
-# `paperlib.audit.audit_sweep` runs every point and stores the results after each one
+# `paperlib.artifact.sweeps.audit_sweep` runs every point and stores the results after each one
 # in `results/04_fig2_audit.json`, keyed by a hash of all parameters: an interrupted run
 # resumes where it stopped, and a changed parameter starts afresh. Both distinguishers
 # score the same rounds. Point $i$ uses the seed `SeedSequence([SEED, i])`.
 
 # %%
-sweep = A.audit_sweep("04_fig2_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
+sweep = sweeps.audit_sweep("04_fig2_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
 
 
 def table_of(label):
@@ -346,7 +347,7 @@ SPECS = {f"{t}/{ag}": {"name": "normality", "test": t, "aggregation": ag}
 SPECS.update({f"chi2/{ag}/ties=½": {"name": "normality", "test": "chi2", "aggregation": ag, "ties": "half"}
               for ag in A.AGGREGATIONS})
 SPECS["optimal"] = "optimal"
-sens = A.audit_sweep("04_normality_tests", SENS_POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"),
+sens = sweeps.audit_sweep("04_normality_tests", SENS_POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"),
                      **{**COMMON, "distinguishers": SPECS})
 rows = []
 for rec in sens:

@@ -65,10 +65,11 @@ from IPython.display import display
 from myst_nb import glue
 
 from paperlib import audit as A
-from paperlib import figures as pf
-from paperlib import plotting
-from paperlib.guarantees import guarantee, sgm_claim
-from paperlib.tradeoff import eps_delta_tradeoff
+from paperlib.artifact import sweeps
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
+from paperlib.mechanisms.guarantees import guarantee, sgm_claim
+from paperlib.fdp.tradeoff import eps_delta_tradeoff
 
 T_START = pf.start_notebook(MODE)
 
@@ -94,14 +95,14 @@ for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,
 # %% [markdown]
 # ## 1. The audits
 #
-# Cached and resumable in `results/05_fig3_audit.json` (`paperlib.audit.audit_sweep`).
+# Cached and resumable in `results/05_fig3_audit.json` (`paperlib.artifact.sweeps.audit_sweep`).
 # Three distinguishers score the same rounds: the paper's normality votes (chi-square
 # test, probability-weighted votes, a fair coin for undecided pairs), the same votes
 # with undecided pairs counted as half a vote (a variant, explained at the end), and
 # the exact likelihood ratio.
 
 # %%
-sweep = A.audit_sweep("05_fig3_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
+sweep = sweeps.audit_sweep("05_fig3_audit", POINTS, seed=SEED, mode=MODE, progress=(MODE == "full"), **COMMON)
 RES = {(r["point"]["mechanism"], r["point"]["q"], r["point"]["n"]): r["results"] for r in sweep}
 claim = {q: sgm_claim(q, SIGMA).epsilon(DELTA) for _, q in SETTINGS}
 

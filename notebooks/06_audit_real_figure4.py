@@ -65,11 +65,12 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paperlib import figures as pf
-from paperlib import plotting
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
 from paperlib.implementations import real_audit as RA
 from paperlib.implementations.datasets import resolve_dataset
-from paperlib.provenance import save_result
+from paperlib.artifact import provenance as pv
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -115,7 +116,7 @@ for name, (used, root, note) in SOURCES.items():
         try:
             r = RA.audit_implementation(impl, MODEL_OF[name], used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
                                         seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS, delta=DELTA,
-                                        progress=False, data_root=root)
+                                        progress=False, data_root=root, cache=pv.ResultCache(MODE))
             rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": r, "error": None})
         except (RuntimeError, ValueError) as exc:  # ImplementationMismatch, ReleaseNotAvailable, ...
             rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": None,

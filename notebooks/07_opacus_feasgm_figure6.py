@@ -39,12 +39,13 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paperlib import figures as pf
-from paperlib import plotting
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
 from paperlib.audit import cp_upper, eps_lower
 from paperlib.implementations import real_audit as RA
 from paperlib.implementations.datasets import resolve_dataset
-from paperlib.provenance import save_result
+from paperlib.artifact import provenance as pv
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -64,7 +65,7 @@ print(f"MODE={MODE} SEED={SEED}: " + (f"NOTE: MNIST unavailable ({NOTE}); synthe
 try:
     R = RA.audit_implementation("opacus-installed", MODEL, DATASET, N=N, q=Q, sigma=SIGMA, C=C, trials=TRIALS,
                                 seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS, delta=DELTA,
-                                progress=False, data_root=ROOT)
+                                progress=False, data_root=ROOT, cache=pv.ResultCache(MODE))
     ERROR = None
 except (RuntimeError, ValueError) as exc:
     R, ERROR = None, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"

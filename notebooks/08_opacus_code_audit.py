@@ -27,7 +27,7 @@
 # This chapter redoes that audit for **every** Opacus release on the package index from
 # v0.9.0 on, including the ones published after the paper's table stops. The setting is
 # the one the paper studies: Poisson sampling with `loss_reduction="mean"`, Opacus's
-# default. The audit itself lives in `paperlib.opacus_code`; its result is committed to
+# default. The audit itself lives in `paperlib.implementations.opacus_code`; its result is committed to
 # the repository as data, so this notebook needs no network. `make opacus-table`
 # re-downloads the releases and redoes the audit.
 
@@ -51,7 +51,7 @@ from collections import Counter
 from IPython.display import display
 from packaging.version import Version
 
-from paperlib import opacus_code as oc
+from paperlib.implementations import opacus_code as oc
 
 doc = oc.load_table()
 releases = doc["releases"]

@@ -42,7 +42,7 @@
 # 4. composes the ASGM bound (Eq. 14) over $T$ rounds numerically — the case the paper
 #    leaves open.
 #
-# The functions used are in `paperlib.composition`; their docstrings give the
+# The functions used are in `paperlib.fdp.composition`; their docstrings give the
 # arguments.
 
 # %% tags=["parameters"]
@@ -80,10 +80,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
-from paperlib import composition as comp
-from paperlib import figures as pf
-from paperlib import plotting
-from paperlib.provenance import results_dir, save_result
+from paperlib.mechanisms import multiround as comp
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
+from paperlib.artifact.provenance import results_dir, save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -122,11 +122,11 @@ glue("nb09_K", K, display=False)
 # $\alpha = F_{\chi^2_m}(\tau)$, $\beta = 1 - F_{\chi^2_m}(\tau / s^2)$.
 # For $n = 1{,}485{,}217$, $m \approx 3\cdot 10^8$; scipy's chi-square distribution
 # function is inaccurate in its lower tail at that size (off by tens of percent five
-# standard deviations out), so `paperlib.composition.chi2_logcdf` uses Temme's uniform
+# standard deviations out), so `paperlib.fdp.composition.chi2_logcdf` uses Temme's uniform
 # expansion there (tested against 30-digit quadrature).
 #
 # The CLT bound of Theorem A.7 is $G_\mu(\alpha - \gamma) + \gamma$ on
-# $[\gamma, 1-\gamma]$, computed in `paperlib.clt`.
+# $[\gamma, 1-\gamma]$, computed in `paperlib.fdp.clt`.
 #
 # The claim is what an accountant certifies for SGM with $q = 0.005$, $\sigma = 10$ and
 # $T = 200$. An accountant returns $\varepsilon(\delta)$ for each $\delta$; every such
@@ -326,7 +326,7 @@ display_table
 # Discretising the privacy loss needs care about direction. An *upper* bound must not
 # be drawn too low (that would overstate the case against the claim), and its
 # $\varepsilon$ must not be overstated. The usual "pessimistic" rounding does the
-# opposite, so `paperlib.composition.ComposedPLD` keeps both sides: replacing each
+# opposite, so `paperlib.fdp.composition.ComposedPLD` keeps both sides: replacing each
 # round's output by the bin of its privacy loss is post-processing, so the exact curve
 # of the binned pair lies *above* the true $\bar f^{\otimes T}$ (the side used for the
 # bound), and since the true loss sits within $T\Delta$ of the binned one, a curve

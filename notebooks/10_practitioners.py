@@ -67,9 +67,9 @@ from IPython.display import display
 from myst_nb import glue
 
 from paperlib import practitioner as pr
-from paperlib import figures as pf
-from paperlib import plotting
-from paperlib.provenance import results_dir, save_result
+from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
+from paperlib.artifact.provenance import results_dir, save_result
 
 T_START = pf.start_notebook(MODE)
 PLD = {"max_fft": pf.pick(MODE, smoke=2**16, quick=2**20, full=2**22)}

@@ -20,10 +20,10 @@ import sys
 
 import numpy as np
 
-from . import clt
-from .guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
-from .mixture import LRMixture
-from .validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.fdp import clt
+from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
+from paperlib.fdp.mixture import LRMixture
+from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
 
 BOUNDS = ("guarantee", "upper", "clt")
 
@@ -81,7 +81,7 @@ def _audit_options(a: argparse.ArgumentParser) -> None:
 
 def run_audit(args) -> dict:
     """``audit``: worst-case data (D = N copies of C u, added point -C u), balanced game, Eq. 3."""
-    from .audit import audit_worst_case
+    from paperlib.audit import audit_worst_case
 
     check_int(args.N, "N", 1)
     check_rate(args.q)
@@ -133,16 +133,18 @@ def run_audit_implementation(args) -> dict:
     check_positive(args.C, "C")
     check_int(args.trials, "trials", 2)
     check_delta(args.delta)
-    from .implementations import real_audit
+    from paperlib.artifact.provenance import ResultCache
+    from paperlib.implementations import real_audit
 
     try:
-        from .implementations.datasets import DatasetUnavailable
+        from paperlib.implementations.datasets import DatasetUnavailable
     except ImportError:  # pragma: no cover - the loader is part of the package
         DatasetUnavailable = ()  # noqa: N806
     try:
         r = real_audit.audit_implementation(args.implementation, args.model, args.dataset, N=args.N, q=args.q,
                                             sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
-                                            mode=args.mode, delta=args.delta, progress=False)
+                                            mode=args.mode, delta=args.delta, progress=False,
+                                            cache=ResultCache(args.mode))
     except DatasetUnavailable as exc:
         raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
@@ -180,10 +182,10 @@ def _curve(args):
             return lambda a: clt.clt_upper_bound_easgm(a, args.N, args.n, rounds=T)
         return lambda a: clt.clt_upper_bound_feasgm(a, args.N, args.q, args.n, rounds=T)
     if T > 1:
-        # T rounds (paperlib.composition): easgm/feasgm upper exact (chi-square with T(n-1)
+        # T rounds (paperlib.fdp.composition): easgm/feasgm upper exact (chi-square with T(n-1)
         # coordinates), asgm upper by numerical composition of Eq. 14, sgm f_q^(xT); the
         # T-round guarantee of easgm/asgm/feasgm has no closed form (clear error there)
-        from .composition import rounds_curve
+        from paperlib.mechanisms.multiround import rounds_curve
 
         return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, T)
     if bound == "guarantee":
@@ -228,7 +230,7 @@ def run_epsilon(args) -> dict:
     if args.claimed:
         if args.rounds > 1:
             # T rounds: the claim as Opacus's RDP accountant reports it (the paper's Figure 7 baseline)
-            from .composition import sgm_claim_epsilon
+            from paperlib.mechanisms.multiround import sgm_claim_epsilon
 
             eps = sgm_claim_epsilon(args.q, args.sigma, args.rounds, delta, accountant="rdp")
             out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta,

@@ -4,15 +4,16 @@ Which mechanism an Opacus release runs (paper Table 2, THEORY.md section 10), ho
 given Opacus derives its sampling rate and normaliser, and the verdict for both
 neighbouring pairs of a training set (removal and addition): does the SGM claim stand,
 and if not, what the corrected T-round upper bound of the guarantee says
-(:mod:`paperlib.composition`). Used by ``notebooks/10_practitioners.py``.
+(:mod:`paperlib.fdp.composition`). Used by ``notebooks/10_practitioners.py``.
 """
 
 from __future__ import annotations
 
 import re
 
-from .composition import Chi2Pair, asgm_rounds_upper_bound, sgm_claim_epsilon
-from .validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.composition import Chi2Pair
+from paperlib.mechanisms.multiround import asgm_rounds_upper_bound, sgm_claim_epsilon
+from paperlib.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["OPACUS_TABLE2", "opacus_mechanism", "opacus1_rates", "opacus_sampling", "practitioner_report"]
 

@@ -1,4 +1,4 @@
-"""Tests for paperlib.runlog (measured runs) and paperlib.appendix (the artifact appendix)."""
+"""Tests for paperlib.artifact.runlog (measured runs) and paperlib.artifact.appendix (the artifact appendix)."""
 
 import json
 import time
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paperlib import appendix, claims, provenance as pv, runlog
+from paperlib.artifact import appendix, claims, provenance as pv, runlog
 
 ROOT = Path(__file__).resolve().parent.parent
 

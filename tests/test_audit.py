@@ -16,9 +16,11 @@ import torch
 from scipy import stats
 
 from paperlib import audit as A
-from paperlib import cli, simulation
-from paperlib import provenance as pv
-from paperlib.guarantees import easgm_guarantee, sgm_claim
+from paperlib import cli
+from paperlib.mechanisms import simulation
+from paperlib.artifact import provenance as pv
+from paperlib.artifact import sweeps
+from paperlib.mechanisms.guarantees import easgm_guarantee, sgm_claim
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -159,7 +161,7 @@ def test_empirical_tradeoff_above_guarantee_at_many_thresholds():
     model = A.WhiteBoxModel("easgm", v, q, sigma, C)
     d = A.OptimalDistinguisher()
     d.bind(model)
-    from paperlib import mechanisms as M
+    from paperlib.mechanisms import sampler as M
 
     lp = d.score(x := M.sample("easgm", v, q, sigma, C, "D", 10_000, torch.Generator().manual_seed(1)),
                  model.project(x))
@@ -175,7 +177,7 @@ def test_empirical_tradeoff_above_guarantee_at_many_thresholds():
 
 def test_llr_law_matches_simulation_module():
     """Our LLR on real n-dimensional outputs has the law simulation.py draws from (o1, W) (ASGM and EASGM)."""
-    from paperlib import mechanisms as M
+    from paperlib.mechanisms import sampler as M
 
     for mech, N, q, sigma, n in (("asgm", 3, 0.7, 2.0, 20), ("easgm", 2, 0.3, 1.0, 8)):
         v = A.worst_case_vectors(N, n, 1.0)
@@ -216,7 +218,7 @@ def test_path_resolution():
 
 def _fresh_scores(model, dist, path, dataset, trials, seed):
     """Optimal-distinguisher scores of fresh rounds sampled on ``path``."""
-    from paperlib import mechanisms as M
+    from paperlib.mechanisms import sampler as M
 
     g = torch.Generator().manual_seed(seed)
     v, args = model.clipped, (model.mechanism, model.clipped, model.q, model.sigma, model.C, dataset, trials, g)
@@ -285,7 +287,7 @@ def test_normality_votes_by_hand():
     d.bind(model)
     # informative pairs (b = 1): k = 0 (scales sC / sC: P = N(0), Q = N(-Cu)), k = 1 (sC / sC/2), k = 2 (sC/2 / sC/3)
     assert d.n_pairs_used == 3
-    from paperlib import mechanisms as M
+    from paperlib.mechanisms import sampler as M
 
     rows = v[:-1]
     g = torch.Generator().manual_seed(0)
@@ -361,7 +363,7 @@ def test_audit_worst_case_N_limit():
 def test_sweep_caches_and_resumes(results, monkeypatch):
     pts = [{"mechanism": "easgm", "N": 2, "n": 5, "q": 0.5}, {"mechanism": "asgm", "N": 2, "n": 5, "q": 0.7}]
     common = dict(sigma=10.0, C=0.1, trials=40, distinguishers=["optimal"])
-    first = A.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
+    first = sweeps.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
     assert len(first) == 2 and (results / "sweep_test.json").exists()
     # interrupted run: keep only the first point, then resume -> only the second is recomputed
     rec = json.loads((results / "sweep_test.json").read_text())
@@ -369,14 +371,14 @@ def test_sweep_caches_and_resumes(results, monkeypatch):
     pv.save_result("sweep_test", params, {"points": rec["data"]["points"][:1], "complete": False,
                                           "wall_time_s": 0.0}, mode="quick", seed=0, wall_time=0.0)
     calls = []
-    orig = A.game.audit_distinguishers
+    orig = sweeps.audit_distinguishers
 
     def counting(*a, **k):
         calls.append(a[1])
         return orig(*a, **k)
 
-    monkeypatch.setattr(A.game, "audit_distinguishers", counting)
-    again = A.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
+    monkeypatch.setattr(sweeps, "audit_distinguishers", counting)
+    again = sweeps.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
     assert calls == ["asgm"]
 
     def strip(pts):
@@ -385,20 +387,20 @@ def test_sweep_caches_and_resumes(results, monkeypatch):
 
     assert strip(again) == strip(first)
     # complete: no recomputation at all
-    A.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
+    sweeps.audit_sweep("sweep_test", pts, seed=0, progress=False, **common)
     assert calls == ["asgm"]
 
 
 def test_cached_audit_of_given_vectors(results, monkeypatch):
     v = A.worst_case_vectors(2, 6, 0.1, kind="random", seed=1)
     kw = dict(trials=40, distinguishers=["optimal"], seed=2, mode="smoke", dtype=torch.float64)
-    first = A.cached_audit("given_test", v, "easgm", 0.5, 10.0, 0.1, **kw)
+    first = sweeps.cached_audit("given_test", v, "easgm", 0.5, 10.0, 0.1, **kw)
     calls = []
-    monkeypatch.setattr(A.game, "audit_distinguishers", lambda *a, **k: calls.append(1))
-    assert A.cached_audit("given_test", v, "easgm", 0.5, 10.0, 0.1, **kw) == first
+    monkeypatch.setattr(sweeps, "audit_distinguishers", lambda *a, **k: calls.append(1))
+    assert sweeps.cached_audit("given_test", v, "easgm", 0.5, 10.0, 0.1, **kw) == first
     assert calls == []  # served from results/given_test.json
     with pytest.raises(AttributeError):  # other vectors: a cache miss, so the (patched) audit runs
-        A.cached_audit("given_test", v * 0.5, "easgm", 0.5, 10.0, 0.1, **kw)
+        sweeps.cached_audit("given_test", v * 0.5, "easgm", 0.5, 10.0, 0.1, **kw)
     assert calls == [1]
 
 

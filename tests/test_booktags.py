@@ -1,7 +1,7 @@
 import json
 import pytest
 
-from paperlib.booktags import tag_notebook
+from paperlib.artifact.booktags import tag_notebook
 
 
 def test_tags_parameters_removed_and_code_hidden(tmp_path):
@@ -24,8 +24,8 @@ def test_tags_parameters_removed_and_code_hidden(tmp_path):
 
 
 def test_inline_figure_copies_dropped_and_captions_get_provenance(tmp_path):
-    from paperlib.booktags import PROV_MARK, caption_provenance
-    from paperlib.figures import INLINE_COPY_KEY
+    from paperlib.artifact.booktags import PROV_MARK, caption_provenance
+    from paperlib.artifact.figures import INLINE_COPY_KEY
 
     img = {"output_type": "display_data", "data": {"image/png": "AA=="}, "metadata": {INLINE_COPY_KEY: True}}
     txt = {"output_type": "stream", "name": "stdout", "text": "done\n"}

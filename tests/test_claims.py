@@ -1,11 +1,11 @@
-"""Tests for paperlib.claims: each check on synthetic result files (holds / violated / missing)."""
+"""Tests for paperlib.artifact.claims: each check on synthetic result files (holds / violated / missing)."""
 
 import json
 
 import pytest
 
-from paperlib import claims as cl
-from paperlib import provenance as pv
+from paperlib.artifact import claims as cl
+from paperlib.artifact import provenance as pv
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""Tests of paperlib.clt (Berry-Esseen CLT bounds; THEORY.md section 8).
+"""Tests of paperlib.fdp.clt (Berry-Esseen CLT bounds; THEORY.md section 8).
 
 Every formula is compared with an independent computation: closed forms for G_mu,
 an independently built f̄* = max{f*, f*⁻¹} (analytic branch slopes and, separately,
@@ -16,7 +16,7 @@ import pytest
 from scipy import integrate, optimize
 from scipy.stats import chi2, norm
 
-from paperlib import clt
+from paperlib.fdp import clt
 
 # --------------------------------------------------------------------------------------
 # independent constructions used by several tests

@@ -1,4 +1,4 @@
-"""Tests for paperlib.deps: static import closure, make rules, code fingerprint."""
+"""Tests for paperlib.artifact.deps: static import closure, make rules, code fingerprint."""
 
 import os
 import subprocess
@@ -7,23 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from paperlib import deps
+from paperlib.artifact import deps
 
 ROOT = Path(deps.PACKAGE_DIR).parent
 
 
 def test_imported_modules_absolute_and_from_forms():
-    src = ("import numpy as np\nfrom paperlib import figures as pf\nfrom paperlib.audit import cp_upper\n"
-           "import paperlib.tradeoff\nfrom paperlib.provenance import save_result\n")
+    src = ("import numpy as np\nfrom paperlib.artifact import figures as pf\nfrom paperlib.audit import cp_upper\n"
+           "import paperlib.fdp.tradeoff\nfrom paperlib.artifact.provenance import save_result\n")
     got = deps.imported_modules(src)
     # a name imported from a package that is not a submodule (cp_upper) maps to the package itself
-    assert got == {"paperlib", "paperlib.figures", "paperlib.audit", "paperlib.tradeoff", "paperlib.provenance"}
+    assert got == {"paperlib", "paperlib.artifact", "paperlib.artifact.figures", "paperlib.audit", "paperlib.fdp",
+                   "paperlib.fdp.tradeoff", "paperlib.artifact.provenance"}
 
 
 def test_imported_modules_relative_and_lazy():
-    src = "from ..provenance import load_result\nfrom . import datasets\n\ndef f():\n    from ..audit import stats\n"
+    src = "from ..audit.game import audit_outputs\nfrom . import datasets\n\ndef f():\n    from ..audit import stats\n"
     got = deps.imported_modules(src, "paperlib.implementations.real_audit")
-    assert got == {"paperlib", "paperlib.provenance", "paperlib.implementations",
+    assert got == {"paperlib", "paperlib.audit.game", "paperlib.implementations",
                    "paperlib.implementations.datasets", "paperlib.audit", "paperlib.audit.stats"}
     # in a package's __init__, "." is the package itself
     got = deps.imported_modules("from .game import audit_outputs\n", "paperlib.audit", is_package=True)
@@ -33,10 +34,10 @@ def test_imported_modules_relative_and_lazy():
 def test_closure_is_transitive_and_includes_resources():
     files = {str(p.relative_to(ROOT)) for p in deps.closure({"paperlib.implementations.real_audit"})}
     # real_audit -> runners -> opacus_code -> its stored table; the audit package through its __init__
-    assert {"paperlib/implementations/runners.py", "paperlib/opacus_code.py",
+    assert {"paperlib/implementations/runners.py", "paperlib/implementations/opacus_code.py",
             "paperlib/resources/opacus_table2.json", "paperlib/audit/__init__.py",
             "paperlib/__init__.py", "paperlib/implementations/__init__.py"} <= files
-    assert "paperlib/cli.py" not in files and "paperlib/claims.py" not in files
+    assert "paperlib/cli.py" not in files and "paperlib/artifact/claims.py" not in files
 
 
 def test_notebook_dependencies_differ_per_notebook():
@@ -75,7 +76,7 @@ def test_make_rule_written_only_when_changed(tmp_path):
         assert out.stat().st_mtime_ns == 1  # unchanged content: not rewritten, so make does not restart
     finally:
         os.chdir(cwd)
-    r = subprocess.run([sys.executable, "-m", "paperlib.deps", "make", "notebooks/nope.py", "--target", "x",
+    r = subprocess.run([sys.executable, "-m", "paperlib.artifact.deps", "make", "notebooks/nope.py", "--target", "x",
                         "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "notebooks/nope.py does not exist" in r.stderr
 

@@ -1,4 +1,4 @@
-"""Tests for paperlib.figures.show_figure / provenance_text (the book's figure captions)."""
+"""Tests for paperlib.artifact.figures.show_figure / provenance_text (the book's figure captions)."""
 
 import json
 
@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from paperlib import figures as pf  # noqa: E402
-from paperlib import plotting  # noqa: E402
+from paperlib.artifact import figures as pf  # noqa: E402
+from paperlib.artifact import plotting  # noqa: E402
 
 
 def test_provenance_text_orders_and_shortens():
@@ -46,7 +46,7 @@ def test_show_figure_rejects_bad_input(tmp_path, monkeypatch):
 
 
 def test_start_notebook_checks_mode_and_sets_dirs(tmp_path, monkeypatch):
-    from paperlib import provenance as pv
+    from paperlib.artifact import provenance as pv
 
     monkeypatch.setenv(pv.RESULTS_ENV, str(tmp_path / "r"))
     monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path / "f"))

@@ -1,4 +1,4 @@
-"""Tests of paperlib.gaussian: the likelihood-ratio tail families (THEORY.md sections 3, 4, 7).
+"""Tests of paperlib.fdp.gaussian: the likelihood-ratio tail families (THEORY.md sections 3, 4, 7).
 
 Independent references:
 * Monte Carlo of the actual test: draw X ~ N(0, I_n) and X ~ N(mu e_1, s^2 I_n), compute
@@ -21,14 +21,14 @@ import pytest
 from scipy import integrate, special, stats
 from scipy.stats import norm
 
-from paperlib.gaussian import (
+from paperlib.fdp.gaussian import (
     GaussShiftFamily,
     GaussVarFamily,
     IdentityFamily,
     SubsampledGaussian,
     gauss_var_tradeoff_points,
 )
-from paperlib.mixture import LRMixture
+from paperlib.fdp.mixture import LRMixture
 
 
 # --------------------------------------------------------------------------- Monte Carlo

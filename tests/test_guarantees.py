@@ -1,11 +1,11 @@
-"""Tests of paperlib.guarantees (THEORY.md sections 3, 6, 7).
+"""Tests of paperlib.mechanisms.guarantees (THEORY.md sections 3, 6, 7).
 
 Independent references:
 * published numbers (the issue and THEORY.md section 6, from simulations of the mechanism);
 * Monte Carlo of the mechanism with the component index revealed, written out here on
   full n-dimensional outputs (Poisson subsets, the real normalisers, Gaussian densities),
   whose optimal test is the guarantee (Lemma 2.10 / 3.1);
-* paperlib.simulation (itself checked against a full-vector simulation in
+* paperlib.mechanisms.simulation (itself checked against a full-vector simulation in
   tests/test_simulation.py), index revealed and hidden;
 * closed forms: f_q = q G + (1 - q) Id, the one-dimensional interval test, the
   two-dimensional variance test, the chi-square form of section 7.
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, chi2, norm
 
-from paperlib.guarantees import (
+from paperlib.mechanisms.guarantees import (
     asgm_guarantee,
     asgm_guarantee_given,
     asgm_upper_bound,
@@ -40,7 +40,7 @@ from paperlib.guarantees import (
     sgm_claim_symmetric,
     upper_bound,
 )
-from paperlib.simulation import simulate_tradeoff
+from paperlib.mechanisms.simulation import simulate_tradeoff
 
 ALPHAS = np.array([0.02, 0.1, 0.3, 0.6])
 
@@ -469,7 +469,7 @@ PUBLIC = {
        for m in ("sgm", "easgm", "asgm", "feasgm")},
     **{f"upper_bound[{m}]": ((lambda m: lambda N=3, q=0.5, sigma=1.0, n=5: upper_bound(m, N, q, sigma, n))(m),
                              "N q sigma n") for m in ("sgm", "easgm", "asgm", "feasgm")},
-    "simulate_llr": (lambda N=3, q=0.5, sigma=1.0, n=5: __import__("paperlib.simulation").simulation.simulate_llr(
+    "simulate_llr": (lambda N=3, q=0.5, sigma=1.0, n=5: __import__("paperlib.mechanisms.simulation").mechanisms.simulation.simulate_llr(
         "easgm", N, q, sigma, n, 10), "N q sigma n"),
     "simulate_tradeoff": (lambda N=3, q=0.5, sigma=1.0, n=5: simulate_tradeoff("asgm", N, q, sigma, n, [0.1], trials=10),
                           "N q sigma n"),

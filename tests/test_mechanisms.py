@@ -1,7 +1,7 @@
-"""Tests of paperlib.mechanisms: one round of SGM/EASGM/ASGM/FEASGM in torch (THEORY.md section 2).
+"""Tests of paperlib.mechanisms.sampler: one round of SGM/EASGM/ASGM/FEASGM in torch (THEORY.md section 2).
 
 Checks: the batched path equals the plain per-trial loop for the same draws; the
-output law on worst-case data matches the one :mod:`paperlib.simulation` uses
+output law on worst-case data matches the one :mod:`paperlib.mechanisms.simulation` uses
 (its ``normaliser``, the mixture of the projection on ``u`` and the chi-square law of
 the rest); clipping; the Opacus-style division by zero of FEASGM; bad input.
 """
@@ -15,8 +15,8 @@ import pytest
 import torch
 from scipy import stats
 
-from paperlib import mechanisms as M
-from paperlib import simulation
+from paperlib.mechanisms import sampler as M
+from paperlib.mechanisms import simulation
 
 
 @pytest.fixture(autouse=True, scope="module")

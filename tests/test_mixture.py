@@ -1,4 +1,4 @@
-"""Tests of paperlib.mixture (THEORY.md section 5: Lemma 2.10, Lemmas 3.1 and 3.3).
+"""Tests of paperlib.fdp.mixture (THEORY.md section 5: Lemma 2.10, Lemmas 3.1 and 3.3).
 
 References: closed forms of G_mu, Id and the two-dimensional variance test
 ((1 - a)^(1/s^2)), a brute-force minimisation over allocations (Lemma 3.1, a convex
@@ -14,10 +14,10 @@ import pytest
 from scipy import optimize
 from scipy.stats import norm
 
-from paperlib.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
-from paperlib.guarantees import asgm_guarantee, easgm_guarantee, easgm_upper_bound
-from paperlib.mixture import LRMixture, PointwiseMixture
-from paperlib.tradeoff import TradeOffCurve, gaussian_delta
+from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
+from paperlib.mechanisms.guarantees import asgm_guarantee, easgm_guarantee, easgm_upper_bound
+from paperlib.fdp.mixture import LRMixture, PointwiseMixture
+from paperlib.fdp.tradeoff import TradeOffCurve, gaussian_delta
 
 
 def G(a, mu):

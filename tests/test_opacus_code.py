@@ -1,4 +1,4 @@
-"""Tests for paperlib.opacus_code: the rule-based detector, the stored table against the
+"""Tests for paperlib.implementations.opacus_code: the rule-based detector, the stored table against the
 paper's Table 2, and one real step of the installed Opacus. No network."""
 
 import json
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from paperlib import opacus_code as oc
+from paperlib.implementations import opacus_code as oc
 
 ENGINE = "opacus/privacy_engine.py"
 CLIPPER = "opacus/per_sample_gradient_clip.py"
@@ -213,7 +213,7 @@ def test_fragment_that_does_not_parse_uses_indentation():
 
 # -------------------------------------------------- the stored table and the paper's Table 2
 
-# Table 2 of Wang et al. (2026), written out here independently of paperlib.opacus_code:
+# Table 2 of Wang et al. (2026), written out here independently of paperlib.implementations.opacus_code:
 # version -> (normalisation, built-in Poisson update logic, mechanism)
 NS = "Not supported"
 PAPER = {

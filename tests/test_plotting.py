@@ -1,10 +1,10 @@
-"""Tests for paperlib.plotting."""
+"""Tests for paperlib.artifact.plotting."""
 
 import json
 
 import matplotlib
 
-from paperlib import plotting
+from paperlib.artifact import plotting
 
 
 def test_colors_complete():

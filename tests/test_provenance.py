@@ -1,4 +1,4 @@
-"""Tests for paperlib.provenance: keys, atomic writes, result cache."""
+"""Tests for paperlib.artifact.provenance: keys, atomic writes, result cache."""
 
 import json
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from paperlib import provenance as pv
+from paperlib.artifact import provenance as pv
 
 
 @pytest.fixture()
@@ -105,7 +105,7 @@ def test_bad_name(results):
 
 
 def test_result_made_by_other_code_is_a_miss(results, monkeypatch):
-    from paperlib import deps
+    from paperlib.artifact import deps
 
     pv.save_result("fp", {"n": 1}, {"v": 1}, mode="quick", seed=0, wall_time=0.1)
     rec = json.loads((results / "fp.json").read_text())

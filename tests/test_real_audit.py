@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from paperlib import mechanisms as M
+from paperlib.mechanisms import sampler as M
 from paperlib.audit import audit_distinguishers, audit_outputs
 from paperlib.cli import main
 from paperlib.implementations import real_audit as RA

@@ -32,7 +32,7 @@ def data():
 
 @pytest.fixture(scope="session")
 def releases():
-    from paperlib.opacus_code import AuditError, install_release
+    from paperlib.implementations.opacus_code import AuditError, install_release
 
     status = {}
     for v in ("0.15.0", "0.13.0"):
@@ -106,7 +106,7 @@ def test_installed_opacus_divides_by_zero_when_floor_is_zero(data):
 def test_missing_release_names_the_fill_command(data, monkeypatch, tmp_path):
     monkeypatch.setenv("PAPERLIB_CACHE", str(tmp_path))
     X, y = data
-    with pytest.raises(ReleaseNotAvailable, match="paperlib.opacus_code --refresh"):
+    with pytest.raises(ReleaseNotAvailable, match="paperlib.implementations.opacus_code --refresh"):
         run_steps("opacus-0.13.0", MODEL, X, y, dataset="D", q=Q, sigma=1.0, C=1.0, trials=1, seed=0, download=False)
 
 

@@ -1,4 +1,4 @@
-"""Tests of paperlib.simulation (Monte Carlo of one round on worst-case data).
+"""Tests of paperlib.mechanisms.simulation (Monte Carlo of one round on worst-case data).
 
 * reproducibility: the same seed gives the same numbers; different seeds agree within
   Monte Carlo error;
@@ -24,7 +24,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from paperlib.simulation import empirical_tradeoff, normaliser, simulate_llr, simulate_tradeoff
+from paperlib.mechanisms.simulation import empirical_tradeoff, normaliser, simulate_llr, simulate_tradeoff
 
 ALPHAS = np.array([0.02, 0.1, 0.3, 0.6])
 

@@ -1,4 +1,4 @@
-"""Tests of paperlib.tradeoff (THEORY.md sections 1 and 3).
+"""Tests of paperlib.fdp.tradeoff (THEORY.md sections 1 and 3).
 
 Every formula is checked against an independent computation: a Monte Carlo of the
 Neyman-Pearson test, a 30-digit mpmath evaluation, a numerical supremum over alpha,
@@ -16,9 +16,9 @@ import pytest
 from scipy import optimize
 from scipy.stats import norm
 
-from paperlib.mixture import LRMixture
-from paperlib.gaussian import GaussShiftFamily
-from paperlib.tradeoff import (
+from paperlib.fdp.mixture import LRMixture
+from paperlib.fdp.gaussian import GaussShiftFamily
+from paperlib.fdp.tradeoff import (
     TradeOffCurve,
     eps_delta_tradeoff,
     epsilon_from_delta,

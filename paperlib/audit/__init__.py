@@ -6,8 +6,8 @@
   and the paper's normality-test distinguisher.
 * :mod:`~paperlib.audit.stats` — Clopper-Pearson intervals, ``eps_L`` and ``delta_L`` (Eq. 3).
 * :mod:`~paperlib.audit.game` — the balanced game with separate calibration trials,
-  worst-case synthetic data, cached audits of given vectors (:func:`cached_audit`) and
-  cached, resumable sweeps (:func:`audit_sweep`). By default the rounds are sampled
+  worst-case synthetic data, audits of given outputs (:func:`audit_outputs`). The book's
+  cached, resumable sweeps are in :mod:`paperlib.artifact.sweeps`. By default the rounds are sampled
   on the *projected* path (only the exact sufficient statistics, no ``n``-dimensional
   noise) whenever the distinguishers allow it; ``path="full"`` forces full outputs.
 
@@ -18,8 +18,8 @@ Typical use::
     r.fpr, r.fnr, r.fpr_ci, r.eps_lower, r.eps_claimed
 """
 
-from .components import MAX_N_EXACT, WhiteBoxModel
-from .distinguishers import (
+from paperlib.audit.components import MAX_N_EXACT, WhiteBoxModel
+from paperlib.audit.distinguishers import (
     AGGREGATIONS,
     NORMALITY_TESTS,
     TIES,
@@ -28,21 +28,19 @@ from .distinguishers import (
     brute_force_llr,
     make_distinguisher,
 )
-from .game import (
+from paperlib.audit.game import (
     AUDIT_VERSION,
     PATHS,
     AuditResult,
     audit,
     audit_distinguishers,
     audit_outputs,
-    audit_sweep,
     audit_worst_case,
-    cached_audit,
     resolve_path,
     select_threshold,
     worst_case_vectors,
 )
-from .stats import clopper_pearson, cp_upper, delta_lower, eps_lower
+from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
 
 __all__ = [
     "MAX_N_EXACT",
@@ -60,9 +58,7 @@ __all__ = [
     "audit",
     "audit_distinguishers",
     "audit_outputs",
-    "audit_sweep",
     "audit_worst_case",
-    "cached_audit",
     "resolve_path",
     "select_threshold",
     "worst_case_vectors",

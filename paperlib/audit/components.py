@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import mechanisms as mech_mod
-from ..validation import check_positive, check_rate
+from paperlib.mechanisms import sampler as mech_mod
+from paperlib.validation import check_positive, check_rate
 
 __all__ = ["MAX_N_EXACT", "GaussianMixture", "PairSet", "WhiteBoxModel", "Projection"]
 

@@ -55,8 +55,8 @@ import numpy as np
 import torch
 from scipy import special, stats
 
-from .. import mechanisms as mech_mod
-from .components import Projection, WhiteBoxModel
+from paperlib.mechanisms import sampler as mech_mod
+from paperlib.audit.components import Projection, WhiteBoxModel
 
 __all__ = [
     "NORMALITY_TESTS",
@@ -83,7 +83,7 @@ class Distinguisher:
     projected path; ``proj`` is always given. A distinguisher whose score depends on
     the output only through ``proj`` (the basis coordinates and the squared residual)
     sets ``needs_full_output = False``, and the audit then samples only those
-    statistics (:func:`paperlib.mechanisms.iter_projected`).
+    statistics (:func:`paperlib.mechanisms.sampler.iter_projected`).
     """
 
     name = "distinguisher"

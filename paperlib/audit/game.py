@@ -27,10 +27,10 @@ Sampling path (``path``, recorded in :attr:`AuditResult.path`):
     orthonormal basis ``U`` of the span of the clipped vectors and the squared norm of
     the residual (the optimal distinguisher; the normality distinguisher with
     ``test="chi2"``). Those statistics are drawn exactly, without ``n``-dimensional
-    noise (:func:`paperlib.mechanisms.iter_projected`: ``r <= N+1`` normals and one
+    noise (:func:`paperlib.mechanisms.sampler.iter_projected`: ``r <= N+1`` normals and one
     chi-square variate per round), so the cost per round does not grow with ``n``.
 ``"full"``
-    The full ``n``-dimensional outputs (:func:`paperlib.mechanisms.iter_samples`),
+    The full ``n``-dimensional outputs (:func:`paperlib.mechanisms.sampler.iter_samples`),
     projected afterwards; needed by ``test="ks"`` and ``test="normaltest"``.
 
 ``path="auto"`` (default) takes ``"projected"`` when every distinguisher allows it and
@@ -48,7 +48,6 @@ generators differ, so device and path are part of a result's parameters.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -57,25 +56,23 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .. import mechanisms as mech_mod
-from ..guarantees import sgm_claim
-from ..provenance import load_result, save_result
-from ..validation import check_delta, check_int, check_positive, check_probability, check_rate
-from .components import MAX_N_EXACT, Projection, WhiteBoxModel
-from .distinguishers import make_distinguisher
-from .stats import clopper_pearson, cp_upper, delta_lower, eps_lower
+from paperlib.mechanisms import sampler as mech_mod
+from paperlib.mechanisms.guarantees import sgm_claim
+from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate
+from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
+from paperlib.audit.distinguishers import make_distinguisher
+from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
 
 __all__ = [
     "AUDIT_VERSION",
     "AuditResult",
     "worst_case_vectors",
+    "vectors_digest",
     "select_threshold",
     "audit_distinguishers",
     "audit",
     "audit_outputs",
     "audit_worst_case",
-    "cached_audit",
-    "audit_sweep",
     "PATHS",
     "resolve_path",
 ]
@@ -235,7 +232,7 @@ def select_threshold(scores_d, keys_d, scores_dp, keys_dp, *, delta: float, conf
 
 
 # ---------------------------------------------------------------------------- the game
-def _digest(vectors: np.ndarray) -> str:
+def vectors_digest(vectors: np.ndarray) -> str:
     a = np.ascontiguousarray(np.asarray(vectors, dtype=np.float64))
     return hashlib.sha256(a.tobytes() + str(a.shape).encode()).hexdigest()[:16]
 
@@ -531,7 +528,7 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
     coins and the tie-break keys, consumed side by side (cal-D, cal-D', count-D,
     count-D') and chunk by chunk (``chunk_size`` rows, default all), exactly as
     :func:`audit_distinguishers` does; so outputs drawn by
-    :func:`paperlib.mechanisms.sample` with the generator an audit would use give that
+    :func:`paperlib.mechanisms.sampler.sample` with the generator an audit would use give that
     audit's numbers. ``source`` is stored as the result's ``path``.
 
     Returns ``{label: AuditResult}``; ValueError for misshaped, non-finite or missing blocks.
@@ -606,79 +603,3 @@ def audit_worst_case(mechanism: str, N: int, n: int, q: float, sigma: float, C: 
     label = "worst-case" if kind == "worst" else "random"
     return audit(v, mechanism, q, sigma, C, trials=trials, distinguisher=distinguisher,
                  data=f"{label} ({direction})" if kind == "worst" else label, **kwargs)
-
-
-# ---------------------------------------------------------------------------- cached audits
-def _jsonable_kwargs(kwargs: dict) -> dict:
-    return {k: (str(v).replace("torch.", "") if isinstance(v, (torch.dtype, torch.device)) else v)
-            for k, v in kwargs.items() if k != "progress"}
-
-
-def cached_audit(name: str, vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: int,
-                 distinguishers=("optimal",), seed: int = 0, mode: str = "quick", **kwargs) -> dict:
-    """:func:`audit_distinguishers` on given vectors, cached in ``results/<name>.json``.
-
-    The cache key covers every argument and a SHA-256 digest of the vectors (float64
-    bytes and shape), so other data, another seed or another size re-runs. Returns
-    ``{label: AuditResult.to_dict()}`` (plain JSON types, the same on a hit and a miss).
-    """
-    v = np.asarray(vectors, dtype=np.float64)
-    dists = dict(distinguishers) if isinstance(distinguishers, dict) else list(distinguishers)
-    params = {"kind": "audit", "version": AUDIT_VERSION, "vectors_sha256": _digest(v), "shape": list(v.shape),
-              "mechanism": mechanism, "q": q, "sigma": sigma, "C": C, "trials": trials, "distinguishers": dists,
-              "seed": int(seed), "options": _jsonable_kwargs(kwargs)}
-    hit = load_result(name, params)
-    if hit is not None:
-        return hit["results"]
-    t0 = time.perf_counter()
-    res = audit_distinguishers(v, mechanism, q, sigma, C, trials=trials, distinguishers=distinguishers, seed=seed,
-                               **kwargs)
-    data = {"results": {k: r.to_dict() for k, r in res.items()}}
-    save_result(name, params, data, mode=mode, seed=seed, wall_time=time.perf_counter() - t0)
-    return json.loads(json.dumps(data, allow_nan=True))["results"]
-
-
-# ---------------------------------------------------------------------------- cached sweeps
-def _point_seed(seed: int, index: int) -> int:
-    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
-
-
-def audit_sweep(name: str, points: list, *, seed: int = 0, mode: str = "quick", progress: bool = True,
-                **common) -> list:
-    """Audit a list of synthetic points, cached and resumable in ``results/<name>.json``.
-
-    Each point is a dict of :func:`worst_case_vectors`/:func:`audit_distinguishers`
-    arguments (``mechanism``, ``N``, ``n``, ``q``; optionally ``sigma``, ``C``,
-    ``distinguishers``, ``trials`` ...); ``common`` holds the shared ones. Point ``i`` uses
-    seed ``SeedSequence([seed, i])``. After every point the results so far are saved
-    under the hash of all parameters (:func:`paperlib.provenance.save_result`), so an
-    interrupted sweep resumes at the first missing point and a changed parameter
-    starts afresh. Returns one dict per point: the point's parameters and
-    ``{"results": {label: AuditResult.to_dict()}}``.
-    """
-    pts = [dict(p) for p in points]
-    params = {"kind": "audit_sweep", "version": AUDIT_VERSION, "seed": int(seed), "points": pts,
-              "common": _jsonable_kwargs(common)}
-    cached = load_result(name, params)
-    done = list(cached["points"]) if cached else []
-    if cached and cached.get("complete"):
-        return done
-    t0 = time.perf_counter()
-    prior = float(cached.get("wall_time_s", 0.0)) if cached else 0.0
-    it = tqdm(range(len(done), len(pts)), desc=name, unit="point", disable=not progress, initial=len(done),
-              total=len(pts))
-    for i in it:
-        p = dict(common)
-        p.update(pts[i])
-        mech, N, n, q = p.pop("mechanism"), p.pop("N"), p.pop("n"), p.pop("q")
-        kind = p.pop("kind", "worst")
-        direction = p.pop("direction", "e1")
-        dists = p.pop("distinguishers", ("optimal",))
-        sigma, C = p.pop("sigma"), p.pop("C")
-        v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=_point_seed(seed, i))
-        res = audit_distinguishers(v, mech, q, sigma, C, distinguishers=dists, seed=_point_seed(seed, i),
-                                   data=kind, **p)
-        done.append({"point": pts[i], "results": {k: r.to_dict() for k, r in res.items()}})
-        data = {"points": done, "complete": len(done) == len(pts), "wall_time_s": prior + time.perf_counter() - t0}
-        save_result(name, params, data, mode=mode, seed=seed, wall_time=data["wall_time_s"])
-    return done

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .models import count_parameters, per_example_grads
+from paperlib.implementations.models import count_parameters, per_example_grads
 
 __all__ = ["clip_rows", "dpsur_step", "dpsur_updates"]
 

@@ -22,7 +22,7 @@ Two modes (:func:`audit_implementation`):
     The first ``check_trials`` steps per dataset come from the implementation and must
     pass :func:`check_outputs`: two-sample Kolmogorov-Smirnov tests of every projected
     coordinate and of the squared residual norm against the batched mechanism
-    (:func:`paperlib.mechanisms.sample_projected`) with the same gradients,
+    (:func:`paperlib.mechanisms.sampler.sample_projected`) with the same gradients,
     Bonferroni-corrected at family level ``check_level`` (0.001). Only if they pass do
     the remaining rounds come from the batched mechanism fed with the same per-example
     gradients (the implementation's steps fill the first counted rounds). Path
@@ -32,7 +32,7 @@ Two modes (:func:`audit_implementation`):
 Both modes also run :func:`runners.detect_normaliser` on the implementation's steps
 (which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by). Results are
 cached in ``results/real_audit_<key>.json`` under a hash of every parameter
-(:func:`paperlib.provenance.save_result`), so a rerun is instant.
+(:func:`paperlib.artifact.provenance.save_result`), so a rerun is instant.
 """
 
 from __future__ import annotations
@@ -44,11 +44,10 @@ import numpy as np
 import torch
 from scipy import stats as sps
 
-from .. import mechanisms as mech_mod
-from ..audit.game import AUDIT_VERSION, audit_outputs
-from ..guarantees import sgm_claim
-from ..provenance import load_result, result_key, save_result
-from ..validation import check_delta, check_int, check_positive, check_rate
+from paperlib.mechanisms import sampler as mech_mod
+from paperlib.audit.game import AUDIT_VERSION, audit_outputs
+from paperlib.mechanisms.guarantees import sgm_claim
+from paperlib.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = [
     "DOCUMENTED_MECHANISM",
@@ -138,7 +137,7 @@ def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float
     ``outputs`` maps ``"D"`` and/or ``"D'"`` to full outputs ``(m, n)`` (or to projected
     blocks ``{"coords", "residual"}`` in :func:`white_box_basis`). For each dataset,
     ``reference_trials`` rounds of the batched mechanism
-    (:func:`paperlib.mechanisms.sample_projected`, same vectors and basis, a torch
+    (:func:`paperlib.mechanisms.sampler.sample_projected`, same vectors and basis, a torch
     generator seeded with ``seed``) are compared with the given ones by two-sample
     Kolmogorov-Smirnov tests: one per projected coordinate and one for the squared
     residual norm (when ``r < n``); the residual is where a wrong normaliser shows most
@@ -201,7 +200,7 @@ def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root):
     (``cnn-cifar10``: 3 x 32 x 32) the same recipe is applied here at that shape: uniform
     pixels in [0, 1] from ``seed``, normalised with CIFAR-10's constants, uniform labels.
     """
-    from .models import MODEL_INPUT
+    from paperlib.implementations.models import MODEL_INPUT
 
     shape = tuple(MODEL_INPUT[model])
     if dataset == "synthetic" and shape != tuple(datasets.DATASET_SHAPES["synthetic"]):
@@ -240,7 +239,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          C: float, trials: int, seed: int = 0, mode: str = "quick",
                          distinguishers=("optimal", "normality"), delta: float = 1e-5,
                          check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
-                         check_level: float = CHECK_LEVEL, cache: bool = True, data_root=None) -> dict:
+                         check_level: float = CHECK_LEVEL, cache=None, data_root=None) -> dict:
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
     Parameters
@@ -255,6 +254,10 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         (every round an implementation step).
     check_trials : implementation steps per dataset in quick mode (default ``min(200, trials // 2)``).
     reference_trials : mechanism rounds per dataset the check compares with.
+    cache : ``None`` (compute every time) or a result store with ``key(params)`` (a short
+        hash), ``load(name, params)`` (the stored dict or ``None``) and
+        ``save(name, params, data, *, seed, wall_time)``, such as
+        :class:`paperlib.artifact.provenance.ResultCache`; the key covers every argument.
 
     Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
     ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
@@ -297,13 +300,13 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
               "check_trials": check_trials if mode == "quick" else None,
               "reference_trials": reference_trials if mode == "quick" else None,
               "check_level": check_level if mode == "quick" else None}
-    name = "real_audit_" + result_key(params)
-    if cache:
-        hit = load_result(name, params)
+    if cache is not None:
+        name = "real_audit_" + cache.key(params)
+        hit = cache.load(name, params)
         if hit is not None:
             return dict(hit, cached=True)
 
-    from . import datasets, runners  # imported here: the runners pull in torch models and Opacus
+    from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
 
     t0 = time.perf_counter()
     X, y = _load_points(datasets, dataset, model, N + 1, seed, data_root)
@@ -411,6 +414,6 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "full_mode_estimate_s": _jsonnum(per_step * full_rounds),
         "cached": False,
     }
-    if cache:
-        save_result(name, params, data, mode=mode, seed=int(seed), wall_time=wall)
+    if cache is not None:
+        cache.save(name, params, data, seed=int(seed), wall_time=wall)
     return data

@@ -27,16 +27,16 @@ Implementations (:data:`IMPLEMENTATIONS`)
     do not hide).
 ``"opacus-0.15.0"`` (EASGM, ``nu = N q``) and ``"opacus-0.13.0"`` (ASGM, ``nu = |B|``)
     Installed from the release cache with ``pip install --no-deps --target
-    <cache>/opacus-<version>`` (:func:`paperlib.opacus_code.install_release`) and run in
+    <cache>/opacus-<version>`` (:func:`paperlib.implementations.opacus_code.install_release`) and run in
     ONE subprocess per call, with that folder first on ``PYTHONPATH`` and the
-    compatibility shims of :mod:`paperlib.opacus_code` (torchcsprng stub,
+    compatibility shims of :mod:`paperlib.implementations.opacus_code` (torchcsprng stub,
     ``ModuleAttributeError``); the subprocess loops over the trials and returns the
     updates in a ``.npy`` file. v0.15.0:
     ``PrivacyEngine(model, sample_rate=q, sample_size=N, poisson=True,
     noise_multiplier=sigma, max_grad_norm=C).attach(SGD)``. Its optimiser also takes a
     random number of extra noise-only "empty batch" steps after each step (its simulation
     of the empty Poisson batches of later rounds); they belong to other rounds, so the
-    count is set to zero (as :func:`paperlib.opacus_code.step_check` does) and one
+    count is set to zero (as :func:`paperlib.implementations.opacus_code.step_check` does) and one
     round's update is measured. When the Poisson batch of the round is empty, the
     release's own empty-batch path is used (``optimizer.dp_step(is_empty=True)``, noise
     divided by ``avg_batch_size = N q``). v0.13.0:
@@ -80,7 +80,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .models import build_model, count_parameters, flat_parameters, per_example_grads
+from paperlib.implementations.models import build_model, count_parameters, flat_parameters, per_example_grads
 
 __all__ = [
     "IMPLEMENTATIONS",
@@ -110,7 +110,7 @@ class ReleaseNotAvailable(RuntimeError):
 
 
 def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
-    from .models import MODEL_INPUT
+    from paperlib.implementations.models import MODEL_INPUT
 
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, not {implementation!r}")
@@ -199,7 +199,7 @@ def _legacy_worker(spec_path: str) -> None:
 
     import opacus
 
-    from paperlib.opacus_code import _opacus_api, _opacus_version
+    from paperlib.implementations.opacus_code import _opacus_api, _opacus_version
 
     warnings.simplefilter("ignore")
     spec = json.loads(Path(spec_path).read_text())
@@ -274,27 +274,27 @@ _WORKER_CALL = "from paperlib.implementations.runners import _legacy_worker\n_le
 
 
 def _shim_prelude() -> str:
-    """The compatibility shims of :mod:`paperlib.opacus_code` (everything of its
+    """The compatibility shims of :mod:`paperlib.implementations.opacus_code` (everything of its
     subprocess script before the step check it runs)."""
-    from paperlib import opacus_code
+    from paperlib.implementations import opacus_code
 
-    marker = "import json\nfrom paperlib.opacus_code import step_check"
+    marker = "import json\nfrom paperlib.implementations.opacus_code import step_check"
     src = opacus_code._SHIM
     if marker not in src:
-        raise RuntimeError("paperlib.opacus_code._SHIM changed shape; update runners._shim_prelude")
+        raise RuntimeError("paperlib.implementations.opacus_code._SHIM changed shape; update runners._shim_prelude")
     return src.split(marker)[0]
 
 
 def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download):
-    from paperlib.opacus_code import AuditError, install_release
+    from paperlib.implementations.opacus_code import AuditError, install_release
 
     try:
         target = install_release(version, download=download)
     except AuditError as exc:
         raise ReleaseNotAvailable(
             f"opacus {version} is not installed in the release cache and cannot be installed: {exc}\n"
-            f"Fill the cache (needs the network) with: python -m paperlib.opacus_code --refresh, or just this "
-            f"release: python -c \"from paperlib.opacus_code import install_release; "
+            f"Fill the cache (needs the network) with: python -m paperlib.implementations.opacus_code --refresh, or just this "
+            f"release: python -c \"from paperlib.implementations.opacus_code import install_release; "
             f"install_release('{version}', download=True)\"") from exc
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
@@ -323,7 +323,7 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
 
 
 def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed):
-    from .dpsur import dpsur_updates
+    from paperlib.implementations.dpsur import dpsur_updates
 
     model = build_model(model_name, seed=model_seed)
     gen = torch.Generator().manual_seed(seed)

@@ -4,7 +4,7 @@ Every experiment result is stored as ``results/<name>.json``::
 
     {
       "key": "<16 hex chars>",          # result_key(params)
-      "code": "<16 hex chars>",         # paperlib.deps.code_fingerprint()
+      "code": "<16 hex chars>",         # paperlib.artifact.deps.code_fingerprint()
       "params": {...},                  # the parameters that produced the data
       "data": {...},                    # the numbers (JSON only, never pickle)
       "provenance": {
@@ -54,6 +54,7 @@ __all__ = [
     "load_result",
     "provenance_block",
     "git_commit",
+    "ResultCache",
 ]
 
 RESULTS_ENV = "PAPERLIB_RESULTS"
@@ -293,7 +294,7 @@ def save_result(
     """
     path = _result_path(name)
     key = result_key(params)
-    from .deps import code_fingerprint
+    from paperlib.artifact.deps import code_fingerprint
 
     record = {
         "key": key,
@@ -311,7 +312,7 @@ def load_result(name: str, params: dict) -> Any | None:
     Returns ``None`` (a cache miss) when the file does not exist, is not valid JSON
     (e.g. written by hand), its stored key differs from ``result_key(params)``, or it
     was made by other code (its ``code`` differs from
-    :func:`paperlib.deps.code_fingerprint`).
+    :func:`paperlib.artifact.deps.code_fingerprint`).
 
     Raises
     ------
@@ -334,8 +335,30 @@ def load_result(name: str, params: dict) -> Any | None:
         return None
     if not isinstance(record, dict) or record.get("key") != key:
         return None
-    from .deps import code_fingerprint
+    from paperlib.artifact.deps import code_fingerprint
 
     if record.get("code") != code_fingerprint():
         return None
     return record.get("data")
+
+
+class ResultCache:
+    """The results folder as a store for the computing layers (they never import this module).
+
+    ``ResultCache(mode)`` hands :func:`result_key`, :func:`load_result` and
+    :func:`save_result` to a function that takes a ``cache=`` argument (for example
+    :func:`paperlib.implementations.real_audit.audit_implementation`), recording ``mode``
+    in each result's provenance.
+    """
+
+    def __init__(self, mode: str):
+        self.mode = mode
+
+    def key(self, params: dict) -> str:
+        return result_key(params)
+
+    def load(self, name: str, params: dict) -> Any | None:
+        return load_result(name, params)
+
+    def save(self, name: str, params: dict, data: Any, *, seed: int | None, wall_time: float | None) -> Path:
+        return save_result(name, params, data, mode=self.mode, seed=seed, wall_time=wall_time)

@@ -1,6 +1,6 @@
 """Monte Carlo simulation of one round of SGM/EASGM/ASGM/FEASGM on worst-case data.
 
-This is the independent check of the formulas in :mod:`paperlib.guarantees`: it
+This is the independent check of the formulas in :mod:`paperlib.mechanisms.guarantees`: it
 draws the mechanism's real output and computes the exact log-likelihood ratio of
 the best test, either with the component index revealed (then the empirical
 trade-off must match the guarantee curve) or hidden (the real mechanism's
@@ -23,8 +23,8 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .guarantees import MECHANISMS, feasgm_floors
-from .validation import check_alpha_array, check_int, check_positive, check_rate
+from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors
+from paperlib.validation import check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = ["normaliser", "simulate_llr", "empirical_tradeoff", "simulate_tradeoff"]
 

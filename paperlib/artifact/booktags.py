@@ -1,4 +1,4 @@
-"""Tag executed notebooks for the book: ``python -m paperlib.booktags NOTEBOOK.ipynb``.
+"""Tag executed notebooks for the book: ``python -m paperlib.artifact.booktags NOTEBOOK.ipynb``.
 
 Run by ``make figures`` on each notebook that papermill has executed, before the book
 renders it. The default-values cell (tag ``parameters``) is removed from the page, since
@@ -6,7 +6,7 @@ papermill's ``injected-parameters`` cell below it shows the values actually used
 other code cell gets ``hide-input``, so a reader sees prose, figures and tables first and
 opens the code with one click.
 
-Figures: :func:`paperlib.figures.show_figure` displays an inline copy of each figure for
+Figures: :func:`paperlib.artifact.figures.show_figure` displays an inline copy of each figure for
 Jupyter readers; here those copies are dropped, because the book shows the figure
 through its numbered ``{glue:figure}`` directive. The caption of every such directive
 gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 
-from .figures import INLINE_COPY_KEY
+from paperlib.artifact.figures import INLINE_COPY_KEY
 
 _FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*$")
 PROV_MARK = "% paperlib: provenance line"  # a MyST comment: invisible, marks the caption as done
@@ -111,7 +111,7 @@ def tag_notebook(path: str | os.PathLike) -> int:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
-        sys.stderr.write("usage: python -m paperlib.booktags NOTEBOOK.ipynb [...]\n")
+        sys.stderr.write("usage: python -m paperlib.artifact.booktags NOTEBOOK.ipynb [...]\n")
         return 2
     for p in args:
         tag_notebook(p)

@@ -66,7 +66,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from .validation import check_int, check_positive, check_rate
+from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",

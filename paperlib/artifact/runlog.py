@@ -1,7 +1,7 @@
 """Measured time and disk use of each run, for the artifact appendix.
 
 ``make`` calls this module after each notebook it executes, after the book build, and
-at the end of ``make all``; :mod:`paperlib.appendix` reads the records back. Records
+at the end of ``make all``; :mod:`paperlib.artifact.appendix` reads the records back. Records
 are small JSON files in ``results/runs/`` (``$PAPERLIB_RESULTS/runs``), written
 atomically:
 
@@ -19,10 +19,10 @@ atomically:
 
 Command line (used by the Makefile)::
 
-    python -m paperlib.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W
-    python -m paperlib.runlog book --mode M --wall W
-    python -m paperlib.runlog tier --mode M --device D --start T0 --notebooks K
-    python -m paperlib.runlog failed build/failed/NAME.ipynb   # which cell failed, and why
+    python -m paperlib.artifact.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W
+    python -m paperlib.artifact.runlog book --mode M --wall W
+    python -m paperlib.artifact.runlog tier --mode M --device D --start T0 --notebooks K
+    python -m paperlib.artifact.runlog failed build/failed/NAME.ipynb   # which cell failed, and why
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from .provenance import git_commit, results_dir, write_json_atomic
+from paperlib.artifact.provenance import git_commit, results_dir, write_json_atomic
 
 __all__ = ["runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
            "load_runs", "failed_cell", "main"]
@@ -47,7 +47,7 @@ DISK_ROOTS = (".venv", "data", ".cache", "results", "figures", "book/_build", "b
 
 
 def runs_dir() -> Path:
-    """``<results>/runs`` (see :func:`paperlib.provenance.results_dir`)."""
+    """``<results>/runs`` (see :func:`paperlib.artifact.provenance.results_dir`)."""
     return results_dir() / "runs"
 
 
@@ -165,7 +165,7 @@ def failed_cell(path: str | os.PathLike) -> str | None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m paperlib.runlog", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m paperlib.artifact.runlog", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     nb = sub.add_parser("notebook")
     nb.add_argument("name")

@@ -8,7 +8,7 @@ for thresholds ``log t``,
 * ``beta(log t)  = sum_i w_i Q_i[L_i <= log t]`` (its FNR).
 
 These are the ingredients of a common-threshold mixture (Lemma 2.10 / Lemma 3.1,
-see :mod:`paperlib.mixture`): the slope of the resulting curve at threshold ``t``
+see :mod:`paperlib.fdp.mixture`): the slope of the resulting curve at threshold ``t``
 is exactly ``-t``.
 
 Families
@@ -37,7 +37,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .validation import check_int, check_positive, check_rate
+from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "GaussVarFamily",

@@ -1,16 +1,16 @@
 """Small helpers shared by the book's notebooks.
 
-Nothing here is mathematics: the curves come from :mod:`paperlib.guarantees`,
-:mod:`paperlib.tradeoff` and :mod:`paperlib.clt`. This module only
+Nothing here is mathematics: the curves come from :mod:`paperlib.mechanisms.guarantees`,
+:mod:`paperlib.fdp.tradeoff` and :mod:`paperlib.fdp.clt`. This module only
 
 * picks mode-dependent sizes (:func:`pick`),
 * points ``results/`` and ``figures/`` at the repository root whatever the working
   directory (:func:`setup_output_dirs`),
-* wraps :func:`paperlib.provenance.load_result` / :func:`~paperlib.provenance.save_result`
+* wraps :func:`paperlib.artifact.provenance.load_result` / :func:`~paperlib.artifact.provenance.save_result`
   into one call that computes on a cache miss (:func:`cached`),
 * samples a curve object into plain ``(alpha, beta)`` arrays (:func:`curve_points`) and
   reads it at a given FNR (:func:`fpr_at_fnr`),
-* draws multi-panel trade-off figures in the style of :func:`paperlib.plotting.new_axes`
+* draws multi-panel trade-off figures in the style of :func:`paperlib.artifact.plotting.new_axes`
   (:func:`new_grid`, :func:`style_axes`, :func:`plot_curve`, :func:`shades`),
 * formats small result tables (:func:`markdown_table`),
 * shows a finished figure in the book's one numbering scheme (:func:`show_figure`): the
@@ -29,8 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import plotting
-from .provenance import RESULTS_ENV, _to_jsonable, load_result, save_result
+from paperlib.artifact import plotting
+from paperlib.artifact.provenance import RESULTS_ENV, _to_jsonable, load_result, save_result
 
 __all__ = [
     "MODES",
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: Output metadata key of the inline copy that :func:`show_figure` displays for Jupyter
-#: readers; :mod:`paperlib.booktags` strips those outputs from the book's notebooks,
+#: readers; :mod:`paperlib.artifact.booktags` strips those outputs from the book's notebooks,
 #: where the numbered ``{glue:figure}`` shows the figure instead.
 INLINE_COPY_KEY = "paperlib_inline_copy"
 
@@ -96,7 +96,7 @@ def repo_root() -> Path | None:
     Recognised by a ``Makefile`` and a ``notebooks/`` folder beside the ``paperlib/``
     package folder.
     """
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if (root / "Makefile").is_file() and (root / "notebooks").is_dir():
         return root
     return None
@@ -115,7 +115,7 @@ def setup_output_dirs() -> tuple[Path, Path]:
     if root is not None:
         os.environ.setdefault(RESULTS_ENV, str(root / "results"))
         os.environ.setdefault(plotting.FIGURES_ENV, str(root / "figures"))
-    from .provenance import results_dir
+    from paperlib.artifact.provenance import results_dir
 
     return results_dir(), plotting.figures_dir()
 
@@ -142,9 +142,9 @@ def cached(name: str, params: dict, compute: Callable[[], Any], *, mode: str, se
 def curve_points(obj, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """Sampled vertices ``(alpha, beta)`` of a curve object, ``alpha`` ascending from 0 to 1.
 
-    ``obj`` is an :class:`~paperlib.mixture.LRMixture` (sampled to chord error ``tol``),
-    a :class:`~paperlib.mixture.PointwiseMixture` or a
-    :class:`~paperlib.tradeoff.TradeOffCurve`. Joining the vertices with straight lines
+    ``obj`` is an :class:`~paperlib.fdp.mixture.LRMixture` (sampled to chord error ``tol``),
+    a :class:`~paperlib.fdp.mixture.PointwiseMixture` or a
+    :class:`~paperlib.fdp.tradeoff.TradeOffCurve`. Joining the vertices with straight lines
     draws the curve to within ``tol``. Floating-point warnings raised while sampling
     (slopes of curves that fall to 0 within ``alpha`` of order 1e-300) are silenced.
     """
@@ -183,7 +183,7 @@ def fpr_at_fnr(alpha, beta, fnr: float = 0.5) -> float:
 
 
 def style_axes(ax, title: str | None = None, *, labels: bool = True):
-    """Give ``ax`` the look of :func:`paperlib.plotting.new_axes` (for panels of a grid).
+    """Give ``ax`` the look of :func:`paperlib.artifact.plotting.new_axes` (for panels of a grid).
 
     [0, 1] limits, equal aspect, light grid, dashed grey line beta = 1 - alpha, axis
     labels FPR (α) / FNR (β) unless ``labels`` is False.
@@ -352,7 +352,7 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
     Returns nothing, so that a call ending a notebook cell displays nothing more; the
     provenance line is in ``figures/<name>.json`` (key ``provenance``).
 
-    ``fig`` (a matplotlib figure) is written by :func:`paperlib.plotting.savefig` as
+    ``fig`` (a matplotlib figure) is written by :func:`paperlib.artifact.plotting.savefig` as
     ``figures/<name>.png``/``.pdf`` with a ``<name>.json`` sidecar holding ``meta``, the
     commit and the wall time. It is then glued (myst-nb) under the key ``name`` and its
     provenance line (:func:`provenance_text`) under ``name + "_prov"``, so that a
@@ -365,7 +365,7 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
         ```
 
     shows it as a numbered figure ("Figure <chapter>.<k>", Sphinx ``numfig``);
-    :mod:`paperlib.booktags` appends the provenance line and a link to the notebook to
+    :mod:`paperlib.artifact.booktags` appends the provenance line and a link to the notebook to
     that caption. A copy is also displayed inline (output metadata
     :data:`INLINE_COPY_KEY`) for readers of the notebook in Jupyter; the book drops it.
 
@@ -396,7 +396,7 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
         raise ValueError(f"figure name must use letters, digits, '_' and '-' only, got {name!r}")
     if not isinstance(meta, dict):
         raise TypeError(f"meta must be a dict of the figure's parameters, got {type(meta).__name__}")
-    from .provenance import git_commit
+    from paperlib.artifact.provenance import git_commit
 
     now = time.perf_counter()
     wall = now - _CLOCK["t"]

@@ -13,7 +13,7 @@ A.4 and Figure 7). Three kinds of curves meet:
    ``alpha``) and its privacy profile in log space, so ``epsilon`` in the hundreds is
    fine. Theorem A.6 of the paper (composition of the transparent mechanism, proved by
    induction with Theorem A.5) is what makes ``f̄^{⊗T}`` an upper bound of the T-round
-   guarantee. The CLT bound of Theorem A.7 / Corollary B.2 (:mod:`paperlib.clt`) sits
+   guarantee. The CLT bound of Theorem A.7 / Corollary B.2 (:mod:`paperlib.fdp.clt`) sits
    above it on ``[gamma, 1 - gamma]``; :func:`exact_vs_clt` puts both side by side.
 
 2. **Numerical composition (privacy-loss distribution, PLD) for ASGM** — the case the
@@ -72,18 +72,14 @@ asymptotic expansion (DLMF 8.12.8-8.12.12, two terms, relative error below 1e-11
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy import fft as sfft
 from scipy import optimize, special, stats
 
-from . import clt
-from .gaussian import IdentityFamily, SubsampledGaussian
-from .guarantees import MECHANISMS, feasgm_floors
-from .mixture import LRMixture
-from .tradeoff import TradeOffCurve, eps_delta_tradeoff
-from .validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.mixture import LRMixture
+from paperlib.fdp.tradeoff import TradeOffCurve
+from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive
 
 __all__ = [
     "chi2_logcdf",
@@ -93,17 +89,6 @@ __all__ = [
     "DilutedFamily",
     "ComposedPLD",
     "BoundView",
-    "feasgm_normalisers",
-    "easgm_rounds_upper_bound",
-    "feasgm_rounds_upper_bound",
-    "asgm_upper_bound_pair",
-    "asgm_rounds_upper_bound",
-    "sgm_claim_rounds",
-    "rounds_curve",
-    "exact_vs_clt",
-    "sgm_claim_epsilon",
-    "claim_curve_from_accountant",
-    "multiround_comparison",
 ]
 
 #: Degrees of freedom from which :func:`chi2_logcdf` uses Temme's expansion.
@@ -277,11 +262,11 @@ class Chi2Pair:
     label, meta : description carried into curves and JSON
 
     It is also a likelihood-ratio *family* (``tails``, ``logt_bracket``,
-    ``seed_points``, ``weights``) so that :class:`~paperlib.mixture.LRMixture` can sample
+    ``seed_points``, ``weights``) so that :class:`~paperlib.fdp.mixture.LRMixture` can sample
     its curve and :class:`ComposedPLD` / :class:`DilutedFamily` can use it.
 
     Methods: ``beta = pair(alpha)`` (exact, array in/out), :meth:`curve` (sampled
-    :class:`~paperlib.tradeoff.TradeOffCurve`), :meth:`delta`, :meth:`epsilon`.
+    :class:`~paperlib.fdp.tradeoff.TradeOffCurve`), :meth:`delta`, :meth:`epsilon`.
     """
 
     def __init__(self, m: int, x: float, label: str = "", meta: dict | None = None):
@@ -497,7 +482,7 @@ class ComposedPLD:
     family : a likelihood-ratio family (``tails(logt) -> (alpha, beta)`` with
         ``alpha = P[L > log t]``, ``beta = Q[L <= log t]``, plus ``logt_bracket`` and
         ``seed_points``): :class:`Chi2Pair`, :class:`DilutedFamily`,
-        :class:`~paperlib.gaussian.GaussShiftFamily`, :class:`~paperlib.gaussian.SubsampledGaussian`.
+        :class:`~paperlib.fdp.gaussian.GaussShiftFamily`, :class:`~paperlib.fdp.gaussian.SubsampledGaussian`.
     rounds : int >= 1, the number ``T`` of compositions.
     step : float > 0 or None — bin width ``Δ`` of the privacy loss. ``None`` picks the
         finest width whose FFT length ``T (J - 1) + 1`` fits ``max_fft``.
@@ -685,7 +670,7 @@ class ComposedPLD:
         return alpha, beta, slope
 
     def curve(self) -> TradeOffCurve:
-        """``f_b`` as a :class:`~paperlib.tradeoff.TradeOffCurve` (vertices thinned to ~40k).
+        """``f_b`` as a :class:`~paperlib.fdp.tradeoff.TradeOffCurve` (vertices thinned to ~40k).
 
         Dropping vertices of a convex chain only raises the chord, so ``curve(alpha)``
         stays ``>= f_b >= f^{⊗T}``; ``curve.lower`` (tangents) stays ``<= f_b``.
@@ -792,329 +777,3 @@ class BoundView:
             return self.pld.curve()
         a = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-12, 0, 400)]))
         return TradeOffCurve(a, self.pld.lower(a), None, label=self.label, meta=dict(self.meta))
-
-
-# =============================================================================== T-round bounds
-def _check_rounds_common(N, n, rounds):
-    return check_int(N, "N", 1), check_int(n, "n", 1), check_int(rounds, "rounds", 1)
-
-
-def _identity(label, meta):
-    return LRMixture([IdentityFamily(1.0)], label=label, meta=meta)
-
-
-def feasgm_normalisers(size: int, q: float) -> tuple[int, int]:
-    """``(int(size q), int((size + 1) q))`` exactly as Opacus v1.x computes them
-    (:func:`paperlib.guarantees.feasgm_floors`, floating point as in ``int(len(dataset) * sample_rate)``)."""
-    return feasgm_floors(check_int(size, "size", 1), q)
-
-
-def easgm_rounds_upper_bound(N: int, n: int, rounds: int):
-    """EASGM upper bound over ``T`` rounds: ``T(P^{⊗T(n-1)}, Q_N^{⊗T(n-1)})`` exactly.
-
-    Theorem 3.8 per round, composed (Theorem A.6's argument; Corollary B.2 draws its CLT
-    bound). ``N >= 1``, ``n >= 1`` (``n = 1``: identity), ``rounds >= 1``.
-    Returns a :class:`Chi2Pair` (or the identity as an LRMixture when ``n = 1``).
-    """
-    N, n, T = _check_rounds_common(N, n, rounds)
-    meta = {"mechanism": "easgm", "bound": "upper", "N": N, "n": n, "rounds": T}
-    label = f"EASGM upper bound, {T} round{'s' if T > 1 else ''}"
-    if n == 1:
-        return _identity(label, meta)
-    return Chi2Pair(T * (n - 1), float(N), label=label, meta=meta)
-
-
-def feasgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, sigma: float | None = None, **pld_options):
-    """FEASGM upper bound over ``T`` rounds (Theorems A.4, A.6; Figure 7).
-
-    When ``K = floor(N q) != floor((N + 1) q)``: ``T(P^{⊗T(n-1)}, Q_K^{⊗T(n-1)})`` exactly
-    (a :class:`Chi2Pair`, ``meta['case'] = 'floors differ'``). When the floors agree,
-    FEASGM is SGM divided by a constant and its T-round trade-off is ``f_q^{⊗T}``, returned
-    as the upper side of :func:`sgm_claim_rounds` (needs ``sigma``).
-
-    Raises ValueError naming the parameter on bad input, when ``floor(N q) = 0``
-    (division by zero in Opacus), or when the floors agree and ``sigma`` is missing.
-    Normalisers are computed as Opacus does (:func:`feasgm_normalisers`).
-    """
-    N, n, T = _check_rounds_common(N, n, rounds)
-    q = check_rate(q)
-    K, K1 = feasgm_normalisers(N, q)
-    if K == 0:
-        raise ValueError(f"N*q must be >= 1: floor(N*q) = 0 for N={N}, q={q} (FEASGM divides by zero)")
-    meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "K": K, "K_prime": K1}
-    if K == K1:
-        if sigma is None:
-            raise ValueError("sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
-        view = sgm_claim_rounds(q, sigma, T, side="upper", **pld_options)
-        view.meta.update(meta, case="floors agree")
-        view.label = f"FEASGM, floors agree: SGM f_q^(x{T})"
-        return view
-    meta["case"] = "floors differ"
-    label = f"FEASGM upper bound, {T} round{'s' if T > 1 else ''}"
-    if n == 1:
-        return _identity(label, meta)
-    return Chi2Pair(T * (n - 1), float(K), label=label, meta=meta)
-
-
-def asgm_upper_bound_pair(N: int, q: float, n: int) -> LRMixture:
-    """The one-round ASGM bound (Eq. 14) as the exact pair ``(P, (1-w)P + wQ)``.
-
-    Same function as :func:`paperlib.guarantees.asgm_upper_bound` (which adds the two
-    parts pointwise), but as a likelihood-ratio family, so it can be composed and its
-    profile is exact. ``w = q - q (1-q)^N``; base ``T(P^{⊗(n-1)}, Q_N^{⊗(n-1)})``.
-    """
-    N = check_int(N, "N", 1)
-    q = check_rate(q)
-    n = check_int(n, "n", 1)
-    w = q - q * (1.0 - q) ** N
-    meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "weight_chi2": w}
-    if n == 1 or w <= 0:
-        return _identity("ASGM upper bound (Eq. 14)", meta)
-    fam = DilutedFamily(Chi2Pair(n - 1, float(N)), w)
-    return LRMixture([fam], label="ASGM upper bound (Eq. 14)", meta=meta)
-
-
-def asgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, *, step: float | None = None,
-                            tail: float = DEFAULT_TAIL, max_fft: int = DEFAULT_MAX_FFT) -> BoundView:
-    """ASGM upper bound over ``T`` rounds: the Eq. 14 bound composed numerically.
-
-    The paper stops at one round for ASGM (Section 7). Eq. 14 is the trade-off of the
-    pair ``(P, (1-w)P + wQ)`` (:class:`DilutedFamily`), so ``f̄^{⊗T}`` is that pair's
-    T-fold product, composed by :class:`ComposedPLD`. Returns the ``upper`` side: the
-    curve is never below ``f̄^{⊗T}`` and ``epsilon`` never above its epsilon;
-    ``epsilon_bounds`` gives the bracket, ``pld.max_error()`` the curve's.
-
-    Parameters: ``N >= 1``, ``q`` in (0, 1], ``n >= 1``, ``rounds >= 1``; ``step``,
-    ``tail``, ``max_fft`` as in :class:`ComposedPLD`. Raises ValueError on bad input.
-    """
-    N, n, T = _check_rounds_common(N, n, rounds)
-    q = check_rate(q)
-    w = q - q * (1.0 - q) ** N
-    meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "weight_chi2": w,
-            "method": "PLD composition of the Eq. 14 pair"}
-    label = f"ASGM upper bound, {T} round{'s' if T > 1 else ''} (PLD)"
-    if n == 1 or w <= 0:
-        pld = ComposedPLD(IdentityFamily(1.0), 1, step=1.0, label=label, meta=meta)
-        return BoundView(pld, "upper", label)
-    fam = DilutedFamily(Chi2Pair(n - 1, float(N)), w)
-    pld = ComposedPLD(fam, T, step=step, tail=tail, max_fft=max_fft, label=label, meta=meta)
-    return BoundView(pld, "upper", label)
-
-
-def sgm_claim_rounds(q: float, sigma: float, rounds: int, *, side: str = "lower", step: float | None = None,
-                     tail: float = DEFAULT_TAIL, max_fft: int = DEFAULT_MAX_FFT) -> BoundView:
-    """The SGM claim ``f_q^{⊗T}`` (Bu et al. 2020, composed) by :class:`ComposedPLD`.
-
-    ``side='lower'`` (default) never overstates the claim's curve and never understates
-    its epsilon: the conservative side when the claim is compared with an upper bound,
-    and a valid T-round guarantee of SGM. ``side='upper'`` is the other end.
-    ``q`` in (0, 1], ``sigma > 0``, ``rounds >= 1``.
-    """
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    T = check_int(rounds, "rounds", 1)
-    meta = {"mechanism": "sgm", "bound": "claim", "q": q, "sigma": sigma, "rounds": T,
-            "method": "PLD composition of f_q"}
-    label = f"SGM claim f_q^(x{T}) (PLD)"
-    pld = ComposedPLD(SubsampledGaussian(q, 1.0 / sigma), T, step=step, tail=tail, max_fft=max_fft,
-                      label=label, meta=meta)
-    return BoundView(pld, side, label)
-
-
-def rounds_curve(mechanism: str, bound: str, N: int, q: float, sigma: float, n: int, rounds: int, **pld_options):
-    """The T-round curve behind ``python -m paperlib ... --rounds T`` (``T >= 1``).
-
-    ``bound='upper'``: EASGM/FEASGM exact (:class:`Chi2Pair`), ASGM numerical
-    (:func:`asgm_rounds_upper_bound`), SGM its own claim ``f_q^{⊗T}`` (upper side).
-    ``bound='guarantee'``: only SGM (``f_q^{⊗T}``, lower side); for the other mechanisms
-    the T-round guarantee has no closed form and ValueError suggests ``--bound upper``.
-    Every returned object has ``obj(alpha)``, ``obj.epsilon(delta)``, ``label``, ``meta``.
-    """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if bound not in ("upper", "guarantee"):
-        raise ValueError(f"bound must be 'upper' or 'guarantee' here, got {bound!r}")
-    if mechanism == "sgm":
-        side = "upper" if bound == "upper" else "lower"
-        return sgm_claim_rounds(q, sigma, rounds, side=side, **pld_options)
-    if bound == "guarantee":
-        raise ValueError(
-            f"bound=guarantee over rounds > 1 is not available for {mechanism} (no closed form of the "
-            "T-round per-pair guarantee); use --bound upper (exact chi-square for easgm/feasgm, numerical "
-            "composition for asgm) or --bound clt"
-        )
-    if mechanism == "easgm":
-        check_rate(q)
-        check_positive(sigma, "sigma")
-        return easgm_rounds_upper_bound(N, n, rounds)
-    if mechanism == "feasgm":
-        check_positive(sigma, "sigma")
-        return feasgm_rounds_upper_bound(N, q, n, rounds, sigma=sigma, **pld_options)
-    check_positive(sigma, "sigma")
-    return asgm_rounds_upper_bound(N, q, n, rounds, **pld_options)
-
-
-def exact_vs_clt(alpha, mechanism: str, N: int, n: int, rounds: int, q: float | None = None) -> dict:
-    """Exact T-round chi-square bound and the CLT bound side by side (THEORY.md §8).
-
-    Parameters
-    ----------
-    alpha : array_like in [0, 1]
-    mechanism : 'easgm' (``s = N/(N+1)``, Theorem 3.13 / Corollary B.2) or 'feasgm'
-        (``s = K/(K+1)``, Theorem A.7; needs ``q`` and differing floors)
-    N, n (>= 2), rounds : ints
-
-    Returns
-    -------
-    dict with ``alpha`` (array), ``exact`` (array), ``clt`` (array, NaN outside
-    ``[gamma, 1-gamma]``), ``gap = clt - exact`` (>= 0 where defined), ``mu``, ``gamma``,
-    ``m = rounds (n - 1)``, ``x``.
-    """
-    a = check_alpha_array(alpha)
-    N, n, T = _check_rounds_common(N, n, rounds)
-    if n < 2:
-        raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
-    if mechanism == "easgm":
-        pair = easgm_rounds_upper_bound(N, n, T)
-        res = clt.clt_upper_bound_easgm(a, N, n, rounds=T)
-    elif mechanism == "feasgm":
-        if q is None:
-            raise ValueError("q is needed for mechanism feasgm")
-        pair = feasgm_rounds_upper_bound(N, q, n, T)  # raises when the floors agree (no sigma)
-        res = clt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
-    else:
-        raise ValueError(f"mechanism must be 'easgm' or 'feasgm' for the CLT bound, got {mechanism!r}")
-    exact = pair(a)
-    upper = np.asarray(res.upper, dtype=float)
-    return {"alpha": a, "exact": exact, "clt": upper, "gap": upper - exact, "mu": res.mu, "gamma": res.gamma,
-            "m": pair.m, "x": pair.x}
-
-
-# =============================================================================== accountants
-def _opacus_version() -> str:
-    try:
-        import opacus
-
-        return str(getattr(opacus, "__version__", "unknown"))
-    except ImportError:  # pragma: no cover
-        return "not installed"
-
-
-def sgm_claim_epsilon(q: float, sigma: float, rounds: int, delta: float, accountant: str = "rdp", **kwargs) -> float:
-    """Epsilon of the SGM claim over ``T`` rounds, as an accountant reports it.
-
-    Parameters
-    ----------
-    q : float in (0, 1], sampling rate; sigma : float > 0, noise multiplier;
-    rounds : int >= 1; delta : float in (0, 1)
-    accountant :
-        ``'rdp'`` — Opacus's ``RDPAccountant`` (``history = [(sigma, q, rounds)]``, its
-        default orders, Balle et al. 2020 conversion); the paper's Figure 7 baseline.
-        ``'prv'`` — Opacus's ``PRVAccountant`` (Gopi et al. 2021): the upper end of its
-        estimate, with its default ``eps_error = 0.01`` unless given in ``kwargs``.
-        ``'pld'`` — this module (:func:`sgm_claim_rounds`, both directions): the upper end
-        of its bracket (``kwargs`` go to :class:`ComposedPLD`).
-
-    Returns the epsilon (float, ``inf`` when none). Raises ValueError naming the
-    parameter on bad input. Opacus's warning that the best order is at the end of its
-    list is silenced (it is Opacus's default behaviour that the claim reproduces).
-    """
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    T = check_int(rounds, "rounds", 1)
-    delta = check_delta(delta)
-    if accountant == "rdp":
-        from opacus.accountants import RDPAccountant
-
-        acc = RDPAccountant()
-        acc.history = [(sigma, q, T)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return float(acc.get_epsilon(delta=delta, **kwargs))
-    if accountant == "prv":
-        from opacus.accountants import PRVAccountant
-
-        acc = PRVAccountant()
-        acc.history = [(sigma, q, T)]
-        with warnings.catch_warnings():  # its domain size is found with the RDP code
-            warnings.simplefilter("ignore", UserWarning)
-            return float(acc.get_epsilon(delta=delta, **kwargs))
-    if accountant == "pld":
-        return sgm_claim_rounds(q, sigma, T, side="lower", **kwargs).epsilon(delta)
-    raise ValueError(f"accountant must be 'rdp', 'prv' or 'pld', got {accountant!r}")
-
-
-def claim_curve_from_accountant(q: float, sigma: float, rounds: int, accountant: str = "rdp",
-                                deltas=None) -> TradeOffCurve:
-    """The claim as a trade-off curve: ``sup_delta f_{eps(delta), delta}`` (DRS 2022, Prop. 2.12).
-
-    An accountant certifies ``(eps(delta), delta)`` for every ``delta``; the tightest curve
-    it implies is the upper envelope of the ``f_{eps,delta}`` over ``delta``. Evaluated on a
-    grid of ``delta`` (default 160 log-spaced values in [1e-12, 0.95] for RDP, 40 for PRV)
-    and a dense alpha grid; ``eps < 0`` from the RDP conversion is clipped to 0 (a weaker
-    claim, the safe side for showing that a bound lies below it).
-
-    Returns a :class:`~paperlib.tradeoff.TradeOffCurve` with ``meta['deltas']``,
-    ``meta['epsilons']``. ``accountant`` in {'rdp', 'prv'}.
-    """
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    T = check_int(rounds, "rounds", 1)
-    if deltas is None:
-        deltas = np.logspace(-12, math.log10(0.95), 160 if accountant == "rdp" else 40)
-    deltas = np.asarray(deltas, dtype=float)
-    if deltas.ndim != 1 or deltas.size == 0 or np.any(~(deltas > 0)) or np.any(~(deltas < 1)):
-        raise ValueError("deltas must be a 1-D array of values in (0, 1)")
-    if accountant == "rdp":
-        from opacus.accountants import RDPAccountant
-        from opacus.accountants.analysis import rdp as rdp_analysis
-
-        orders = RDPAccountant.DEFAULT_ALPHAS
-        rdp = rdp_analysis.compute_rdp(q=q, noise_multiplier=sigma, steps=T, orders=orders)
-        eps = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            for d in deltas:
-                e, _ = rdp_analysis.get_privacy_spent(orders=orders, rdp=rdp, delta=float(d))
-                eps.append(float(e))
-    elif accountant == "prv":
-        eps = [sgm_claim_epsilon(q, sigma, T, float(d), accountant="prv") for d in deltas]
-    else:
-        raise ValueError(f"accountant must be 'rdp' or 'prv', got {accountant!r}")
-    eps = np.maximum(np.asarray(eps, dtype=float), 0.0)
-    ok = np.isfinite(eps)
-    alpha = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-14, 0, 600)]))
-    beta = np.zeros_like(alpha)
-    for e, d in zip(eps[ok], deltas[ok]):
-        beta = np.maximum(beta, eps_delta_tradeoff(alpha, float(e), float(d)))
-    meta = {"accountant": accountant, "opacus": _opacus_version(), "q": q, "sigma": sigma, "rounds": T,
-            "deltas": deltas.tolist(), "epsilons": eps.tolist()}
-    return TradeOffCurve(alpha, beta, None, label=f"SGM claim ({accountant.upper()} accountant)", meta=meta)
-
-
-def multiround_comparison(mechanism: str, N: int, q: float, sigma: float, n: int, rounds: int,
-                          delta: float = 1e-5, accountants=("rdp", "prv", "pld"), **pld_options) -> dict:
-    """Epsilon of the T-round upper bound next to the claimed epsilons (Figure 7's numbers).
-
-    Returns a dict: ``epsilon_upper_bound`` (for EASGM/FEASGM exact; for ASGM the lower end
-    of the PLD bracket, so never overstated), ``epsilon_upper_bound_bracket`` (ASGM only),
-    ``claimed`` ({accountant: epsilon}; 'pld' is the upper end of its bracket),
-    ``bound_exceeds_claim`` ({accountant: bool}), plus the parameters.
-    """
-    obj = rounds_curve(mechanism, "upper", N, q, sigma, n, rounds, **pld_options)
-    delta = check_delta(delta)
-    out = {"mechanism": mechanism, "N": N, "q": q, "sigma": sigma, "n": n, "rounds": rounds, "delta": delta,
-           "curve": getattr(obj, "label", "")}
-    for k in ("K", "K_prime", "case"):
-        if k in getattr(obj, "meta", {}):
-            out[k] = obj.meta[k]
-    if isinstance(obj, BoundView):
-        lo, hi = obj.epsilon_bounds(delta)
-        out["epsilon_upper_bound"] = lo
-        out["epsilon_upper_bound_bracket"] = [lo, hi]
-    else:
-        out["epsilon_upper_bound"] = obj.epsilon(delta)
-    claimed = {a: sgm_claim_epsilon(q, sigma, rounds, delta, accountant=a) for a in accountants}
-    out["claimed"] = claimed
-    out["bound_exceeds_claim"] = {a: bool(out["epsilon_upper_bound"] > e) for a, e in claimed.items()}
-    return out

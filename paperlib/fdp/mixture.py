@@ -22,9 +22,9 @@ import math
 import numpy as np
 from scipy import optimize
 
-from .gaussian import IdentityFamily
-from .tradeoff import TradeOffCurve, _chord_tangent_gaps, epsilon_from_delta
-from .validation import check_alpha_array
+from paperlib.fdp.gaussian import IdentityFamily
+from paperlib.fdp.tradeoff import TradeOffCurve, _chord_tangent_gaps, epsilon_from_delta
+from paperlib.validation import check_alpha_array
 
 __all__ = ["LRMixture", "PointwiseMixture"]
 
@@ -36,7 +36,7 @@ class LRMixture:
     ----------
     families : list
         Objects with ``tails(logt) -> (alpha, beta)``, ``logt_bracket()`` and
-        ``seed_points()`` (see :mod:`paperlib.gaussian`).
+        ``seed_points()`` (see :mod:`paperlib.fdp.gaussian`).
     label : str
     meta : dict
         Parameters and provenance, copied into the curve.
@@ -263,7 +263,7 @@ class PointwiseMixture:
     """``f(alpha) = sum_i w_i f_i(alpha)`` (same alpha in every component; Lemma 3.3).
 
     ``parts`` is a list of ``(weight, curve)`` where ``curve`` is a
-    :class:`~paperlib.tradeoff.TradeOffCurve`, an :class:`LRMixture` or the string
+    :class:`~paperlib.fdp.tradeoff.TradeOffCurve`, an :class:`LRMixture` or the string
     ``"identity"``. Evaluated on the union of the parts' sampled alphas; slopes add.
     """
 

@@ -89,7 +89,7 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     is stored in the PNG/PDF metadata (``Description`` / ``Subject``) and in
     ``<figures>/<name>.json`` beside them, so a figure can be traced back to its
     parameters. *extra* (e.g. commit and wall time, see
-    :func:`paperlib.figures.show_figure`) is stored in the JSON sidecar only.
+    :func:`paperlib.artifact.figures.show_figure`) is stored in the JSON sidecar only.
 
     Returns
     -------
@@ -108,7 +108,7 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     if not isinstance(name, str) or not name or "/" in name or "\\" in name:
         raise ValueError(f"figure name must be a non-empty file name without '/', got {name!r}")
     meta = dict(caption_meta or {})
-    from .provenance import _to_jsonable, write_json_atomic
+    from paperlib.artifact.provenance import _to_jsonable, write_json_atomic
 
     meta_json = json.dumps(_to_jsonable(meta), sort_keys=True)
     out = figures_dir()

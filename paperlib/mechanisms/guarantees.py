@@ -27,9 +27,9 @@ import math
 import numpy as np
 from scipy import stats
 
-from .gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
-from .mixture import LRMixture, PointwiseMixture
-from .validation import check_int, check_positive, check_rate
+from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
+from paperlib.fdp.mixture import LRMixture, PointwiseMixture
+from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",
@@ -117,7 +117,7 @@ def sgm_claim(q: float, sigma: float) -> LRMixture:
 def sgm_claim_symmetric(q: float, sigma: float, tol: float = 1e-6):
     """``C_q(G_{1/sigma}) = min{f_q, f_q^{-1}}**``: the claim for the unordered pair.
 
-    Returns a :class:`~paperlib.tradeoff.TradeOffCurve` (sampled). Its privacy profile
+    Returns a :class:`~paperlib.fdp.tradeoff.TradeOffCurve` (sampled). Its privacy profile
     equals that of :func:`sgm_claim` (which already takes both directions).
     """
     return sgm_claim(q, sigma).curve(tol).symmetrised()

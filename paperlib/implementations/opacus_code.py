@@ -56,7 +56,7 @@ Results and their refresh
 -------------------------
 The audit of every release is stored in the package as
 ``paperlib/resources/opacus_table2.json`` (committed source data), so the table rebuilds
-offline. ``python -m paperlib.opacus_code --refresh`` (``make opacus-table``) lists the
+offline. ``python -m paperlib.implementations.opacus_code --refresh`` (``make opacus-table``) lists the
 releases on the index, downloads the missing wheels into the cache, re-audits them and
 rewrites the file. The cache is ``$PAPERLIB_CACHE/opacus-src/`` (default
 ``<repo>/.cache/opacus-src/``).
@@ -136,7 +136,7 @@ PACKAGE = "opacus"
 FIRST_VERSION = "0.9.0"
 PAPER_LAST_VERSION = "1.5.4"  # Table 2 of the paper stops here
 CACHE_ENV = "PAPERLIB_CACHE"
-REFRESH_COMMAND = "python -m paperlib.opacus_code --refresh   (or: make opacus-table)"
+REFRESH_COMMAND = "python -m paperlib.implementations.opacus_code --refresh   (or: make opacus-table)"
 SCHEMA = 1
 
 MECHANISM = {"A": "ASGM", "EA": "EASGM", "FEA": "FEASGM"}
@@ -497,7 +497,7 @@ def audit_sources(sources: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _repo_root() -> Path | None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return root if (root / "pyproject.toml").is_file() else None
 
 
@@ -660,7 +660,7 @@ def build_table(records: Sequence[dict[str, Any]], *, confirmations: Sequence[di
         "what": "Opacus code audit: divisor of the noisy gradient sum under Poisson sampling with "
                 "loss_reduction='mean' (Table 2 of Wang et al. 2026, extended to every release)",
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        "generated_by": "python -m paperlib.opacus_code --refresh",
+        "generated_by": "python -m paperlib.implementations.opacus_code --refresh",
         "source": source,
         "python": platform.python_version(),
         "first_version": FIRST_VERSION,
@@ -674,7 +674,7 @@ def build_table(records: Sequence[dict[str, Any]], *, confirmations: Sequence[di
 
 
 def save_table(doc: Mapping[str, Any], path: Path | None = None) -> Path:
-    from .provenance import write_json_atomic
+    from paperlib.artifact.provenance import write_json_atomic
 
     path = stored_table_path() if path is None else Path(path)
     out = write_json_atomic(path, dict(doc))
@@ -1042,7 +1042,7 @@ except ImportError:
         shims.append("torch.nn.modules.module.ModuleAttributeError = AttributeError (removed from torch)")
     import opacus  # noqa: F401
 import json
-from paperlib.opacus_code import step_check
+from paperlib.implementations.opacus_code import step_check
 out = step_check(seed=int(sys.argv[1]))
 out["shims"] = shims
 print("@@RESULT@@" + json.dumps(out))
@@ -1074,7 +1074,7 @@ def confirm_release(version: str, *, seed: int = 0, timeout: float = 300, downlo
         target = install_release(version, download=download)
     except AuditError as exc:
         return {"opacus": version, "verdict": "error", "mechanism": "error", "error": str(exc)}
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(target), str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -1116,7 +1116,7 @@ def _summarise_confirmation(c: Mapping[str, Any], how: str) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m paperlib.opacus_code",
+        prog="python -m paperlib.implementations.opacus_code",
         description="Opacus code audit (Table 2 of Wang et al. 2026). Without options: print the stored table.",
     )
     p.add_argument("--refresh", action="store_true",
@@ -1175,7 +1175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             doc = load_table(args.output)
     except AuditError as exc:
-        print(f"paperlib.opacus_code: error: {exc}", file=sys.stderr)
+        print(f"paperlib.implementations.opacus_code: error: {exc}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(doc, indent=1))

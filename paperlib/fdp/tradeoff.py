@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, stats
 
-from .validation import check_alpha_array, check_delta, check_positive, check_probability
+from paperlib.validation import check_alpha_array, check_delta, check_positive, check_probability
 
 __all__ = [
     "gaussian_tradeoff",
