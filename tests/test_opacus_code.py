@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from paperlib.implementations import opacus_code as oc
+from paperlib.implementations.opacus_code import cli, rules, stepcheck, table as tbl, wheels
 
 ENGINE = "opacus/privacy_engine.py"
 CLIPPER = "opacus/per_sample_gradient_clip.py"
@@ -117,17 +118,17 @@ SAMPLER_SRC = "class UniformWithReplacementSampler(Sampler):\n    pass\n"
 
 
 def test_generation1_without_upper_bound_is_asgm():
-    r = oc.audit_sources({ENGINE: gen1_engine(False), CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
+    r = rules.audit_sources({ENGINE: gen1_engine(False), CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
     assert (r["generation"], r["normalisation"], r["mechanism"]) == ("engine-step", "A", "ASGM")
     assert r["poisson_usable"] and not r["poisson_builtin"]
     assert r["primary"]["code"] == "noise /= batch_size" and r["primary"]["file"] == ENGINE
-    rules = {e["rule"] for e in r["evidence"]}
-    assert {"engine_realised_batch_size", "clipper_sum_over_batch_size", "poisson_sampler_shipped"} <= rules
+    fired = {e["rule"] for e in r["evidence"]}
+    assert {"engine_realised_batch_size", "clipper_sum_over_batch_size", "poisson_sampler_shipped"} <= fired
 
 
 def test_generation1_with_upper_bound_is_not_supported():
-    r = oc.audit_sources({ENGINE: gen1_engine(True), CLIPPER: CLIPPER_SRC})
-    assert r["normalisation"] == "A" and r["mechanism"] == oc.NOT_SUPPORTED and not r["poisson_usable"]
+    r = rules.audit_sources({ENGINE: gen1_engine(True), CLIPPER: CLIPPER_SRC})
+    assert r["normalisation"] == "A" and r["mechanism"] == rules.NOT_SUPPORTED and not r["poisson_usable"]
     ub = [e for e in r["evidence"] if e["rule"] == "engine_batch_size_upper_bound"]
     assert len(ub) == 1 and ub[0]["code"] == "if batch_size > self.batch_size:"
     # the line number points at that line of the source
@@ -135,7 +136,7 @@ def test_generation1_with_upper_bound_is_not_supported():
 
 
 def test_upper_bound_only_counts_when_it_raises():
-    r = oc.audit_sources({ENGINE: gen1_engine(True, raise_after=False), CLIPPER: CLIPPER_SRC})
+    r = rules.audit_sources({ENGINE: gen1_engine(True, raise_after=False), CLIPPER: CLIPPER_SRC})
     assert r["poisson_usable"] and r["mechanism"] == "ASGM"
 
 
@@ -143,20 +144,20 @@ def test_generation1_needs_the_mean_guard_and_the_clipper():
     unguarded = edit(gen1_engine(False),'if self.loss_reduction == "mean":\n                noise /= batch_size',
                                            'if self.loss_reduction == "sum":\n                noise /= batch_size')
     with pytest.raises(oc.AuditError, match="no code generation"):
-        oc.audit_sources({ENGINE: unguarded, CLIPPER: CLIPPER_SRC})
+        rules.audit_sources({ENGINE: unguarded, CLIPPER: CLIPPER_SRC})
     with pytest.raises(oc.AuditError):
-        oc.audit_sources({ENGINE: gen1_engine(False)})  # the clipper's division is missing
+        rules.audit_sources({ENGINE: gen1_engine(False)})  # the clipper's division is missing
 
 
 def test_commented_out_code_does_not_match():
     commented = edit(gen1_engine(False),"                noise /= batch_size", "                # noise /= batch_size\n                pass")
     with pytest.raises(oc.AuditError):
-        oc.audit_sources({ENGINE: commented, CLIPPER: CLIPPER_SRC})
+        rules.audit_sources({ENGINE: commented, CLIPPER: CLIPPER_SRC})
 
 
 def test_generation2_is_easgm():
     eng = GEN2_ENGINE.replace("AVG", "self.sample_rate * self.sample_size")
-    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
+    r = rules.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC, SAMPLER: SAMPLER_SRC})
     assert (r["generation"], r["normalisation"], r["mechanism"]) == ("engine-poisson", "EA", "EASGM")
     assert r["poisson_builtin"] and r["poisson_usable"]
     assert r["primary"]["code"] == "p.grad *= batch_size / self.avg_batch_size"
@@ -164,14 +165,14 @@ def test_generation2_is_easgm():
 
 def test_generation2_classifies_the_expression_not_the_version():
     eng = GEN2_ENGINE.replace("AVG", "int(self.sample_rate * self.sample_size)")
-    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
+    r = rules.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
     assert r["normalisation"] == "FEA" and r["mechanism"] == "FEASGM"
 
 
 def test_generation2_rescale_needs_poisson_guard():
     eng = edit(GEN2_ENGINE.replace("AVG", "self.sample_rate * self.sample_size"),
                "if self.poisson and self.loss_reduction", "if self.distributed and self.loss_reduction")
-    r = oc.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
+    r = rules.audit_sources({ENGINE: eng, CLIPPER: CLIPPER_SRC})
     assert r["generation"] == "engine-step" and r["normalisation"] == "A"
 
 
@@ -181,32 +182,32 @@ def test_generation2_rescale_needs_poisson_guard():
     ("math.floor(len(data_loader.dataset) * sample_rate)", "FEA"),
 ])
 def test_generation3(expr, norm):
-    r = oc.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", expr), OPTIMIZER: GEN3_OPTIMIZER})
+    r = rules.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", expr), OPTIMIZER: GEN3_OPTIMIZER})
     assert r["generation"] == "dp-optimizer" and r["normalisation"] == norm
-    assert r["mechanism"] == oc.MECHANISM[norm] and r["poisson_builtin"] and r["poisson_usable"]
+    assert r["mechanism"] == rules.MECHANISM[norm] and r["poisson_builtin"] and r["poisson_usable"]
     assert r["primary"]["code"] == f"expected_batch_size = {expr}"
-    rules = {e["rule"] for e in r["evidence"]}
-    assert {"optimizer_noise_added_to_sum", "optimizer_divide_by_expected_batch_size"} <= rules
+    fired = {e["rule"] for e in r["evidence"]}
+    assert {"optimizer_noise_added_to_sum", "optimizer_divide_by_expected_batch_size"} <= fired
 
 
 def test_generation3_division_must_be_in_scale_grad():
     opt = edit(GEN3_OPTIMIZER, "def scale_grad", "def unscale_grad")
     with pytest.raises(oc.AuditError):
-        oc.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", "int(n * sample_rate)"), OPTIMIZER: opt})
+        rules.audit_sources({ENGINE: GEN3_ENGINE.replace("EXPECTED", "int(n * sample_rate)"), OPTIMIZER: opt})
 
 
 def test_unknown_code_raises():
     with pytest.raises(oc.AuditError, match="no code generation"):
-        oc.audit_sources({ENGINE: "class PrivacyEngine:\n    pass\n"})
+        rules.audit_sources({ENGINE: "class PrivacyEngine:\n    pass\n"})
     with pytest.raises(oc.AuditError):
-        oc.classify_expected_size("round(n * sample_rate)")
+        rules.classify_expected_size("round(n * sample_rate)")
     with pytest.raises(oc.AuditError):
-        oc.classify_expected_size("sample_rate")
+        rules.classify_expected_size("sample_rate")
 
 
 def test_fragment_that_does_not_parse_uses_indentation():
     frag = "    def step(self):\n        if self.loss_reduction == 'mean':\n            noise /= batch_size\n        oops(:\n"
-    hits = oc.Rule("x", "g", ENGINE, r"^\s*noise\s*/=\s*batch_size\s*$", "", in_def="step",
+    hits = rules.Rule("x", "g", ENGINE, r"^\s*noise\s*/=\s*batch_size\s*$", "", in_def="step",
                    guard=r"loss_reduction").find({ENGINE: frag})
     assert [h.line for h in hits] == [3]
 
@@ -232,9 +233,9 @@ def table():
 
 
 def test_module_copy_of_table2_matches_the_paper():
-    assert set(oc.PAPER_TABLE2) == set(PAPER)
+    assert set(tbl.PAPER_TABLE2) == set(PAPER)
     for v, (norm, builtin, mech) in PAPER.items():
-        p = oc.PAPER_TABLE2[v]
+        p = tbl.PAPER_TABLE2[v]
         assert (p["normalisation"], p["poisson_builtin"], p["mechanism"]) == (norm, builtin, mech), v
 
 
@@ -253,14 +254,14 @@ def test_stored_table_is_complete_and_consistent(table):
 
     vs = [r["version"] for r in table["releases"]]
     assert vs == sorted(vs, key=Version) and len(set(vs)) == len(vs)
-    assert vs[0] == oc.FIRST_VERSION and len(vs) >= 26 and table["n_releases"] == len(vs)
+    assert vs[0] == wheels.FIRST_VERSION and len(vs) >= 26 and table["n_releases"] == len(vs)
     assert "1.6.0" in vs  # released after the paper's table
     for r in table["releases"]:
         assert r["file"] == "opacus/privacy_engine.py" and r["line"] > 0 and r["code"]
         assert len(r["wheel_sha256"]) == 64 and r["wheel"].startswith(f"opacus-{r['version']}-")
         assert {"file": r["file"], "line": r["line"], "code": r["code"]}.items() <= r["primary"].items()
         assert any(e["line"] == r["line"] and e["file"] == r["file"] for e in r["evidence"])
-        assert r["mechanism"] == (oc.MECHANISM[r["normalisation"]] if r["poisson_usable"] else NS)
+        assert r["mechanism"] == (rules.MECHANISM[r["normalisation"]] if r["poisson_usable"] else NS)
         assert r["in_paper_table2"] == (Version(r["version"]) <= Version(oc.PAPER_LAST_VERSION))
     # later releases than the paper's: still FEASGM
     for r in table["releases"]:
@@ -285,34 +286,34 @@ def test_cache_reaudit_matches_stored_table(table):
     keys = ("normalisation", "poisson_builtin", "poisson_usable", "mechanism", "file", "line", "code", "wheel_sha256")
     checked = 0
     for r in table["releases"]:
-        wheel = oc.cached_wheel(r["version"])
+        wheel = wheels.cached_wheel(r["version"])
         if wheel is None:
             continue
         again = oc.audit_wheel(wheel, r["version"])
         assert {k: again[k] for k in keys} == {k: r[k] for k in keys}, r["version"]
         checked += 1
     if checked == 0:
-        pytest.skip(f"no Opacus wheels in {oc.wheel_cache_dir()} (fill with: {oc.REFRESH_COMMAND})")
+        pytest.skip(f"no Opacus wheels in {wheels.wheel_cache_dir()} (fill with: {oc.REFRESH_COMMAND})")
 
 
 def test_offline_without_cache_or_table_names_the_command(tmp_path, monkeypatch):
-    monkeypatch.setenv(oc.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(wheels.CACHE_ENV, str(tmp_path / "cache"))
     with pytest.raises(oc.AuditError, match=r"--refresh"):
         oc.load_table(tmp_path / "missing.json")
-    assert oc.main(["--output", str(tmp_path / "missing.json")]) == 1
+    assert cli.main(["--output", str(tmp_path / "missing.json")]) == 1
 
 
 def test_cli_prints_the_stored_table(capsys, table):
-    assert oc.main([]) == 0
+    assert cli.main([]) == 0
     out = capsys.readouterr().out
     assert out.count("\n| v") == len(table["releases"])
     assert "FEASGM" in out and "**new** (after v1.5.4)" in out
-    assert oc.main(["--json"]) == 0
+    assert cli.main(["--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_releases"] == len(table["releases"])
 
 
 def test_markdown_escapes_pipes(table):
-    md = oc.markdown_table(table["releases"])
+    md = tbl.markdown_table(table["releases"])
     header = md.splitlines()[0]
     for line in md.splitlines()[2:]:
         assert line.count(" | ") == header.count(" | "), line

@@ -69,7 +69,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -199,14 +198,14 @@ def _legacy_worker(spec_path: str) -> None:
 
     import opacus
 
-    from paperlib.implementations.opacus_code import _opacus_api, _opacus_version
+    from paperlib.implementations.opacus_code.stepcheck import opacus_api, opacus_version
 
     warnings.simplefilter("ignore")
     spec = json.loads(Path(spec_path).read_text())
-    version = _opacus_version(opacus)
+    version = opacus_version(opacus)
     if version != spec["version"]:
         raise RuntimeError(f"imported opacus {version} from {opacus.__file__}, not {spec['version']}")
-    api = _opacus_api(opacus)
+    api = opacus_api(opacus)
     Xd = torch.from_numpy(np.load(spec["X"]))
     yd = torch.from_numpy(np.load(spec["y"]))
     N, q, sigma, C, lr, trials, seed = (len(Xd), spec["q"], spec["sigma"], spec["C"], spec["lr"],
@@ -273,33 +272,21 @@ def _legacy_worker(spec_path: str) -> None:
 _WORKER_CALL = "from paperlib.implementations.runners import _legacy_worker\n_legacy_worker(sys.argv[1])\n"
 
 
-def _shim_prelude() -> str:
-    """The compatibility shims of :mod:`paperlib.implementations.opacus_code` (everything of its
-    subprocess script before the step check it runs)."""
-    from paperlib.implementations import opacus_code
-
-    marker = "import json\nfrom paperlib.implementations.opacus_code import step_check"
-    src = opacus_code._SHIM
-    if marker not in src:
-        raise RuntimeError("paperlib.implementations.opacus_code._SHIM changed shape; update runners._shim_prelude")
-    return src.split(marker)[0]
-
-
 def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download):
-    from paperlib.implementations.opacus_code import AuditError, install_release
+    from paperlib.implementations.opacus_code import AuditError, WheelVerificationError, install_release
+    from paperlib.implementations.opacus_code.stepcheck import SHIM_PRELUDE
+    from paperlib.implementations.opacus_code.wheels import REFRESH_COMMAND, release_env
 
     try:
-        target = install_release(version, download=download)
+        target = install_release(version, download=download)  # the wheel is checked against its stored sha256
+    except WheelVerificationError:
+        raise  # one line naming the wheel; nothing of it ran
     except AuditError as exc:
+        reason = (str(exc).strip().splitlines() or ["unknown reason"])[0]
         raise ReleaseNotAvailable(
-            f"opacus {version} is not installed in the release cache and cannot be installed: {exc}\n"
-            f"Fill the cache (needs the network) with: python -m paperlib.implementations.opacus_code --refresh, or just this "
-            f"release: python -c \"from paperlib.implementations.opacus_code import install_release; "
-            f"install_release('{version}', download=True)\"") from exc
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(target), str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env.setdefault("OMP_NUM_THREADS", "1")
+            f"opacus {version} is not in the release cache and cannot be installed ({reason}); "
+            f"fill the cache (needs the network) with: {REFRESH_COMMAND}") from exc
+    env = release_env(target)
     with tempfile.TemporaryDirectory(prefix="paperlib-release-") as d:
         d = Path(d)
         np.save(d / "X.npy", Xd.numpy())
@@ -309,12 +296,12 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
                 "X": str(d / "X.npy"), "y": str(d / "y.npy"), "out": str(d / "updates.npy"),
                 "sizes": str(d / "sizes.npy"), "meta": str(d / "meta.json")}
         (d / "spec.json").write_text(json.dumps(spec))
-        r = subprocess.run([sys.executable, "-c", _shim_prelude() + _WORKER_CALL, str(d / "spec.json")],
+        r = subprocess.run([sys.executable, "-c", SHIM_PRELUDE + _WORKER_CALL, str(d / "spec.json")],
                            stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True,
                            env=env, cwd=str(target))
         if r.returncode != 0 or not (d / "meta.json").is_file():
-            tail = (r.stderr or "").strip()[-3000:]
-            raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess (exit {r.returncode}):\n{tail}")
+            last = ([ln for ln in (r.stderr or "").strip().splitlines() if ln.strip()] or ["see its output above"])[-1]
+            raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess (exit {r.returncode}): {last[:300]}")
         meta = json.loads((d / "meta.json").read_text())
         return np.load(d / "updates.npy"), np.load(d / "sizes.npy"), meta["version"], meta["notes"]
 

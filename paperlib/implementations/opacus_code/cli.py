@@ -1,0 +1,101 @@
+"""Command line of the Opacus code audit: ``python -m paperlib.implementations.opacus_code``.
+
+Without options it prints the stored table (offline). ``--refresh`` (``make
+opacus-table``) lists the releases on the package index, downloads the missing wheels,
+re-audits every release, confirms by real steps and rewrites
+``paperlib/resources/opacus_table2.json``; it is the one path that records the sha256 of
+a release not in the stored table yet (from a fresh download). ``--from-cache`` re-audits
+the cached wheels offline, each checked against its stored sha256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .rules import AuditError
+from .stepcheck import confirm_release, step_check, summarise_confirmation
+from .table import audit_versions, build_table, load_table, markdown_table, save_table
+from .wheels import FIRST_VERSION, PACKAGE, REFRESH_COMMAND, list_versions, version_key, wheel_cache_dir, wheel_version
+
+__all__ = ["main"]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit status (0, or 1 after a one-line ``paperlib: error: ...``)."""
+    p = argparse.ArgumentParser(
+        prog="python -m paperlib.implementations.opacus_code",
+        description="Opacus code audit (Table 2 of Wang et al. 2026). Without options: print the stored table.",
+    )
+    p.add_argument("--refresh", action="store_true",
+                   help="online: list releases, download missing wheels, re-audit, rewrite the stored table")
+    p.add_argument("--from-cache", action="store_true",
+                   help="offline: re-audit the wheels already in the cache and rewrite the stored table")
+    p.add_argument("--confirm", choices=("none", "installed", "all"), default="installed",
+                   help="with --refresh/--from-cache: confirm by a real step the installed opacus "
+                        "(default), every release that runs here (subprocess per release), or none")
+    p.add_argument("--output", type=Path, default=None, help="write the table here instead of the package file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
+    p.add_argument("--step-check", action="store_true",
+                   help="run the real-step check of the importable opacus and print its JSON")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+
+    if args.step_check:
+        print(json.dumps(step_check(seed=args.seed), indent=1))
+        return 0
+    try:
+        if args.refresh or args.from_cache:
+            log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+            if args.refresh:
+                versions = list_versions()
+                log(f"{len(versions)} releases of opacus from {FIRST_VERSION} on: {', '.join(versions)}")
+                # new releases (no stored sha256) are recorded from a fresh download
+                recs = audit_versions(versions, download=True, trust_new=True, log=log)
+                source = "pip download --no-deps --only-binary=:all: opacus==VERSION (package index)"
+            else:
+                cache = wheel_cache_dir()
+                versions = sorted({v for w in cache.glob(f"{PACKAGE}-*.whl") if (v := wheel_version(w))
+                                   and version_key(v) >= version_key(FIRST_VERSION)}, key=version_key)
+                if not versions:
+                    raise AuditError(f"no wheels in {cache}; run: {REFRESH_COMMAND}")
+                recs = audit_versions(versions, download=False, log=log)
+                source = f"wheel cache {cache} (offline re-audit)"
+            confirmations = []
+            sha = {r["version"]: r["wheel_sha256"] for r in recs}  # verified or just recorded
+            if args.confirm != "none":
+                import opacus
+
+                installed = opacus.__version__
+                c = step_check(seed=args.seed)
+                confirmations.append(summarise_confirmation(c, "in-process, installed opacus"))
+                log(f"real step, installed opacus {installed}: divides by {c['verdict']} -> {c['mechanism']}")
+                if args.confirm == "all":
+                    for v in versions:
+                        if v == installed:
+                            continue
+                        c = confirm_release(v, seed=args.seed, sha256=sha[v])
+                        confirmations.append(summarise_confirmation(
+                            c, f"subprocess, pip install --no-deps --target <cache>/opacus-{v}"))
+                        log(f"real step, opacus {v}: {c['verdict']} -> {c['mechanism']}"
+                            + (f" ({c.get('error')})" if c.get("error") else ""))
+            doc = build_table(recs, confirmations=confirmations, source=source)
+            path = save_table(doc, args.output)
+            log(f"wrote {path} ({len(recs)} releases)")
+        else:
+            doc = load_table(args.output)
+    except AuditError as exc:
+        print(f"paperlib: error: {_first_line(exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print(markdown_table(doc["releases"]))
+    return 0
