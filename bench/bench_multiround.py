@@ -44,7 +44,7 @@ def main() -> int:
     rows = []
 
     def feasgm():
-        b = composition.feasgm_rounds_upper_bound(N, Q, 1_485_217, T)
+        b = composition.feasgm_rounds_upper_bound(N, Q, None, 1_485_217, rounds=T)
         return b(alpha), b.epsilon(DELTA)
 
     (beta, eps), dt = _timed(feasgm)
@@ -55,7 +55,7 @@ def main() -> int:
           f"{'PASS' if ok else 'FAIL'}; epsilon(1e-5) = {eps:.4g}")
 
     def asgm():
-        b = composition.asgm_rounds_upper_bound(999, 0.7, 26_010, T)
+        b = composition.asgm_rounds_upper_bound(999, 0.7, None, 26_010, rounds=T)
         return b(alpha), b.epsilon(DELTA)
 
     (beta_a, eps_a), dt_a = _timed(asgm)

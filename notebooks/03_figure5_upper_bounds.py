@@ -135,8 +135,8 @@ def compute_bounds():
     for n in N_PARAMS:
         for N in NS:
             key = f"{n}/{N}"
-            for mech, ub in (("easgm", guarantees.easgm_upper_bound(N, n, Q_EASGM, SIGMA)),
-                             ("asgm", guarantees.asgm_upper_bound(N, Q_ASGM, n, SIGMA))):
+            for mech, ub in (("easgm", guarantees.easgm_upper_bound(N, Q_EASGM, SIGMA, n)),
+                             ("asgm", guarantees.asgm_upper_bound(N, Q_ASGM, SIGMA, n))):
                 a, b = pf.curve_points(ub, TOL_UB)
                 with np.errstate(all="ignore"):
                     eps = ub.epsilon(DELTA)
@@ -523,10 +523,10 @@ def compute_monotonicity():
         "alpha": A_GRID,
         "thm34": {str(mu): on_grid(scale_shift_test(0.7, mu)) for mu in (0.0, 0.5, 1.0, 2.0)},
         "thm35": {str(sd): on_grid(scale_shift_test(sd, 0.0)) for sd in (0.3, 0.5, 0.7, 0.9)},
-        "lem314": {str(N): on_grid(guarantees.easgm_upper_bound(N, N_MONO)) for N in (1, 4, 16, 64)},
-        "lem315": {str(n): on_grid(guarantees.easgm_upper_bound(4, n)) for n in (10, 100, 1000)},
-        "lem316": {str(q): on_grid(guarantees.asgm_upper_bound(4, q, N_MONO)) for q in (0.3, 0.5, 0.7, 0.9)},
-        "asgm_N": {str(N): on_grid(guarantees.asgm_upper_bound(N, 0.5, N_MONO)) for N in (1, 2, 4, 16, 64)},
+        "lem314": {str(N): on_grid(guarantees.easgm_upper_bound(N, None, None, N_MONO)) for N in (1, 4, 16, 64)},
+        "lem315": {str(n): on_grid(guarantees.easgm_upper_bound(4, None, None, n)) for n in (10, 100, 1000)},
+        "lem316": {str(q): on_grid(guarantees.asgm_upper_bound(4, q, None, N_MONO)) for q in (0.3, 0.5, 0.7, 0.9)},
+        "asgm_N": {str(N): on_grid(guarantees.asgm_upper_bound(N, 0.5, None, N_MONO)) for N in (1, 2, 4, 16, 64)},
     }
 
 

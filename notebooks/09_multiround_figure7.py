@@ -81,6 +81,7 @@ import numpy as np
 from myst_nb import glue
 
 from paperlib.mechanisms import multiround as comp
+from paperlib.mechanisms.core import feasgm_floors
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import results_dir, save_result
@@ -107,7 +108,7 @@ for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELT
 # $Q_K = N\big(0, (K/(K+1))^2\big)$. Theorem A.6 composes that bound over the rounds.
 
 # %%
-K, K1 = comp.feasgm_normalisers(N_SMALL, Q)
+K, K1 = feasgm_floors(N_SMALL, Q)
 print(f"|D| = {N_SMALL:,}: normaliser {K};  |D'| = {N_SMALL + 1:,}: normaliser {K1}")
 assert (K, K1) == (700, 701)
 glue("nb09_K", K, display=False)
@@ -141,21 +142,21 @@ glue("nb09_K", K, display=False)
 def compute_fig7():
     out = {"claim": {}, "feasgm": {}, "easgm": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = comp.claim_curve_from_accountant(Q, SIGMA, ROUNDS, accountant="rdp", deltas=deltas)
-    tight = comp.sgm_claim_rounds(Q, SIGMA, ROUNDS, side="lower", max_fft=MAX_FFT)
+    rdp_curve = comp.claim_curve_from_accountant(Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    tight = comp.sgm_claim_rounds(Q, SIGMA, rounds=ROUNDS, side="lower", max_fft=MAX_FFT)
     lo, hi = tight.epsilon_bounds(DELTA)
     out["claim"] = {
         "rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                "eps": comp.sgm_claim_epsilon(Q, SIGMA, ROUNDS, DELTA, accountant="rdp")},
-        "prv": {"eps": comp.sgm_claim_epsilon(Q, SIGMA, ROUNDS, DELTA, accountant="prv")},
+                "eps": comp.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+        "prv": {"eps": comp.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
         "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": [lo, hi], "step": tight.pld.step,
                   "max_error": tight.pld.max_error()},
     }
     for n in N_PARAMS:
         for mech in ("feasgm", "easgm"):
-            res = comp.exact_vs_clt(ALPHA, mech, N_SMALL, n, ROUNDS, q=Q)
-            pair = (comp.feasgm_rounds_upper_bound(N_SMALL, Q, n, ROUNDS) if mech == "feasgm"
-                    else comp.easgm_rounds_upper_bound(N_SMALL, n, ROUNDS))
+            res = comp.exact_vs_clt(mech, N_SMALL, Q, SIGMA, n, rounds=ROUNDS, alpha=ALPHA)
+            pair = (comp.feasgm_rounds_upper_bound(N_SMALL, Q, SIGMA, n, rounds=ROUNDS) if mech == "feasgm"
+                    else comp.easgm_rounds_upper_bound(N_SMALL, Q, SIGMA, n, rounds=ROUNDS))
             out[mech][str(n)] = {"alpha": ALPHA, "exact": res["exact"], "clt": res["clt"], "mu": res["mu"],
                                  "gamma": res["gamma"], "m": res["m"], "x": res["x"], "eps": pair.epsilon(DELTA)}
     return out
@@ -343,16 +344,16 @@ display_table
 def compute_asgm():
     out = {"claim": {}, "bound": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = comp.claim_curve_from_accountant(ASGM_Q, SIGMA, ROUNDS, accountant="rdp", deltas=deltas)
-    tight = comp.sgm_claim_rounds(ASGM_Q, SIGMA, ROUNDS, side="lower", max_fft=MAX_FFT)
+    rdp_curve = comp.claim_curve_from_accountant(ASGM_Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    tight = comp.sgm_claim_rounds(ASGM_Q, SIGMA, rounds=ROUNDS, side="lower", max_fft=MAX_FFT)
     out["claim"] = {"rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                            "eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, ROUNDS, DELTA, accountant="rdp")},
-                    "prv": {"eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, ROUNDS, DELTA, accountant="prv")},
+                            "eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+                    "prv": {"eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
                     "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": list(tight.epsilon_bounds(DELTA))}}
     for N in ASGM_NS:
-        v = comp.asgm_rounds_upper_bound(N, ASGM_Q, ASGM_N_PARAMS, ROUNDS, max_fft=MAX_FFT)
+        v = comp.asgm_rounds_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS, rounds=ROUNDS, max_fft=MAX_FFT)
         lo, hi = v.epsilon_bounds(DELTA)
-        one = comp.asgm_upper_bound_pair(N, ASGM_Q, ASGM_N_PARAMS)
+        one = comp.asgm_upper_bound_pair(N, ASGM_Q, SIGMA, ASGM_N_PARAMS)
         out["bound"][str(N)] = {"alpha": ALPHA, "upper": v.pld.upper(ALPHA), "lower": v.pld.lower(ALPHA),
                                 "eps_bracket": [lo, hi], "step": v.pld.step, "max_error": v.pld.max_error(),
                                 "w": v.meta["weight_chi2"], "one_round_eps": one.epsilon(DELTA),

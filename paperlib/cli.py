@@ -90,7 +90,7 @@ def run_audit(args) -> dict:
     check_int(args.n, "n", 1)
     check_int(args.trials, "trials", 2)
     check_delta(args.delta)
-    r = audit_worst_case(args.mechanism, args.N, args.n, args.q, args.sigma, args.C, trials=args.trials,
+    r = audit_worst_case(args.mechanism, args.N, args.q, args.sigma, args.n, C=args.C, trials=args.trials,
                          distinguisher=args.distinguisher, seed=args.seed, device=args.device, delta=args.delta)
     return {"command": "audit", "fpr": r.fpr, "fnr": r.fnr, "eps_lower": r.eps_lower, "delta": r.delta,
             "trials": r.trials, "eps_claimed": _jsonnum(r.eps_claimed), "fpr_ci": list(r.fpr_ci),
@@ -187,7 +187,7 @@ def _curve(args):
         # T-round guarantee of easgm/asgm/feasgm has no closed form (clear error there)
         from paperlib.mechanisms.multiround import rounds_curve
 
-        return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, T)
+        return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, rounds=T)
     if bound == "guarantee":
         return guarantee(mech, args.N, args.q, args.sigma, args.n)
     return upper_bound(mech, args.N, args.q, args.sigma, args.n)
@@ -232,7 +232,7 @@ def run_epsilon(args) -> dict:
             # T rounds: the claim as Opacus's RDP accountant reports it (the paper's Figure 7 baseline)
             from paperlib.mechanisms.multiround import sgm_claim_epsilon
 
-            eps = sgm_claim_epsilon(args.q, args.sigma, args.rounds, delta, accountant="rdp")
+            eps = sgm_claim_epsilon(args.q, args.sigma, rounds=args.rounds, delta=delta, accountant="rdp")
             out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta,
                    "curve": f"SGM claim over {args.rounds} rounds (Opacus RDP accountant)",
                    "accountant": "rdp", "mechanism": args.mechanism, "bound": "claim",

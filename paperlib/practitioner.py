@@ -192,7 +192,7 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
         report.update(claimed_epsilon={}, neighbours=[], notes=["no built-in Poisson sampling in this release"],
                       summary=f"Opacus {opacus_version} has no built-in Poisson sampling: outside the paper's analysis.")
         return report
-    claimed = {a: sgm_claim_epsilon(q, sigma, T, delta, accountant=a) for a in claim_accountants}
+    claimed = {a: sgm_claim_epsilon(q, sigma, rounds=T, delta=delta, accountant=a) for a in claim_accountants}
     report["claimed_epsilon"] = claimed
     report["claimed_epsilon_max"] = max(claimed.values()) if claimed else None
     if major >= 1:
@@ -243,7 +243,7 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
                          corrected_bound=f"T(P^m, Q_N^m), m = T(n-1) = {T * (n - 1)}, N = {small} (exact chi-square)",
                          witness=_WITNESS.format(a=f"{small} q", b=f"{small + 1} q"))
         elif mech == "asgm":
-            view = asgm_rounds_upper_bound(small, q_pair, n, T, **pld_options)
+            view = asgm_rounds_upper_bound(small, q_pair, None, n, rounds=T, **pld_options)
             lo, hi = view.epsilon_bounds(delta)
             entry.update(sgm_claim_supported=False, corrected_epsilon=lo, corrected_epsilon_bracket=[lo, hi],
                          corrected_bound=f"Eq. 14 composed over T = {T} rounds (PLD, step {view.pld.step:.3g})")

@@ -354,7 +354,7 @@ def test_audit_bad_input(kwargs, match):
 
 def test_audit_worst_case_N_limit():
     with pytest.raises(ValueError, match="N = 13 > 12"):
-        A.audit_worst_case("easgm", 13, 4, 0.5, 1.0, 1.0, trials=10)
+        A.audit_worst_case("easgm", 13, 0.5, 1.0, 4, C=1.0, trials=10)
     with pytest.raises(ValueError, match="direction"):
         A.worst_case_vectors(2, 3, direction="up")
 

@@ -22,6 +22,7 @@ from scipy import special, stats
 
 from paperlib.fdp import composition as C
 from paperlib.mechanisms import multiround as MR
+from paperlib.mechanisms.core import feasgm_floors
 from paperlib import practitioner as PR
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
 from paperlib.mechanisms.guarantees import asgm_upper_bound
@@ -96,7 +97,7 @@ def test_chi2_pair_agrees_with_gaussian_family_at_moderate_m():
 
 def test_chi2_pair_large_epsilon_no_overflow():
     # Figure 7, n = 1,485,217: epsilon in the hundreds (beyond the 500 cap of epsilon_from_delta)
-    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], 1_485_217, FIG7["rounds"])
+    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, 1_485_217, rounds=FIG7["rounds"])
     e = pair.epsilon(DELTA)
     assert 100 < e < 1e5 and math.isfinite(e)
     assert abs(pair.delta(e) - DELTA) < 1e-9
@@ -112,7 +113,7 @@ def test_chi2_pair_large_epsilon_no_overflow():
 @pytest.mark.parametrize("n", FIG7_N_PARAMS)
 def test_exact_never_above_clt_upper_bound(mechanism, n):
     alpha = np.linspace(0, 1, 4001)
-    res = MR.exact_vs_clt(alpha, mechanism, FIG7["N"], n, FIG7["rounds"], q=FIG7["q"])
+    res = MR.exact_vs_clt(mechanism, FIG7["N"], FIG7["q"], None, n, rounds=FIG7["rounds"], alpha=alpha)
     inside = (alpha >= res["gamma"]) & (alpha <= 1 - res["gamma"])
     assert inside.sum() > 3000
     assert np.all(np.isfinite(res["clt"][inside]))
@@ -122,16 +123,16 @@ def test_exact_never_above_clt_upper_bound(mechanism, n):
 
 def test_rounds_equal_more_coordinates():
     # f̄^{⊗T} of T(P^{n-1}, Q^{n-1}) is the same pair with T(n-1) coordinates
-    one = MR.easgm_rounds_upper_bound(50, 31, 1)
-    three = MR.easgm_rounds_upper_bound(50, 91, 1)
-    assert MR.easgm_rounds_upper_bound(50, 31, 3).m == three.m == 3 * one.m
+    one = MR.easgm_rounds_upper_bound(50, None, None, 31, rounds=1)
+    three = MR.easgm_rounds_upper_bound(50, None, None, 91, rounds=1)
+    assert MR.easgm_rounds_upper_bound(50, None, None, 31, rounds=3).m == three.m == 3 * one.m
 
 
 def test_timing_200_rounds_large_model():
     import time
 
     t = time.perf_counter()
-    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], 1_485_217, FIG7["rounds"])
+    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, 1_485_217, rounds=FIG7["rounds"])
     pair(np.linspace(0, 1, 1001))
     pair.curve()
     pair.epsilon(DELTA)
@@ -178,13 +179,13 @@ def test_asgm_one_round_reproduces_eq14(N, q, n):
     w = q - q * (1 - q) ** N
     exact = w * C.Chi2Pair(n - 1, float(N))(a) + (1 - w) * (1 - a)  # Eq. 14, pointwise
     # the pair (P, (1-w)P + wQ) realises Eq. 14 exactly
-    pair = MR.asgm_upper_bound_pair(N, q, n)
+    pair = MR.asgm_upper_bound_pair(N, q, None, n)
     gap = pair.curve(1e-9).meta["max_gap"]
     assert np.max(np.abs(pair(a, tol=1e-9) - exact)) <= max(gap, 1e-9) + 1e-12
     # and the existing pointwise implementation agrees with it
-    assert np.max(np.abs(asgm_upper_bound(N, q, n)(a) - exact)) < 5e-6
+    assert np.max(np.abs(asgm_upper_bound(N, q, None, n)(a) - exact)) < 5e-6
     # T = 1 through the PLD code: upper >= exact >= lower, close together
-    v = MR.asgm_rounds_upper_bound(N, q, n, 1, max_fft=2**16)
+    v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=1, max_fft=2**16)
     assert np.all(v.pld.upper(a) >= exact - 1e-10)
     assert np.all(v.pld.lower(a) <= exact + 1e-10)
     e_lo, e_hi = v.epsilon_bounds(DELTA)
@@ -196,7 +197,7 @@ def test_asgm_rounds_bracket_and_monotone_in_rounds():
     N, q, n = 999, 0.7, 26_010
     e_prev = 0.0
     for T in (1, 5, 20):
-        v = MR.asgm_rounds_upper_bound(N, q, n, T, max_fft=2**19)
+        v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=T, max_fft=2**19)
         lo, hi = v.epsilon_bounds(DELTA)
         assert lo <= hi <= lo + T * v.pld.step + 1e-6
         assert lo >= e_prev - 1e-6
@@ -237,7 +238,7 @@ def test_rdp_epsilon_matches_independent_integer_order_computation():
         eps_int = acc.get_epsilon(delta=DELTA, alphas=orders)
     assert abs(eps_int - eps_ref) < 1e-9
     # the default orders include fractional ones, so the library value is at most this
-    eps = MR.sgm_claim_epsilon(q, sigma, T, DELTA, accountant="rdp")
+    eps = MR.sgm_claim_epsilon(q, sigma, rounds=T, delta=DELTA, accountant="rdp")
     assert eps <= eps_ref + 1e-12 and eps > 0.5 * eps_ref
 
 
@@ -251,17 +252,17 @@ def test_prv_and_our_pld_agree_on_the_claim():
         warnings.simplefilter("ignore")
         dprv = acc._get_dprv(eps_error=0.01, delta_error=DELTA / 1000)
         prv_lo, prv_est, prv_hi = dprv.compute_epsilon(DELTA, DELTA / 1000, 0.01)
-    lo, hi = MR.sgm_claim_rounds(q, sigma, T, max_fft=2**21).epsilon_bounds(DELTA)
+    lo, hi = MR.sgm_claim_rounds(q, sigma, rounds=T, max_fft=2**21).epsilon_bounds(DELTA)
     assert prv_lo <= hi and lo <= prv_hi, (prv_lo, prv_est, prv_hi, lo, hi)
     assert abs(prv_est - lo) < 2e-3
 
 
 def test_claim_curve_from_rdp_is_an_envelope_of_its_eps_delta_pairs():
-    c = MR.claim_curve_from_accountant(0.005, 10.0, 200, accountant="rdp")
+    c = MR.claim_curve_from_accountant(0.005, 10.0, rounds=200, accountant="rdp")
     a = np.linspace(0, 1, 101)
     b = c(a)
     assert np.all(b <= 1 - a + 1e-12) and np.all(np.diff(b) <= 1e-12)
-    eps = MR.sgm_claim_epsilon(0.005, 10.0, 200, DELTA, accountant="rdp")
+    eps = MR.sgm_claim_epsilon(0.005, 10.0, rounds=200, delta=DELTA, accountant="rdp")
     from paperlib.fdp.tradeoff import eps_delta_tradeoff
 
     # at delta = 1e-5 the claimed pair is on or below the envelope (grid of deltas contains 1e-5 nearby)
@@ -275,15 +276,15 @@ def test_claim_curve_from_rdp_is_an_envelope_of_its_eps_delta_pairs():
 
 @pytest.mark.parametrize("n", FIG7_N_PARAMS)
 def test_figure7_feasgm_bound_weaker_than_rdp_claim(n):
-    K, K1 = MR.feasgm_normalisers(FIG7["N"], FIG7["q"])
+    K, K1 = feasgm_floors(FIG7["N"], FIG7["q"])
     assert (K, K1) == (700, 701)
     r = MR.multiround_comparison("feasgm", n=n, delta=DELTA, accountants=("rdp",), **FIG7)
     eps_bound, eps_rdp = r["epsilon_upper_bound"], r["claimed"]["rdp"]
     assert eps_bound > eps_rdp, f"n={n}: FEASGM upper-bound eps {eps_bound:.6g} vs Opacus RDP claim {eps_rdp:.6g}"
     # the curve lies below the RDP claim curve somewhere, too
     a = np.linspace(0.01, 0.99, 99)
-    claim = MR.claim_curve_from_accountant(FIG7["q"], FIG7["sigma"], FIG7["rounds"], accountant="rdp")
-    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], n, FIG7["rounds"])
+    claim = MR.claim_curve_from_accountant(FIG7["q"], FIG7["sigma"], rounds=FIG7["rounds"], accountant="rdp")
+    pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, n, rounds=FIG7["rounds"])
     assert np.any(pair(a) < claim(a) - 0.1), f"n={n}: eps {eps_bound:.6g} vs RDP {eps_rdp:.6g}"
 
 
@@ -358,16 +359,16 @@ def test_opacus_sampling_matches_make_private():
     [
         (lambda: C.Chi2Pair(0, 3.0), "m"),
         (lambda: C.Chi2Pair(10, -1.0), "x"),
-        (lambda: MR.easgm_rounds_upper_bound(10, 5, 0), "rounds"),
-        (lambda: MR.feasgm_rounds_upper_bound(10, 0.05, 5, 3), "N\\*q"),
-        (lambda: MR.asgm_rounds_upper_bound(10, 1.5, 5, 3), "q"),
-        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, 10, 1.5), "delta"),
-        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, 10, 1e-5, accountant="moments"), "accountant"),
+        (lambda: MR.easgm_rounds_upper_bound(10, None, None, 5, rounds=0), "rounds"),
+        (lambda: MR.feasgm_rounds_upper_bound(10, 0.05, None, 5, rounds=3), "N\\*q"),
+        (lambda: MR.asgm_rounds_upper_bound(10, 1.5, None, 5, rounds=3), "q"),
+        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1.5), "delta"),
+        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1e-5, accountant="moments"), "accountant"),
         (lambda: C.ComposedPLD(GaussShiftFamily([1.0], [1.0]), 4, step=-1.0), "step"),
         (lambda: C.DilutedFamily(GaussShiftFamily([1.0], [1.0]), 0.0), "w"),
         (lambda: PR.practitioner_report(60_000, 0, 1, 1.0, 10), "batch_size"),
         (lambda: PR.practitioner_report(60_000, 256, 1, 1.0, 10, loss_reduction="avg"), "loss_reduction"),
-        (lambda: MR.rounds_curve("asgm", "guarantee", 10, 0.5, 1.0, 5, 3), "--bound upper"),
+        (lambda: MR.rounds_curve("asgm", "guarantee", 10, 0.5, 1.0, 5, rounds=3), "--bound upper"),
     ],
 )
 def test_errors_name_the_parameter(call, name):

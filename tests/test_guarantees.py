@@ -276,7 +276,7 @@ def test_feasgm_equal_floors_is_the_sgm_claim():
     assert g.meta["case"] == "floors agree"
     a = np.linspace(0, 1, 401)
     np.testing.assert_allclose(g(a), fq(a, q, sigma), atol=1e-6)
-    u = feasgm_upper_bound(N, q, 10, sigma)
+    u = feasgm_upper_bound(N, q, sigma, 10)
     np.testing.assert_allclose(u(a), fq(a, q, sigma), atol=1e-6)
 
 
@@ -286,7 +286,7 @@ def test_feasgm_floors_and_division_by_zero():
     assert feasgm_floors(7, 0.3) == (2, 2)
     # Figure 7: |D| = 140,199, |D'| = 140,200, q = 1/200 -> K = 700, K' = 701 (weak case)
     assert feasgm_floors(140_199, 0.005) == (700, 701)
-    for fn in (lambda: feasgm_guarantee(3, 0.2, 1.0, 5), lambda: feasgm_upper_bound(3, 0.2, 5, 1.0)):
+    for fn in (lambda: feasgm_guarantee(3, 0.2, 1.0, 5), lambda: feasgm_upper_bound(3, 0.2, 1.0, 5)):
         with pytest.raises(ValueError, match=r"floor\(N\*q\) = 0"):
             fn()
 
@@ -296,7 +296,7 @@ def test_feasgm_upper_bound_at_figure_7_sizes():
     test of section 7 (written out here with scipy's chi2, itself checked against mpmath
     in test_gaussian.py)."""
     for n in (26_010, 1_485_217):
-        u = feasgm_upper_bound(140_199, 0.005, n)
+        u = feasgm_upper_bound(140_199, 0.005, None, n)
         assert (u.meta["K"], u.meta["K_prime"]) == (700, 701)
         assert u.label == "FEASGM upper bound"
         m, s2 = n - 1, (700 / 701) ** 2
@@ -328,14 +328,14 @@ def test_upper_bounds_closed_forms():
     a = np.linspace(0, 1, 201)
     N = 4
     ref = (1 - a) ** ((N + 1) ** 2 / N**2)
-    np.testing.assert_allclose(easgm_upper_bound(N, 3)(a), ref, atol=2e-6)
+    np.testing.assert_allclose(easgm_upper_bound(N, None, None, 3)(a), ref, atol=2e-6)
     q = 0.6
     w = q * (1 - (1 - q) ** N)  # P(added point sampled and k >= 1)
-    np.testing.assert_allclose(asgm_upper_bound(N, q, 3)(a), w * ref + (1 - w) * (1 - a), atol=2e-6)
+    np.testing.assert_allclose(asgm_upper_bound(N, q, None, 3)(a), w * ref + (1 - w) * (1 - a), atol=2e-6)
     # K = floor(5 * 0.5) = 2
-    np.testing.assert_allclose(feasgm_upper_bound(5, 0.5, 3)(a), (1 - a) ** (9 / 4), atol=2e-6)
+    np.testing.assert_allclose(feasgm_upper_bound(5, 0.5, None, 3)(a), (1 - a) ** (9 / 4), atol=2e-6)
     # n = 1 leaves nothing: the identity
-    np.testing.assert_allclose(easgm_upper_bound(7, 1)(a), 1 - a, atol=1e-12)
+    np.testing.assert_allclose(easgm_upper_bound(7, None, None, 1)(a), 1 - a, atol=1e-12)
 
 
 def _below(f1, f2, a):
@@ -349,31 +349,31 @@ def test_lemma_3_14_easgm_bound_monotone_in_N_and_n():
     a = np.linspace(0, 1, 401)
     ns = [2, 5, 20, 100]
     for n in ns:
-        bounds = [easgm_upper_bound(N, n) for N in (1, 2, 5, 20, 100)]
+        bounds = [easgm_upper_bound(N, None, None, n) for N in (1, 2, 5, 20, 100)]
         for f_small, f_big in zip(bounds, bounds[1:]):
             assert _below(f_small, f_big, a)  # smaller N: smaller (weaker) curve
     for N in (1, 4, 50):
-        bounds = [easgm_upper_bound(N, n) for n in (100, 20, 5, 2)]
+        bounds = [easgm_upper_bound(N, None, None, n) for n in (100, 20, 5, 2)]
         for f_more, f_fewer in zip(bounds, bounds[1:]):
             assert _below(f_more, f_fewer, a)  # more coordinates: smaller curve
     # strictly somewhere (the lemma is not vacuous)
-    assert np.max(easgm_upper_bound(5, 5)(a) - easgm_upper_bound(1, 5)(a)) > 0.05
+    assert np.max(easgm_upper_bound(5, None, None, 5)(a) - easgm_upper_bound(1, None, None, 5)(a)) > 0.05
 
 
 def test_lemmas_3_15_3_16_asgm_bound_monotone_in_n_and_q():
     a = np.linspace(0, 1, 401)
     for q in (0.3, 0.7):
-        bounds = [asgm_upper_bound(4, q, n) for n in (100, 20, 5, 2)]
+        bounds = [asgm_upper_bound(4, q, None, n) for n in (100, 20, 5, 2)]
         for f_more, f_fewer in zip(bounds, bounds[1:]):
             assert _below(f_more, f_fewer, a)
     for n in (5, 50):
-        bounds = [asgm_upper_bound(4, q, n) for q in (0.9, 0.7, 0.5, 0.2)]
+        bounds = [asgm_upper_bound(4, q, None, n) for q in (0.9, 0.7, 0.5, 0.2)]
         for f_hi, f_lo in zip(bounds, bounds[1:]):
             assert _below(f_hi, f_lo, a)
     # not monotone in N (THEORY.md section 7): at n = 20, q = 0.5, alpha = 0.1 the bound
     # dips at N = 2 (the weight q(1 - (1-q)^N) on the chi-square part grows with N while
     # that part itself rises towards Id); margins are far above the 1e-6 evaluation error
-    v = [float(asgm_upper_bound(N, 0.5, 20)([0.1])[0]) for N in (1, 2, 5)]
+    v = [float(asgm_upper_bound(N, 0.5, None, 20)([0.1])[0]) for N in (1, 2, 5)]
     assert v[1] < v[0] - 0.01 and v[1] < v[2] - 0.01
 
 
@@ -384,15 +384,15 @@ def test_bounds_limits_as_n_grows():
     N, q = 3, 0.5
     prev = None
     for n in (10, 100, 1_000, 10_000, 100_000):
-        e = easgm_upper_bound(N, n)(a)
+        e = easgm_upper_bound(N, None, None, n)(a)
         if prev is not None:
             assert np.all(e <= prev + 1e-12)
         prev = e
     assert np.all(prev < 1e-9)
-    assert np.all(feasgm_upper_bound(5, 0.5, 100_000)(a) < 1e-9)  # K = 2
+    assert np.all(feasgm_upper_bound(5, 0.5, None, 100_000)(a) < 1e-9)  # K = 2
     lim = (1 - q + q * (1 - q) ** N) * (1 - a)
-    np.testing.assert_allclose(asgm_upper_bound(N, q, 100_000)(a), lim, atol=1e-9)
-    assert np.all(asgm_upper_bound(N, q, 10)(a) > lim + 1e-3)
+    np.testing.assert_allclose(asgm_upper_bound(N, q, None, 100_000)(a), lim, atol=1e-9)
+    assert np.all(asgm_upper_bound(N, q, None, 10)(a) > lim + 1e-3)
 
 
 # --------------------------------------------------------------------------- binomial support
@@ -424,7 +424,7 @@ def test_guarantee_at_N_200000():
     rev = simulate_tradeoff("easgm", 200_000, 0.0002, 50.0, 5, ALPHAS, trials=M, seed=4, reveal_index=True)
     for a, r, b in zip(ALPHAS, rev, vals):
         assert abs(r - b) <= 5 * mc_se(g, a, M)
-    assert np.all(vals <= easgm_upper_bound(200_000, 5)(ALPHAS) + 2e-6)
+    assert np.all(vals <= easgm_upper_bound(200_000, None, None, 5)(ALPHAS) + 2e-6)
 
 
 # --------------------------------------------------------------------------- SGM
@@ -460,9 +460,9 @@ PUBLIC = {
     "feasgm_guarantee": (lambda N=3, q=0.5, sigma=1.0, n=5: feasgm_guarantee(N, q, sigma, n), "N q sigma n"),
     "easgm_guarantee_given": (lambda q=0.5, sigma=1.0: easgm_guarantee_given(_G, q, sigma, 1.0), "q sigma"),
     "asgm_guarantee_given": (lambda q=0.5, sigma=1.0: asgm_guarantee_given(_G, q, sigma, 1.0), "q sigma"),
-    "easgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: easgm_upper_bound(N, n, q, sigma), "N q sigma n"),
-    "asgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: asgm_upper_bound(N, q, n, sigma), "N q sigma n"),
-    "feasgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: feasgm_upper_bound(N, q, n, sigma), "N q sigma n"),
+    "easgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: easgm_upper_bound(N, q, sigma, n), "N q sigma n"),
+    "asgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: asgm_upper_bound(N, q, sigma, n), "N q sigma n"),
+    "feasgm_upper_bound": (lambda N=3, q=0.5, sigma=1.0, n=5: feasgm_upper_bound(N, q, sigma, n), "N q sigma n"),
     "feasgm_floors": (lambda N=3, q=0.5: feasgm_floors(N, q), "N q"),
     "binomial_support": (lambda q=0.5: binomial_support(3, q), "q"),
     **{f"guarantee[{m}]": ((lambda m: lambda N=3, q=0.5, sigma=1.0, n=5: guarantee(m, N, q, sigma, n))(m), "N q sigma n")
@@ -490,14 +490,14 @@ def test_bad_alpha_and_gradients():
         with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
             g([a])
         with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
-            asgm_upper_bound(3, 0.5, 5)([a])
+            asgm_upper_bound(3, 0.5, None, 5)([a])
         with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\]"):
             simulate_tradeoff("easgm", 3, 0.5, 1.0, 5, [a], trials=10)
     for d in (0.0, 1.0, -0.5, 1.5):
         with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
             g.epsilon(d)
         with pytest.raises(ValueError, match=r"delta must be in \(0, 1\)"):
-            asgm_upper_bound(3, 0.5, 5).epsilon(d)
+            asgm_upper_bound(3, 0.5, None, 5).epsilon(d)
     with pytest.raises(ValueError, match="gradients"):
         easgm_guarantee_given(np.ones(3), 0.5, 1.0, 1.0)
     with pytest.raises(ValueError, match="C must be a finite number > 0"):

@@ -17,6 +17,7 @@ from scipy import stats
 
 from paperlib.mechanisms import sampler as M
 from paperlib.mechanisms import simulation
+from paperlib.mechanisms.core import MECHANISMS, Mechanism
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -41,7 +42,7 @@ def _worst(N, n, C):
 
 
 # ----------------------------------------------------------------------------- batched == loop
-@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 @pytest.mark.parametrize("dataset", ["D", "D'"])
 def test_batched_equals_loop_same_seed(mechanism, dataset):
     v = _vectors()
@@ -59,7 +60,7 @@ def test_batched_equals_loop_same_seed(mechanism, dataset):
     assert torch.equal(c1, c2)
 
 
-@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_apply_round_equals_loop_with_explicit_draws(mechanism):
     v = torch.as_tensor(_vectors(N=4, n=9, seed=1))
     g = torch.Generator().manual_seed(0)
@@ -74,13 +75,14 @@ def test_apply_round_equals_loop_with_explicit_draws(mechanism):
     torch.testing.assert_close(a[0], 1.3 * noise[0] / nu)
 
 
-def test_normaliser_matches_simulation():
+def test_normaliser_torch_and_numpy_agree():
     k = np.arange(6)
-    for mech in ("sgm", "easgm", "asgm", "feasgm"):
+    for mech in Mechanism:
         for N_data, q in ((5, 0.5), (4, 0.3), (200, 0.005), (140200, 0.005)):
-            np.testing.assert_array_equal(M.normaliser(mech, N_data, k, q), simulation.normaliser(mech, N_data, k, q))
-    t = M.normaliser("asgm", 4, torch.tensor([0, 2, 3]), 0.5)
-    assert t.tolist() == [1.0, 2.0, 3.0]
+            a = mech.normaliser(N_data, k, q)
+            b = mech.normaliser(N_data, torch.as_tensor(k), q)
+            np.testing.assert_array_equal(a, b.numpy())
+    assert Mechanism.ASGM.normaliser(4, torch.tensor([0, 2, 3]), 0.5).tolist() == [1.0, 2.0, 3.0]
 
 
 # ----------------------------------------------------------------------------- distribution
@@ -97,11 +99,11 @@ def test_output_law_on_worst_case_data(mechanism, q):
         for k in range(N + 1):
             wk = stats.binom.pmf(k, N, q)
             if N_data == N:
-                nu = simulation.normaliser(mechanism, N, np.array([k]), q)[0]
+                nu = Mechanism(mechanism).normaliser(N, np.array([k]), q)[0]
                 comps.append((wk, k / nu, sigma / nu))
             else:
                 for b, wb in ((0, 1 - q), (1, q)):
-                    nu = simulation.normaliser(mechanism, N + 1, np.array([k + b]), q)[0]
+                    nu = Mechanism(mechanism).normaliser(N + 1, np.array([k + b]), q)[0]
                     comps.append((wk * wb, (k - b) / nu, sigma / nu))
 
         def cdf(t, comps=comps):
@@ -109,7 +111,7 @@ def test_output_law_on_worst_case_data(mechanism, q):
 
         assert stats.kstest(o1, cdf).pvalue > 1e-3
         if mechanism in ("easgm", "sgm", "feasgm"):  # fixed normaliser: ||rest||^2 / (sigma C / nu)^2 ~ chi2_{n-1}
-            nu = M.fixed_normaliser(mechanism, N_data, q)
+            nu = Mechanism(mechanism).fixed_normaliser(N_data, q)
             w = np.sum(x[:, 1:] ** 2, axis=1) / (sigma * C / nu) ** 2
             assert stats.kstest(w, stats.chi2(n - 1).cdf).pvalue > 1e-3
 
@@ -163,10 +165,10 @@ def test_cuda_matches_cpu_in_law():
 # ----------------------------------------------------------------------------- FEASGM / 0
 def test_feasgm_divides_by_zero_like_opacus():
     v = _vectors(N=3, n=4)
-    assert M.divides_by_zero("feasgm", 3, 0.2)  # floor(0.6) = 0
-    assert not M.divides_by_zero("feasgm", 4, 0.25)  # floor(1.0) = 1
-    assert not M.divides_by_zero("easgm", 3, 0.2)
-    assert M.fixed_normaliser("feasgm", 3, 0.2) == 0.0
+    assert Mechanism("feasgm").divides_by_zero(3, 0.2)  # floor(0.6) = 0
+    assert not Mechanism("feasgm").divides_by_zero(4, 0.25)  # floor(1.0) = 1
+    assert not Mechanism("easgm").divides_by_zero(3, 0.2)
+    assert Mechanism("feasgm").fixed_normaliser(3, 0.2) == 0.0
     for fn in (M.sample, M.sample_loop):
         with pytest.warns(M.ZeroNormaliserWarning, match="divides by zero"):
             x = fn("feasgm", v, 0.2, 1.0, 1.0, "D", 5, torch.Generator().manual_seed(0))
@@ -177,7 +179,7 @@ def test_feasgm_divides_by_zero_like_opacus():
         x = M.sample("feasgm", v, 0.25, 1.0, 1.0, "D'", 5, torch.Generator().manual_seed(0))
     assert torch.isfinite(x).all()
     # Opacus computes int(len(dataset) * sample_rate) in floating point
-    assert M.fixed_normaliser("feasgm", 140200, 0.005) == float(int(140200 * 0.005))
+    assert Mechanism("feasgm").fixed_normaliser(140200, 0.005) == float(int(140200 * 0.005))
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -222,7 +224,7 @@ def _mixture_cdfs(mechanism, v, q, sigma, C, dataset, basis):
         m = np.array(mask, dtype=bool)
         k = int(m.sum())
         w = q**k * (1 - q) ** (N_data - k)
-        nu = float(M.normaliser(mechanism, N_data, k, q))
+        nu = float(Mechanism(mechanism).normaliser(N_data, k, q))
         comps.append((w, rows[m].sum(axis=0) @ U / nu, sigma * C / nu))
 
     def coord_cdf(j):
@@ -234,7 +236,7 @@ def _mixture_cdfs(mechanism, v, q, sigma, C, dataset, basis):
     return [coord_cdf(j) for j in range(r)], res_cdf
 
 
-@pytest.mark.parametrize("mechanism", M.MECHANISMS)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_projected_equals_projection_of_apply_round_with_explicit_draws(mechanism):
     """Same masks and noise: the projected round is exactly U^T x and ||(I - U U^T) x||^2 of the full round."""
     v = torch.as_tensor(_vectors(N=3, n=9, seed=2))

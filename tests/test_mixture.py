@@ -298,7 +298,7 @@ def test_lrmixture_rejects_empty_and_bad_eps():
     [
         lambda: easgm_guarantee(3, 0.5, 2.0, 20),
         lambda: asgm_guarantee(10, 0.3, 1.0, 5),
-        lambda: easgm_upper_bound(4, 3),
+        lambda: easgm_upper_bound(4, None, None, 3),
         lambda: LRMixture([IdentityFamily(0.4), GaussShiftFamily([1.0], [0.6])]),
     ],
 )

@@ -15,7 +15,7 @@ import torch
 
 from paperlib.implementations.dpsur import dpsur_step, dpsur_updates
 from paperlib.implementations.models import build_model, count_parameters
-from paperlib.implementations.runners import (IMPLEMENTATIONS, NORMALISER_RULE, ReleaseNotAvailable,
+from paperlib.implementations.runners import (IMPLEMENTATIONS, IMPLEMENTATION_MECHANISM, ReleaseNotAvailable,
                                               detect_normaliser, per_example_gradients, run_steps)
 
 N, Q, SIGMA, C = 4, 0.6, 0.5, 1.0
@@ -62,7 +62,7 @@ def test_documented_normaliser_detected(impl, expected, data, releases):
     r = run_steps(impl, MODEL, X, y, dataset="D", q=Q, sigma=SIGMA, C=C, trials=30, seed=5)
     n = count_parameters(build_model(MODEL))
     assert r["updates"].shape == (30, n) and r["updates"].dtype == np.float64
-    assert r["implementation"] == impl and r["normaliser_rule"] == expected == NORMALISER_RULE[impl]
+    assert r["implementation"] == impl and r["normaliser_rule"] == expected == IMPLEMENTATION_MECHANISM[impl].rule
     assert isinstance(r["notes"], list) and r["seconds"] > 0
     if impl.startswith("opacus-0."):
         assert r["version"] == impl.replace("opacus-", "")

@@ -24,7 +24,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from paperlib.mechanisms.simulation import empirical_tradeoff, normaliser, simulate_llr, simulate_tradeoff
+from paperlib.mechanisms.simulation import empirical_tradeoff, simulate_llr, simulate_tradeoff
 
 ALPHAS = np.array([0.02, 0.1, 0.3, 0.6])
 
@@ -231,18 +231,6 @@ def test_sgm_on_worst_case_data_is_above_the_claim():
 
 
 # --------------------------------------------------------------------------- small pieces
-def test_normaliser():
-    k = np.array([0, 1, 2, 5])
-    np.testing.assert_array_equal(normaliser("sgm", 10, k, 0.3), [1, 1, 1, 1])
-    np.testing.assert_allclose(normaliser("easgm", 10, k, 0.3), [3.0] * 4)
-    np.testing.assert_array_equal(normaliser("asgm", 10, k, 0.3), [1, 1, 2, 5])  # empty batch: 1
-    np.testing.assert_array_equal(normaliser("feasgm", 10, k, 0.35), [3, 3, 3, 3])
-    with pytest.raises(ValueError, match="divides by zero"):
-        normaliser("feasgm", 2, k, 0.3)
-    with pytest.raises(ValueError, match="mechanism"):
-        normaliser("bogus", 2, k, 0.3)
-
-
 def test_simulation_input_checks():
     with pytest.raises(ValueError, match="mechanism"):
         simulate_llr("nope", 3, 0.5, 1.0, 5, 100)

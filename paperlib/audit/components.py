@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from paperlib.mechanisms import sampler as mech_mod
+from paperlib.mechanisms.core import Mechanism
 from paperlib.validation import check_positive, check_rate
 
 __all__ = ["MAX_N_EXACT", "GaussianMixture", "PairSet", "WhiteBoxModel", "Projection"]
@@ -110,8 +111,7 @@ class WhiteBoxModel:
     """
 
     def __init__(self, mechanism: str, vectors, q: float, sigma: float, C: float, max_N: int = MAX_N_EXACT):
-        if mechanism not in mech_mod.MECHANISMS:
-            raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
+        mechanism = Mechanism.parse(mechanism)
         self.mechanism = mechanism
         self.q = q = check_rate(q)
         self.sigma = sigma = check_positive(sigma, "sigma")
@@ -122,7 +122,7 @@ class WhiteBoxModel:
             raise ValueError(
                 f"N = {N} > {max_N}: the exact distinguishers enumerate the 2^N subsets of D; use N <= {max_N}"
             )
-        if mech_mod.divides_by_zero(mechanism, N, q):
+        if Mechanism.parse(mechanism).divides_by_zero(N, q):
             raise ValueError(
                 f"q: floor(N*q) = floor({N}*{q}) = 0, so FEASGM divides by zero on D (as Opacus v1.x: inf/nan "
                 "outputs); there is no output density to audit. Choose N*q >= 1"
@@ -147,11 +147,11 @@ class WhiteBoxModel:
         sums = masks @ gc[:N]  # (2^N, r)
         sc = sigma * C
 
-        nu_p = np.asarray(mech_mod.normaliser(mechanism, N, k, q), dtype=float)
+        nu_p = np.asarray(Mechanism.parse(mechanism).normaliser(N, k, q), dtype=float)
         p_coords, p_scale = sums / nu_p[:, None], sc / nu_p
         q_coords, q_scale, q_logw, pair_logw = [], [], [], []
         for b in (0, 1):
-            nu_q = np.asarray(mech_mod.normaliser(mechanism, N + 1, k + b, q), dtype=float)
+            nu_q = np.asarray(Mechanism.parse(mechanism).normaliser(N + 1, k + b, q), dtype=float)
             q_coords.append((sums + b * gc[N][None, :]) / nu_q[:, None])
             q_scale.append(sc / nu_q)
             q_logw.append(logw_b + (lq if b else l1q))

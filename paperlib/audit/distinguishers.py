@@ -56,6 +56,7 @@ import torch
 from scipy import special, stats
 
 from paperlib.mechanisms import sampler as mech_mod
+from paperlib.mechanisms.core import Mechanism
 from paperlib.audit.components import Projection, WhiteBoxModel
 
 __all__ = [
@@ -287,12 +288,12 @@ def brute_force_llr(mechanism: str, vectors, q: float, sigma: float, C: float, x
         k = int(m.sum())
         w = q**k * (1 - q) ** (N - k)
         sb = g[:N][m].sum(axis=0)
-        nu = float(mech_mod.normaliser(mechanism, N, k, q))
+        nu = float(Mechanism.parse(mechanism).normaliser(N, k, q))
         lp_terms.append(math.log(w) + stats.norm.logpdf(x, sb / nu, sigma * C / nu).sum(axis=1) if w > 0
                         else np.full(x.shape[0], -np.inf))
         for b in (0, 1):
             wb = w * (q if b else 1 - q)
-            nu = float(mech_mod.normaliser(mechanism, N + 1, k + b, q))
+            nu = float(Mechanism.parse(mechanism).normaliser(N + 1, k + b, q))
             mean = (sb + b * g[N]) / nu
             lq_terms.append(math.log(wb) + stats.norm.logpdf(x, mean, sigma * C / nu).sum(axis=1) if wb > 0
                             else np.full(x.shape[0], -np.inf))

@@ -57,6 +57,7 @@ import torch
 from tqdm import tqdm
 
 from paperlib.mechanisms import sampler as mech_mod
+from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
 from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
@@ -255,8 +256,7 @@ def _bind_distinguishers(distinguishers, model) -> dict:
 
 
 def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
-    if mechanism not in mech_mod.MECHANISMS:
-        raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
+    mechanism = Mechanism.parse(mechanism)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")
@@ -589,10 +589,15 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
                     dtype=torch.float64, data=data, path=source, batched=True, wall=wall)
 
 
-def audit_worst_case(mechanism: str, N: int, n: int, q: float, sigma: float, C: float, *, trials: int,
+def audit_worst_case(mechanism, N: int, q: float, sigma: float, n: int, *, C: float = 1.0, trials: int,
                      distinguisher="optimal", kind: str = "worst", direction: str = "e1",
                      data_seed: int | None = None, **kwargs) -> AuditResult:
-    """:func:`audit` on :func:`worst_case_vectors` (``N``, ``n``, ``C``; ``kind``, ``direction``)."""
+    """:func:`audit` on :func:`worst_case_vectors` (``N``, ``n``, ``C``; ``kind``, ``direction``).
+
+    ``mechanism`` is a :class:`~paperlib.mechanisms.core.Mechanism` or its name; ``N`` in
+    1..12, ``q`` in (0, 1], ``sigma > 0``, ``n >= 1``, clipping norm ``C > 0``; other
+    keywords as :func:`audit_distinguishers`.
+    """
     N = check_int(N, "N", 1)
     if N > kwargs.get("max_N", MAX_N_EXACT):
         raise ValueError(f"N = {N} > {kwargs.get('max_N', MAX_N_EXACT)}: the exact distinguishers enumerate 2^N subsets")

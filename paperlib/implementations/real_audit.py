@@ -44,7 +44,9 @@ import numpy as np
 import torch
 from scipy import stats as sps
 
+from paperlib.implementations.runners import IMPLEMENTATION_MECHANISM
 from paperlib.mechanisms import sampler as mech_mod
+from paperlib.mechanisms.core import Mechanism
 from paperlib.audit.game import AUDIT_VERSION, audit_outputs
 from paperlib.mechanisms.guarantees import sgm_claim
 from paperlib.validation import check_delta, check_int, check_positive, check_rate
@@ -62,9 +64,8 @@ __all__ = [
     "audit_implementation",
 ]
 
-#: the mechanism each implementation documents (paper Table 2; DPSUR's own ASGM step)
-DOCUMENTED_MECHANISM = {"opacus-installed": "feasgm", "opacus-0.15.0": "easgm", "opacus-0.13.0": "asgm",
-                        "dpsur": "asgm"}
+#: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
+DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
 MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
@@ -147,8 +148,7 @@ def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float
     Returns ``{"mechanism", "p_values": {ds: {test: p}}, "min_p", "tests", "level",
     "threshold", "passed", "trials": {ds: m}, "reference_trials"}``.
     """
-    if mechanism not in mech_mod.MECHANISMS:
-        raise ValueError(f"mechanism must be one of {mech_mod.MECHANISMS}, got {mechanism!r}")
+    mechanism = Mechanism.parse(mechanism)
     reference_trials = check_int(reference_trials, "reference_trials", 10)
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -286,7 +286,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     trials = check_int(trials, "trials", 2)
     delta = check_delta(delta)
     mechanism = DOCUMENTED_MECHANISM[implementation]
-    if mech_mod.divides_by_zero(mechanism, N, q):
+    if Mechanism.parse(mechanism).divides_by_zero(N, q):
         raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
     halves = {"cal": (trials // 2, trials - trials // 2), "count": (trials // 2, trials - trials // 2)}

@@ -79,11 +79,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.implementations.models import build_model, count_parameters, flat_parameters, per_example_grads
+from paperlib.implementations.models import build_model, per_example_grads
+from paperlib.mechanisms.core import Mechanism
 
 __all__ = [
     "IMPLEMENTATIONS",
-    "NORMALISER_RULE",
+    "IMPLEMENTATION_MECHANISM",
+    "CANDIDATES",
     "RELEASES",
     "ReleaseNotAvailable",
     "run_steps",
@@ -92,14 +94,13 @@ __all__ = [
 ]
 
 IMPLEMENTATIONS = ("opacus-installed", "opacus-0.15.0", "opacus-0.13.0", "dpsur")
-# the normaliser each implementation is documented to apply (code audit, Table 2)
-NORMALISER_RULE = {
-    "opacus-installed": "floor(Nq)",
-    "opacus-0.15.0": "Nq",
-    "opacus-0.13.0": "|B|",
-    "dpsur": "|B|",
+#: the mechanism each implementation is documented to run (code audit, Table 2)
+IMPLEMENTATION_MECHANISM = {
+    "opacus-installed": Mechanism.FEASGM,
+    "opacus-0.15.0": Mechanism.EASGM,
+    "opacus-0.13.0": Mechanism.ASGM,
+    "dpsur": Mechanism.ASGM,
 }
-MECHANISM_OF_RULE = {"floor(Nq)": "FEASGM", "Nq": "EASGM", "|B|": "ASGM"}
 RELEASES = {"opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
 DEFAULT_MODEL_SEED = 0
 
@@ -359,7 +360,7 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         U, sizes, version, notes = _run_dpsur(*args)
     else:
         U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download)
-    rule = NORMALISER_RULE[implementation]
+    documented = IMPLEMENTATION_MECHANISM[implementation]
     bad = int((~np.isfinite(U).all(axis=1)).sum())
     if bad:
         notes = list(notes) + [f"{bad} of {trials} updates are not finite (inf/nan)"]
@@ -367,8 +368,8 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "updates": np.ascontiguousarray(U, dtype=np.float64),
         "implementation": implementation,
         "version": version,
-        "normaliser_rule": rule,
-        "mechanism": MECHANISM_OF_RULE[rule],
+        "normaliser_rule": documented.rule,
+        "mechanism": documented.title,
         "notes": list(notes),
         "seconds": time.perf_counter() - t0,
         "batch_sizes": np.asarray(sizes, dtype=np.int64),
@@ -398,7 +399,9 @@ def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
         return np.squeeze(m, axis) + np.log(np.sum(np.exp(a - m), axis=axis))
 
 
-RULES = ("Nq", "floor(Nq)", "|B|")
+#: the candidate mechanisms :func:`detect_normaliser` tells apart, and their rules
+CANDIDATES = (Mechanism.EASGM, Mechanism.FEASGM, Mechanism.ASGM)
+RULES = tuple(m.rule for m in CANDIDATES)
 
 
 def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_data: int,
@@ -451,15 +454,15 @@ def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_dat
         raise ValueError("detect_normaliser needs sigma > 0, C > 0 and 0 < q <= 1")
     T, n = U.shape
     sC = float(sigma) * float(C)
-    Nq = N_data * q
-    fl = math.floor(Nq + 1e-12)
+    Nq = Mechanism.EASGM.fixed_normaliser(N_data, q)
+    fl = int(Mechanism.FEASGM.fixed_normaliser(N_data, q))  # int(N q) in floating point, as Opacus
     finite = np.isfinite(U).all(axis=1)
     base = {"candidates": {"Nq": Nq, "floor(Nq)": fl}, "n": n, "trials": T,
             "nonfinite_trials": int((~finite).sum()),
             "method": "residual-scale nu_hat + Poisson-mixture likelihood per rule (see docstring)"}
     if not finite.any():
         rule = "floor(Nq)" if fl == 0 else "undetermined"
-        return {**base, "normaliser": rule, "mechanism": MECHANISM_OF_RULE.get(rule, "unknown"),
+        return {**base, "normaliser": rule, "mechanism": Mechanism.FEASGM.title if fl == 0 else "unknown",
                 "log_likelihood": {}, "nu_hat": [float("nan")] * T, "nu_hat_mean": float("nan"),
                 "inferred_batch_sizes": [None] * T, "agreement": 1.0 if fl == 0 else 0.0, "rank": None,
                 "ties": [rule] if fl == 0 else []}
@@ -490,13 +493,9 @@ def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_dat
     ip = (Uf @ Gc.T) @ masks.T                             # <u, S_B>   [T, K]
     SS = np.einsum("kj,kj->k", masks @ (Gc @ Gc.T), masks)  # ||S_B||^2  [K]
     ll, lltab = {}, {}
-    for rule in RULES:
-        if rule == "Nq":
-            nu = np.full(len(masks), Nq)
-        elif rule == "floor(Nq)":
-            nu = np.full(len(masks), float(fl))
-        else:
-            nu = np.maximum(sizes, 1.0)
+    for mech in CANDIDATES:
+        rule = mech.rule
+        nu = np.asarray(mech.normaliser(N_data, sizes, q), dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             quad = (nu[None, :] ** 2 * uu[:, None] - 2 * nu[None, :] * ip + SS[None, :]) / (2 * sC ** 2)
             tab = n * np.log(nu)[None, :] - quad + logprior[None, :]
@@ -507,8 +506,7 @@ def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_dat
     ties = [k for k in RULES if abs(ll[k] - ll[best]) <= 1e-9 * max(1.0, abs(ll[best]))]
     kmap = np.argmax(lltab[best], axis=1)
     bsz = sizes[kmap].astype(int)
-    nu_best = {"Nq": np.full(len(kmap), Nq), "floor(Nq)": np.full(len(kmap), float(fl)),
-               "|B|": np.maximum(bsz, 1).astype(float)}[best]
+    nu_best = np.asarray(Mechanism.from_rule(best).normaliser(N_data, bsz, q), dtype=float)
     se = nu_best / math.sqrt(2.0 * max(n - r, 1))
     agree = float(np.mean(np.abs(nu_hat - nu_best) <= 4 * se))
     inferred = [None] * T
@@ -516,6 +514,6 @@ def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_dat
     for j, t in enumerate(np.flatnonzero(finite)):
         inferred[t] = int(bsz[j])
         nh[t] = float(nu_hat[j])
-    return {**base, "normaliser": best, "mechanism": MECHANISM_OF_RULE[best], "log_likelihood": ll,
+    return {**base, "normaliser": best, "mechanism": Mechanism.from_rule(best).title, "log_likelihood": ll,
             "nu_hat": nh, "nu_hat_mean": float(np.mean(nu_hat)), "inferred_batch_sizes": inferred,
             "agreement": agree, "rank": int(r), "ties": ties}

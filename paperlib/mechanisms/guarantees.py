@@ -29,6 +29,7 @@ from scipy import stats
 
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
+from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
 from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
@@ -45,11 +46,11 @@ __all__ = [
     "asgm_upper_bound",
     "feasgm_upper_bound",
     "feasgm_floors",
+    "asgm_bound_weight",
     "guarantee",
     "upper_bound",
 ]
 
-MECHANISMS = ("sgm", "easgm", "asgm", "feasgm")
 DEFAULT_TAIL_TOL = 1e-12
 
 
@@ -136,7 +137,7 @@ def _easgm_like(N_eff: float, k, pmf, q, sigma, n, label, meta, dropped):
     return LRMixture([fam], label=label, meta=meta, dropped_mass=dropped)
 
 
-def easgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+def easgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
     """Per-pair EASGM guarantee for worst-case gradients (Theorem 3.6).
 
     ``f = sum_k Bin(k; N, q) [(1-q) T(P^n, Q_N^{n-1} x Q_N^{mu1_k}) + q T(P^n, Q_N^{n-1} x Q_N^{mu2_k})]``
@@ -152,19 +153,7 @@ def easgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DE
     return _easgm_like(float(N), k.astype(float), pmf, q, sigma, n, "EASGM guarantee", meta, dropped)
 
 
-def feasgm_floors(N: int, q: float) -> tuple[int, int]:
-    """``(floor(N q), floor((N + 1) q))``: the normalisers of FEASGM on D and D' (Opacus v1.x).
-
-    Computed in floating point exactly as Opacus does (``int(len(dataset) * sample_rate)``),
-    so a rate such as ``q = b / N`` whose product rounds just below an integer gives the
-    same floor as the library would.
-    """
-    N = check_int(N, "N", 1)
-    q = check_rate(q)
-    return int(N * q), int((N + 1) * q)
-
-
-def feasgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+def feasgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
     """Per-pair FEASGM guarantee (Theorems A.2, A.3): normalisers ``floor(N q)`` and ``floor((N+1) q)``.
 
     When the floors agree both outputs are the same post-processing of SGM, so the
@@ -177,11 +166,7 @@ def feasgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = D
     """
     N, q, sigma, n = _check_common(N, q, sigma, n)
     K, K1 = feasgm_floors(N, q)
-    if K == 0:
-        raise ValueError(
-            f"floor(N*q) = 0 for N={N}, q={q}: FEASGM divides by zero on D (Opacus v1.x raises or "
-            "returns inf/NaN); choose N*q >= 1"
-        )
+    Mechanism.FEASGM.require_defined(N, q)
     meta = {"mechanism": "feasgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n, "K": K, "K_prime": K1}
     if K1 == K:
         claim = sgm_claim(q, sigma)
@@ -194,7 +179,7 @@ def feasgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = D
 
 
 # ----------------------------------------------------------------------------- ASGM
-def asgm_guarantee(N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+def asgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
     """Per-pair ASGM guarantee for worst-case gradients (THEORY.md section 6, reconstructed).
 
     Components: ``k >= 1`` and new point not sampled, weight ``(1-q) Bin(k)``: Id;
@@ -308,10 +293,12 @@ def _chi2_pair(m: int, x: float, label: str, meta: dict) -> LRMixture:
     return LRMixture([GaussVarFamily(m, x, [0.0], [1.0])], label=label, meta=meta)
 
 
-def easgm_upper_bound(N: int, n: int, q: float | None = None, sigma: float | None = None) -> LRMixture:
+def easgm_upper_bound(N: int, q: float | None, sigma: float | None, n: int) -> LRMixture:
     """EASGM upper bound ``T(P^{n-1}, Q_N^{n-1})`` (Theorem 3.8), independent of ``q`` and ``sigma``.
 
-    ``N >= 1``, ``n >= 1`` (``n = 1`` gives ``Id``). Evaluated exactly as a chi-square test.
+    ``N >= 1``, ``n >= 1`` (``n = 1`` gives ``Id``); ``q`` and ``sigma`` do not enter the
+    bound and may be ``None`` (validated and recorded in ``meta`` when given). Evaluated
+    exactly as a chi-square test (THEORY.md §7).
     """
     N = check_int(N, "N", 1)
     n = check_int(n, "n", 1)
@@ -320,19 +307,19 @@ def easgm_upper_bound(N: int, n: int, q: float | None = None, sigma: float | Non
     return _chi2_pair(n - 1, float(N), "EASGM upper bound", meta)
 
 
-def feasgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None):
+def feasgm_upper_bound(N: int, q: float, sigma: float | None, n: int):
     """FEASGM upper bound ``T(P^{n-1}, Q_K^{n-1})``, ``K = floor(N q)`` (Theorem A.4).
 
-    Only when the floors differ; when they agree the SGM claim holds and is returned.
-    Raises ValueError when ``floor(N q) = 0`` (division by zero).
+    Only when the floors differ; when they agree the SGM claim holds and is returned
+    (then ``sigma`` is needed; otherwise it may be ``None``). Raises ValueError when
+    ``floor(N q) = 0`` (division by zero).
     """
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
     _, sigma = _check_optional(None, sigma)
     K, K1 = feasgm_floors(N, q)
-    if K == 0:
-        raise ValueError(f"floor(N*q) = 0 for N={N}, q={q}: FEASGM divides by zero; choose N*q >= 1")
+    Mechanism.FEASGM.require_defined(N, q)
     meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "K": K, "K_prime": K1}
     if K == K1:
         if sigma is None:
@@ -343,46 +330,58 @@ def feasgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None):
     return _chi2_pair(n - 1, float(K), "FEASGM upper bound", meta)
 
 
-def asgm_upper_bound(N: int, q: float, n: int, sigma: float | None = None) -> PointwiseMixture:
+def asgm_bound_weight(N: int, q: float) -> float:
+    """``w = q - q (1 - q)^N``: the weight of the chi-square part of the ASGM bound (Eq. 14).
+
+    The probability that the added point is sampled and at least one of the ``N`` others
+    is too (only then does ``|B|`` differ between the neighbours in a way the bound
+    charges). Computed as ``-q expm1(N log1p(-q))``, accurate for tiny ``q``.
+    ``N >= 1``, ``q`` in (0, 1]; ValueError otherwise.
+    """
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    return float(-q * math.expm1(N * math.log1p(-q))) if q < 1 else 1.0
+
+
+def asgm_upper_bound(N: int, q: float, sigma: float | None, n: int) -> PointwiseMixture:
     """ASGM upper bound, Theorem 3.10 (Eq. 14).
 
-    ``(q - q(1-q)^N) T(P^{n-1}, Q_N^{n-1}) + (1 - q + q(1-q)^N) Id``, the two parts
-    taken at the same ``alpha`` (Lemma 3.3). ``N >= 1``, ``q`` in (0, 1], ``n >= 1``.
+    ``w T(P^{n-1}, Q_N^{n-1}) + (1 - w) Id`` with ``w = q - q(1-q)^N``
+    (:func:`asgm_bound_weight`), the two parts taken at the same ``alpha`` (Lemma 3.3).
+    ``N >= 1``, ``q`` in (0, 1], ``n >= 1``; ``sigma`` does not enter and may be ``None``.
     """
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
     _, sigma = _check_optional(None, sigma)
-    w = q - q * (1 - q) ** N
+    w = asgm_bound_weight(N, q)
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "sigma": sigma, "weight_chi2": w}
     chi = _chi2_pair(n - 1, float(N), "chi-square part", {})
     return PointwiseMixture([(w, chi), (1 - w, "identity")], label="ASGM upper bound", meta=meta)
 
 
 # ----------------------------------------------------------------------------- dispatch
-def guarantee(mechanism: str, N: int, q: float, sigma: float, n: int, tail_tol: float = DEFAULT_TAIL_TOL):
-    """The one-round per-pair guarantee of ``mechanism`` in {sgm, easgm, asgm, feasgm}."""
-    if mechanism == "sgm":
+def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *,
+              tail_tol: float = DEFAULT_TAIL_TOL):
+    """The one-round per-pair guarantee of ``mechanism`` (a :class:`Mechanism` or its name).
+
+    SGM: the claim :func:`sgm_claim` (``N`` and ``n`` validated, not used); EASGM, ASGM,
+    FEASGM: :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`.
+    """
+    mechanism = Mechanism.parse(mechanism)
+    if mechanism is Mechanism.SGM:
         _check_common(N, q, sigma, n)  # N and n do not enter the claim, but must be valid
         return sgm_claim(q, sigma)
-    table = {"easgm": easgm_guarantee, "asgm": asgm_guarantee, "feasgm": feasgm_guarantee}
-    if mechanism not in table:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    table = {Mechanism.EASGM: easgm_guarantee, Mechanism.ASGM: asgm_guarantee, Mechanism.FEASGM: feasgm_guarantee}
     return table[mechanism](N, q, sigma, n, tail_tol=tail_tol)
 
 
-def upper_bound(mechanism: str, N: int, q: float, sigma: float, n: int):
+def upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int):
     """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
-    if mechanism == "sgm":
-        _check_common(N, q, sigma, n)
+    mechanism = Mechanism.parse(mechanism)
+    _check_common(N, q, sigma, n)
+    if mechanism is Mechanism.SGM:
         return sgm_claim(q, sigma)
-    if mechanism == "easgm":
-        _check_common(N, q, sigma, n)
-        return easgm_upper_bound(N, n, q, sigma)
-    if mechanism == "asgm":
-        _check_common(N, q, sigma, n)
-        return asgm_upper_bound(N, q, n, sigma)
-    if mechanism == "feasgm":
-        _check_common(N, q, sigma, n)
-        return feasgm_upper_bound(N, q, n, sigma)
-    raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    table = {Mechanism.EASGM: easgm_upper_bound, Mechanism.ASGM: asgm_upper_bound,
+             Mechanism.FEASGM: feasgm_upper_bound}
+    return table[mechanism](N, q, sigma, n)

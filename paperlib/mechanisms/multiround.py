@@ -19,11 +19,11 @@ from paperlib.fdp.composition import (DEFAULT_MAX_FFT, DEFAULT_TAIL, BoundView, 
 from paperlib.fdp.gaussian import IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tradeoff import TradeOffCurve, eps_delta_tradeoff
-from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors
+from paperlib.mechanisms.core import Mechanism, feasgm_floors
+from paperlib.mechanisms.guarantees import asgm_bound_weight
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
 
 __all__ = [
-    "feasgm_normalisers",
     "easgm_rounds_upper_bound",
     "feasgm_rounds_upper_bound",
     "asgm_upper_bound_pair",
@@ -46,20 +46,19 @@ def _identity(label, meta):
     return LRMixture([IdentityFamily(1.0)], label=label, meta=meta)
 
 
-def feasgm_normalisers(size: int, q: float) -> tuple[int, int]:
-    """``(int(size q), int((size + 1) q))`` exactly as Opacus v1.x computes them
-    (:func:`paperlib.mechanisms.guarantees.feasgm_floors`, floating point as in ``int(len(dataset) * sample_rate)``)."""
-    return feasgm_floors(check_int(size, "size", 1), q)
-
-
-def easgm_rounds_upper_bound(N: int, n: int, rounds: int):
+def easgm_rounds_upper_bound(N: int, q: float | None, sigma: float | None, n: int, *, rounds: int):
     """EASGM upper bound over ``T`` rounds: ``T(P^{⊗T(n-1)}, Q_N^{⊗T(n-1)})`` exactly.
 
     Theorem 3.8 per round, composed (Theorem A.6's argument; Corollary B.2 draws its CLT
-    bound). ``N >= 1``, ``n >= 1`` (``n = 1``: identity), ``rounds >= 1``.
+    bound). ``N >= 1``, ``n >= 1`` (``n = 1``: identity), ``rounds >= 1``; ``q`` and
+    ``sigma`` do not enter the bound (``None`` allowed, validated when given).
     Returns a :class:`Chi2Pair` (or the identity as an LRMixture when ``n = 1``).
     """
     N, n, T = _check_rounds_common(N, n, rounds)
+    if q is not None:
+        check_rate(q)
+    if sigma is not None:
+        check_positive(sigma, "sigma")
     meta = {"mechanism": "easgm", "bound": "upper", "N": N, "n": n, "rounds": T}
     label = f"EASGM upper bound, {T} round{'s' if T > 1 else ''}"
     if n == 1:
@@ -67,7 +66,7 @@ def easgm_rounds_upper_bound(N: int, n: int, rounds: int):
     return Chi2Pair(T * (n - 1), float(N), label=label, meta=meta)
 
 
-def feasgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, sigma: float | None = None, **pld_options):
+def feasgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, rounds: int, **pld_options):
     """FEASGM upper bound over ``T`` rounds (Theorems A.4, A.6; Figure 7).
 
     When ``K = floor(N q) != floor((N + 1) q)``: ``T(P^{⊗T(n-1)}, Q_K^{⊗T(n-1)})`` exactly
@@ -77,18 +76,17 @@ def feasgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, sigma: floa
 
     Raises ValueError naming the parameter on bad input, when ``floor(N q) = 0``
     (division by zero in Opacus), or when the floors agree and ``sigma`` is missing.
-    Normalisers are computed as Opacus does (:func:`feasgm_normalisers`).
+    Normalisers are computed as Opacus does (:func:`paperlib.mechanisms.core.feasgm_floors`).
     """
     N, n, T = _check_rounds_common(N, n, rounds)
     q = check_rate(q)
-    K, K1 = feasgm_normalisers(N, q)
-    if K == 0:
-        raise ValueError(f"N*q must be >= 1: floor(N*q) = 0 for N={N}, q={q} (FEASGM divides by zero)")
+    K, K1 = feasgm_floors(N, q)
+    Mechanism.FEASGM.require_defined(N, q)
     meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "K": K, "K_prime": K1}
     if K == K1:
         if sigma is None:
             raise ValueError("sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
-        view = sgm_claim_rounds(q, sigma, T, side="upper", **pld_options)
+        view = sgm_claim_rounds(q, sigma, rounds=T, side="upper", **pld_options)
         view.meta.update(meta, case="floors agree")
         view.label = f"FEASGM, floors agree: SGM f_q^(x{T})"
         return view
@@ -99,17 +97,18 @@ def feasgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, sigma: floa
     return Chi2Pair(T * (n - 1), float(K), label=label, meta=meta)
 
 
-def asgm_upper_bound_pair(N: int, q: float, n: int) -> LRMixture:
+def asgm_upper_bound_pair(N: int, q: float, sigma: float | None, n: int) -> LRMixture:
     """The one-round ASGM bound (Eq. 14) as the exact pair ``(P, (1-w)P + wQ)``.
 
     Same function as :func:`paperlib.mechanisms.guarantees.asgm_upper_bound` (which adds the two
     parts pointwise), but as a likelihood-ratio family, so it can be composed and its
-    profile is exact. ``w = q - q (1-q)^N``; base ``T(P^{⊗(n-1)}, Q_N^{⊗(n-1)})``.
+    profile is exact. ``w = q - q (1-q)^N`` (:func:`~paperlib.mechanisms.guarantees.asgm_bound_weight`);
+    base ``T(P^{⊗(n-1)}, Q_N^{⊗(n-1)})``; ``sigma`` does not enter (``None`` allowed).
     """
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
-    w = q - q * (1.0 - q) ** N
+    w = asgm_bound_weight(N, q)
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "weight_chi2": w}
     if n == 1 or w <= 0:
         return _identity("ASGM upper bound (Eq. 14)", meta)
@@ -117,7 +116,7 @@ def asgm_upper_bound_pair(N: int, q: float, n: int) -> LRMixture:
     return LRMixture([fam], label="ASGM upper bound (Eq. 14)", meta=meta)
 
 
-def asgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, *, step: float | None = None,
+def asgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, rounds: int, step: float | None = None,
                             tail: float = DEFAULT_TAIL, max_fft: int = DEFAULT_MAX_FFT) -> BoundView:
     """ASGM upper bound over ``T`` rounds: the Eq. 14 bound composed numerically.
 
@@ -132,7 +131,7 @@ def asgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, *, step: floa
     """
     N, n, T = _check_rounds_common(N, n, rounds)
     q = check_rate(q)
-    w = q - q * (1.0 - q) ** N
+    w = asgm_bound_weight(N, q)
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "weight_chi2": w,
             "method": "PLD composition of the Eq. 14 pair"}
     label = f"ASGM upper bound, {T} round{'s' if T > 1 else ''} (PLD)"
@@ -144,7 +143,7 @@ def asgm_rounds_upper_bound(N: int, q: float, n: int, rounds: int, *, step: floa
     return BoundView(pld, "upper", label)
 
 
-def sgm_claim_rounds(q: float, sigma: float, rounds: int, *, side: str = "lower", step: float | None = None,
+def sgm_claim_rounds(q: float, sigma: float, *, rounds: int, side: str = "lower", step: float | None = None,
                      tail: float = DEFAULT_TAIL, max_fft: int = DEFAULT_MAX_FFT) -> BoundView:
     """The SGM claim ``f_q^{⊗T}`` (Bu et al. 2020, composed) by :class:`ComposedPLD`.
 
@@ -164,7 +163,8 @@ def sgm_claim_rounds(q: float, sigma: float, rounds: int, *, side: str = "lower"
     return BoundView(pld, side, label)
 
 
-def rounds_curve(mechanism: str, bound: str, N: int, q: float, sigma: float, n: int, rounds: int, **pld_options):
+def rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float, n: int, *, rounds: int,
+                 **pld_options):
     """The T-round curve behind ``python -m paperlib ... --rounds T`` (``T >= 1``).
 
     ``bound='upper'``: EASGM/FEASGM exact (:class:`Chi2Pair`), ASGM numerical
@@ -173,13 +173,12 @@ def rounds_curve(mechanism: str, bound: str, N: int, q: float, sigma: float, n: 
     the T-round guarantee has no closed form and ValueError suggests ``--bound upper``.
     Every returned object has ``obj(alpha)``, ``obj.epsilon(delta)``, ``label``, ``meta``.
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    mechanism = Mechanism.parse(mechanism)
     if bound not in ("upper", "guarantee"):
         raise ValueError(f"bound must be 'upper' or 'guarantee' here, got {bound!r}")
     if mechanism == "sgm":
         side = "upper" if bound == "upper" else "lower"
-        return sgm_claim_rounds(q, sigma, rounds, side=side, **pld_options)
+        return sgm_claim_rounds(q, sigma, rounds=rounds, side=side, **pld_options)
     if bound == "guarantee":
         raise ValueError(
             f"bound=guarantee over rounds > 1 is not available for {mechanism} (no closed form of the "
@@ -189,23 +188,24 @@ def rounds_curve(mechanism: str, bound: str, N: int, q: float, sigma: float, n: 
     if mechanism == "easgm":
         check_rate(q)
         check_positive(sigma, "sigma")
-        return easgm_rounds_upper_bound(N, n, rounds)
+        return easgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds)
     if mechanism == "feasgm":
         check_positive(sigma, "sigma")
-        return feasgm_rounds_upper_bound(N, q, n, rounds, sigma=sigma, **pld_options)
+        return feasgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
     check_positive(sigma, "sigma")
-    return asgm_rounds_upper_bound(N, q, n, rounds, **pld_options)
+    return asgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
 
 
-def exact_vs_clt(alpha, mechanism: str, N: int, n: int, rounds: int, q: float | None = None) -> dict:
+def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: float | None, n: int, *, rounds: int,
+                 alpha) -> dict:
     """Exact T-round chi-square bound and the CLT bound side by side (THEORY.md §8).
 
     Parameters
     ----------
-    alpha : array_like in [0, 1]
     mechanism : 'easgm' (``s = N/(N+1)``, Theorem 3.13 / Corollary B.2) or 'feasgm'
         (``s = K/(K+1)``, Theorem A.7; needs ``q`` and differing floors)
-    N, n (>= 2), rounds : ints
+    N, n (>= 2), rounds : ints; ``q`` (FEASGM only) and ``sigma`` (unused) may be ``None``
+    alpha : array_like in [0, 1]
 
     Returns
     -------
@@ -218,12 +218,12 @@ def exact_vs_clt(alpha, mechanism: str, N: int, n: int, rounds: int, q: float | 
     if n < 2:
         raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
     if mechanism == "easgm":
-        pair = easgm_rounds_upper_bound(N, n, T)
+        pair = easgm_rounds_upper_bound(N, q, sigma, n, rounds=T)
         res = clt.clt_upper_bound_easgm(a, N, n, rounds=T)
     elif mechanism == "feasgm":
         if q is None:
             raise ValueError("q is needed for mechanism feasgm")
-        pair = feasgm_rounds_upper_bound(N, q, n, T)  # raises when the floors agree (no sigma)
+        pair = feasgm_rounds_upper_bound(N, q, None, n, rounds=T)  # raises when the floors agree (no sigma)
         res = clt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
     else:
         raise ValueError(f"mechanism must be 'easgm' or 'feasgm' for the CLT bound, got {mechanism!r}")
@@ -243,7 +243,7 @@ def _opacus_version() -> str:
         return "not installed"
 
 
-def sgm_claim_epsilon(q: float, sigma: float, rounds: int, delta: float, accountant: str = "rdp", **kwargs) -> float:
+def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, accountant: str = "rdp", **kwargs) -> float:
     """Epsilon of the SGM claim over ``T`` rounds, as an accountant reports it.
 
     Parameters
@@ -283,11 +283,11 @@ def sgm_claim_epsilon(q: float, sigma: float, rounds: int, delta: float, account
             warnings.simplefilter("ignore", UserWarning)
             return float(acc.get_epsilon(delta=delta, **kwargs))
     if accountant == "pld":
-        return sgm_claim_rounds(q, sigma, T, side="lower", **kwargs).epsilon(delta)
+        return sgm_claim_rounds(q, sigma, rounds=T, side="lower", **kwargs).epsilon(delta)
     raise ValueError(f"accountant must be 'rdp', 'prv' or 'pld', got {accountant!r}")
 
 
-def claim_curve_from_accountant(q: float, sigma: float, rounds: int, accountant: str = "rdp",
+def claim_curve_from_accountant(q: float, sigma: float, *, rounds: int, accountant: str = "rdp",
                                 deltas=None) -> TradeOffCurve:
     """The claim as a trade-off curve: ``sup_delta f_{eps(delta), delta}`` (DRS 2022, Prop. 2.12).
 
@@ -321,7 +321,7 @@ def claim_curve_from_accountant(q: float, sigma: float, rounds: int, accountant:
                 e, _ = rdp_analysis.get_privacy_spent(orders=orders, rdp=rdp, delta=float(d))
                 eps.append(float(e))
     elif accountant == "prv":
-        eps = [sgm_claim_epsilon(q, sigma, T, float(d), accountant="prv") for d in deltas]
+        eps = [sgm_claim_epsilon(q, sigma, rounds=T, delta=float(d), accountant="prv") for d in deltas]
     else:
         raise ValueError(f"accountant must be 'rdp' or 'prv', got {accountant!r}")
     eps = np.maximum(np.asarray(eps, dtype=float), 0.0)
@@ -335,7 +335,7 @@ def claim_curve_from_accountant(q: float, sigma: float, rounds: int, accountant:
     return TradeOffCurve(alpha, beta, None, label=f"SGM claim ({accountant.upper()} accountant)", meta=meta)
 
 
-def multiround_comparison(mechanism: str, N: int, q: float, sigma: float, n: int, rounds: int,
+def multiround_comparison(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
                           delta: float = 1e-5, accountants=("rdp", "prv", "pld"), **pld_options) -> dict:
     """Epsilon of the T-round upper bound next to the claimed epsilons (Figure 7's numbers).
 
@@ -344,7 +344,7 @@ def multiround_comparison(mechanism: str, N: int, q: float, sigma: float, n: int
     ``claimed`` ({accountant: epsilon}; 'pld' is the upper end of its bracket),
     ``bound_exceeds_claim`` ({accountant: bool}), plus the parameters.
     """
-    obj = rounds_curve(mechanism, "upper", N, q, sigma, n, rounds, **pld_options)
+    obj = rounds_curve(mechanism, "upper", N, q, sigma, n, rounds=rounds, **pld_options)
     delta = check_delta(delta)
     out = {"mechanism": mechanism, "N": N, "q": q, "sigma": sigma, "n": n, "rounds": rounds, "delta": delta,
            "curve": getattr(obj, "label", "")}
@@ -357,7 +357,7 @@ def multiround_comparison(mechanism: str, N: int, q: float, sigma: float, n: int
         out["epsilon_upper_bound_bracket"] = [lo, hi]
     else:
         out["epsilon_upper_bound"] = obj.epsilon(delta)
-    claimed = {a: sgm_claim_epsilon(q, sigma, rounds, delta, accountant=a) for a in accountants}
+    claimed = {a: sgm_claim_epsilon(q, sigma, rounds=rounds, delta=delta, accountant=a) for a in accountants}
     out["claimed"] = claimed
     out["bound_exceeds_claim"] = {a: bool(out["epsilon_upper_bound"] > e) for a, e in claimed.items()}
     return out

@@ -13,7 +13,7 @@ is, per trial:
 2. Poisson sampling: keep each row independently with probability ``q``
    (a Bernoulli mask of ``N_data`` entries);
 3. add Gaussian noise ``N(0, sigma^2 C^2 I_n)`` to the sum of the kept rows;
-4. divide by the mechanism's normaliser (:func:`normaliser`):
+4. divide by the mechanism's normaliser (:meth:`Mechanism.normaliser <paperlib.mechanisms.core.Mechanism.normaliser>`):
 
    ========  ==================  =========================================
    SGM       1                   Opacus ``loss_reduction="sum"``
@@ -24,7 +24,7 @@ is, per trial:
 
 FEASGM with ``floor(N_data q) = 0`` divides by zero exactly as Opacus v1.x does:
 the outputs are ``inf``/``nan``, and a :class:`ZeroNormaliserWarning` says so
-(:func:`divides_by_zero` is the same fact as a flag). Nothing is replaced by 1.
+(:meth:`~paperlib.mechanisms.core.Mechanism.divides_by_zero` is the same fact as a flag). Nothing is replaced by 1.
 
 Two implementations of the same round:
 
@@ -66,17 +66,14 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from paperlib.mechanisms.core import Mechanism
 from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
-    "MECHANISMS",
     "DATASETS",
     "ZeroNormaliserWarning",
     "as_vectors",
     "clip",
-    "normaliser",
-    "fixed_normaliser",
-    "divides_by_zero",
     "default_chunk_size",
     "Chunk",
     "iter_samples",
@@ -91,7 +88,6 @@ __all__ = [
     "sample_projected",
 ]
 
-MECHANISMS = ("sgm", "easgm", "asgm", "feasgm")
 #: accepted names of the two datasets: D (rows 0..N-1) and D' (all N+1 rows)
 DATASETS = ("D", "D'")
 _DATASET_ALIASES = {"D": "D", "d": "D", "D'": "D'", "d'": "D'", "Dprime": "D'", "dprime": "D'"}
@@ -104,12 +100,6 @@ DEFAULT_CHUNK_ELEMENTS = {"cpu": 1 << 20, "cuda": 1 << 26}
 
 class ZeroNormaliserWarning(RuntimeWarning):
     """FEASGM with ``floor(N_data q) = 0``: the round divides by zero (inf/nan outputs), as Opacus v1.x."""
-
-
-def _check_mechanism(mechanism) -> str:
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    return mechanism
 
 
 def _check_dataset(dataset) -> str:
@@ -147,50 +137,6 @@ def clip(vectors: torch.Tensor, C: float) -> torch.Tensor:
     C = check_positive(C, "C")
     norms = torch.linalg.vector_norm(vectors, dim=-1, keepdim=True)
     return vectors / torch.clamp(norms / C, min=1.0)
-
-
-def fixed_normaliser(mechanism: str, N_data: int, q: float) -> float | None:
-    """The data-independent normaliser (SGM 1, EASGM ``N_data q``, FEASGM ``floor(N_data q)``).
-
-    ``None`` for ASGM, whose normaliser is the realised batch size. FEASGM may return
-    0.0 (``floor(N_data q) = 0``): the round then divides by zero.
-    """
-    _check_mechanism(mechanism)
-    if mechanism == "sgm":
-        return 1.0
-    if mechanism == "easgm":
-        return float(N_data * q)
-    if mechanism == "feasgm":
-        # exactly as Opacus v1.x computes it: int(len(dataset) * sample_rate), in floating point
-        return float(int(N_data * q))
-    return None
-
-
-def normaliser(mechanism: str, N_data: int, batch_size, q: float):
-    """Divisor of the noisy sum for ``N_data`` records and realised batch size(s) ``batch_size``.
-
-    ``batch_size`` may be an int, a numpy array or a torch tensor; the result has its
-    type and shape (float). ASGM divides an empty batch by 1 (paper section 3).
-    FEASGM may give 0 (division by zero, as Opacus v1.x); nothing is corrected here.
-    """
-    _check_mechanism(mechanism)
-    fixed = fixed_normaliser(mechanism, N_data, q)
-    if isinstance(batch_size, torch.Tensor):
-        b = batch_size.to(torch.float64) if not batch_size.is_floating_point() else batch_size
-        if fixed is not None:
-            return torch.full_like(b, fixed)
-        return torch.where(b > 0, b, torch.ones_like(b))
-    b = np.asarray(batch_size, dtype=float)
-    if fixed is not None:
-        out = np.full_like(b, fixed)
-    else:
-        out = np.where(b > 0, b, 1.0)
-    return float(out) if out.ndim == 0 else out
-
-
-def divides_by_zero(mechanism: str, N_data: int, q: float) -> bool:
-    """True when the round divides by zero: FEASGM with ``floor(N_data q) = 0`` (Opacus v1.x)."""
-    return mechanism == "feasgm" and fixed_normaliser(mechanism, N_data, q) == 0.0
 
 
 def _warn_zero(mechanism, N_data, q, stacklevel=3):
@@ -236,10 +182,10 @@ def apply_round(mechanism: str, clipped_rows: torch.Tensor, masks: torch.Tensor,
     N_data = clipped_rows.shape[0]
     # sigma C noise + masks @ rows in one pass (the sum of the kept clipped rows, plus noise)
     noisy = torch.addmm(noise.to(clipped_rows.dtype), masks.to(clipped_rows.dtype), clipped_rows, beta=sigma * C)
-    fixed = fixed_normaliser(mechanism, N_data, q)
+    fixed = Mechanism.parse(mechanism).fixed_normaliser(N_data, q)
     if fixed is not None:
         return noisy.div_(fixed)
-    nu = normaliser(mechanism, N_data, masks.sum(dim=1), q).to(noisy.dtype)
+    nu = Mechanism.parse(mechanism).normaliser(N_data, masks.sum(dim=1), q).to(noisy.dtype)
     return noisy.div_(nu[:, None])
 
 
@@ -262,12 +208,12 @@ def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Te
                 s = s + g / max(1.0, norm / C)
                 k += 1
         noisy = s + (sigma * C) * noise[t].to(vectors_rows.dtype)
-        out[t] = noisy / normaliser(mechanism, N_data, k, q)
+        out[t] = noisy / Mechanism.parse(mechanism).normaliser(N_data, k, q)
     return out
 
 
 def _prepare(mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype):
-    _check_mechanism(mechanism)
+    mechanism = Mechanism.parse(mechanism)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")
@@ -322,7 +268,7 @@ def iter_samples(
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if divides_by_zero(mechanism, N_data, q):
+    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     clipped = clip(rows, C)
     if chunk_size is None:
@@ -370,7 +316,7 @@ def sample_loop(mechanism: str, vectors, q: float, sigma: float, C: float, datas
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if divides_by_zero(mechanism, N_data, q):
+    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     out = torch.empty((trials, n), dtype=dtype, device=device)
     bs = torch.empty(trials, dtype=torch.int64, device=device)
@@ -458,10 +404,10 @@ def apply_round_projected(mechanism: str, row_coords: torch.Tensor, masks: torch
     sc = sigma * C
     coords = torch.addmm(z.to(dt), masks.to(dt), row_coords, beta=sc)
     res = chi2.to(dt) * (sc * sc)
-    fixed = fixed_normaliser(mechanism, N_data, q)
+    fixed = Mechanism.parse(mechanism).fixed_normaliser(N_data, q)
     if fixed is not None:
         return coords.div_(fixed), res.div_(fixed * fixed)
-    nu = normaliser(mechanism, N_data, masks.sum(dim=1), q).to(dt)
+    nu = Mechanism.parse(mechanism).normaliser(N_data, masks.sum(dim=1), q).to(dt)
     return coords.div_(nu[:, None]), res.div_(nu * nu)
 
 
@@ -504,7 +450,7 @@ def iter_projected(
     clipped = clip(rows, C)
     basis = _check_basis(basis, clipped, C, device, dtype)
     r = basis.shape[1]
-    if divides_by_zero(mechanism, N_data, q):
+    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     row_coords = clipped @ basis  # (N_data, r)
     if chunk_size is None:

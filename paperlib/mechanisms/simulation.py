@@ -23,32 +23,10 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors
+from paperlib.mechanisms.core import Mechanism
 from paperlib.validation import check_alpha_array, check_int, check_positive, check_rate
 
-__all__ = ["normaliser", "simulate_llr", "empirical_tradeoff", "simulate_tradeoff"]
-
-
-def normaliser(mechanism: str, N_data: int, batch: np.ndarray, q: float) -> np.ndarray:
-    """Divisor of the noisy sum for a dataset of size ``N_data`` and realised batch sizes ``batch``.
-
-    SGM: 1; EASGM: ``N_data q``; ASGM: ``|B|`` (1 for an empty batch, paper section 3);
-    FEASGM: ``floor(N_data q)`` (Opacus v1.x). Raises ValueError for FEASGM with
-    ``floor(N_data q) = 0`` (a division by zero in Opacus).
-    """
-    batch = np.asarray(batch, dtype=float)
-    if mechanism == "sgm":
-        return np.ones_like(batch)
-    if mechanism == "easgm":
-        return np.full_like(batch, N_data * q)
-    if mechanism == "asgm":
-        return np.where(batch > 0, batch, 1.0)
-    if mechanism == "feasgm":
-        K = int(N_data * q)  # Opacus: int(len(dataset) * sample_rate)
-        if K == 0:
-            raise ValueError(f"floor(N*q) = 0 for N={N_data}, q={q}: FEASGM divides by zero")
-        return np.full_like(batch, float(K))
-    raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+__all__ = ["simulate_llr", "empirical_tradeoff", "simulate_tradeoff"]
 
 
 def _component_logpdf(o1, W, mean, scale, m):
@@ -87,24 +65,22 @@ def simulate_llr(
     (llr_P, llr_Q) : two float arrays of shape (trials,), ``log dQ/dP`` of the
     draws made under D (P) and under D' (Q).
     """
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    mechanism = Mechanism.parse(mechanism)
     N = check_int(N, "N", 1)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     n = check_int(n, "n", 1)
     trials = check_int(trials, "trials", 2)
-    if mechanism == "feasgm":
-        feasgm_floors(N, q)  # validates
+    mechanism.require_defined(N, q)
     rng = np.random.default_rng(seed)
     m = n - 1
 
     # all components: k in 0..N for D, (k, b) for D'
     ks = np.arange(N + 1)
     logw_k = stats.binom.logpmf(ks, N, q)
-    nu_p = normaliser(mechanism, N, ks, q)  # D, batch k
-    nu_q0 = normaliser(mechanism, N + 1, ks, q)  # D', new point out
-    nu_q1 = normaliser(mechanism, N + 1, ks + 1, q)  # D', new point in
+    nu_p = mechanism.normaliser(N, ks, q)  # D, batch k
+    nu_q0 = mechanism.normaliser(N + 1, ks, q)  # D', new point out
+    nu_q1 = mechanism.normaliser(N + 1, ks + 1, q)  # D', new point in
 
     def draw(under_q: bool):
         k = rng.binomial(N, q, size=trials)

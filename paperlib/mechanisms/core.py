@@ -1,0 +1,161 @@
+"""The :class:`Mechanism` value: the four ways DP-SGD divides its noisy gradient sum.
+
+One round of DP-SGD on a dataset of ``N_data`` records samples each record with
+probability ``q`` (Poisson), sums the clipped gradients of the batch ``B``, adds
+``N(0, sigma^2 C^2 I_n)`` and divides by a *normaliser* ``nu``. The privacy proof
+analyses ``nu = 1`` (or any public constant); implementations divide by something
+that depends on the data set (paper Section 3, THEORY.md §2):
+
+==========  ====================  ==============================================
+mechanism   normaliser ``nu``     who does it
+==========  ====================  ==============================================
+SGM         1 (a public constant) the mechanism the privacy analysis covers
+EASGM       ``N_data q``          Opacus 0.14-0.15 (expected batch size)
+FEASGM      ``floor(N_data q)``   Opacus 1.x (``int(len(dataset) * sample_rate)``)
+ASGM        ``|B|``               Opacus <= 0.13, DPSUR (realised batch size)
+==========  ====================  ==============================================
+
+Decided once, here, for every layer:
+
+* **Empty ASGM batch.** ``|B| = 0`` divides by 1 (the noise alone is released), as the
+  paper's ASGM definition (Section 3) and DPSUR do.
+* **FEASGM with** ``floor(N_data q) = 0``. Opacus v1.x divides by zero. The normaliser
+  is returned as 0 (what the code computes); the torch sampler, which reproduces the
+  implementation, then yields inf/NaN outputs with a warning; every analysis (guarantees,
+  bounds, simulation, audits) refuses such a setting with ``ValueError`` through
+  :meth:`Mechanism.require_defined`.
+* **Floating point.** ``floor(N_data q)`` is ``int(N_data * q)`` in float64, exactly as
+  Opacus computes it, so ``22 * (15/22)`` truncates to 14.
+
+Mechanisms are values of a string enum: ``Mechanism.EASGM == "easgm"``, they serialise
+to JSON as their names, and every function accepts either the value or its name
+(:meth:`Mechanism.parse`, case-insensitive). Importing this module imports neither torch
+nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+
+import numpy as np
+
+from paperlib.validation import check_int, check_rate
+
+__all__ = ["Mechanism", "MECHANISMS", "feasgm_floors"]
+
+
+class Mechanism(enum.StrEnum):
+    """SGM, EASGM, ASGM or FEASGM (paper Section 3); see the module docstring for the rules."""
+
+    SGM = "sgm"
+    EASGM = "easgm"
+    ASGM = "asgm"
+    FEASGM = "feasgm"
+
+    # ------------------------------------------------------------------ parsing
+    @classmethod
+    def parse(cls, value) -> "Mechanism":
+        """The mechanism named ``value`` (a :class:`Mechanism` or its name, any case).
+
+        Raises ValueError naming ``mechanism`` and the allowed names otherwise.
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        raise ValueError(f"mechanism must be one of {', '.join(m.value for m in cls)}, got {value!r}")
+
+    @classmethod
+    def from_rule(cls, rule: str) -> "Mechanism":
+        """The mechanism whose normaliser rule is ``rule`` (``"1"``, ``"Nq"``, ``"floor(Nq)"``, ``"|B|"``)."""
+        for m in cls:
+            if m.rule == rule:
+                return m
+        raise ValueError(f"rule must be one of {', '.join(m.rule for m in cls)}, got {rule!r}")
+
+    # ------------------------------------------------------------------ description
+    @property
+    def title(self) -> str:
+        """Upper-case name used in the paper (``"EASGM"``)."""
+        return self.value.upper()
+
+    @property
+    def rule(self) -> str:
+        """The normaliser as a short formula: ``"1"``, ``"Nq"``, ``"floor(Nq)"`` or ``"|B|"``."""
+        return _RULES[self]
+
+    @property
+    def data_dependent(self) -> bool:
+        """True when the normaliser depends on the data set (every mechanism but SGM)."""
+        return self is not Mechanism.SGM
+
+    # ------------------------------------------------------------------ the normaliser
+    def fixed_normaliser(self, N_data: int, q: float) -> float | None:
+        """The normaliser when it does not depend on the batch: SGM 1, EASGM ``N_data q``,
+        FEASGM ``float(int(N_data * q))`` (may be 0.0); ``None`` for ASGM."""
+        if self is Mechanism.SGM:
+            return 1.0
+        if self is Mechanism.EASGM:
+            return float(N_data * q)
+        if self is Mechanism.FEASGM:
+            return float(int(N_data * q))  # Opacus v1.x: int(len(dataset) * sample_rate)
+        return None
+
+    def normaliser(self, N_data: int, batch_size, q: float):
+        """Divisor of the noisy sum for ``N_data`` records and realised batch size(s) ``batch_size``.
+
+        ``batch_size`` may be an int, a numpy array or a torch tensor; the result has its
+        kind and shape (float64). ASGM divides an empty batch by 1; FEASGM may give 0
+        (see the module docstring): nothing is corrected here.
+        """
+        fixed = self.fixed_normaliser(N_data, q)
+        torch = sys.modules.get("torch")  # only when the caller already uses torch
+        if torch is not None and isinstance(batch_size, torch.Tensor):
+            b = batch_size if batch_size.is_floating_point() else batch_size.to(torch.float64)
+            if fixed is not None:
+                return torch.full_like(b, fixed)
+            return torch.where(b > 0, b, torch.ones_like(b))
+        b = np.asarray(batch_size, dtype=float)
+        out = np.full_like(b, fixed) if fixed is not None else np.where(b > 0, b, 1.0)
+        return float(out) if out.ndim == 0 else out
+
+    def divides_by_zero(self, N_data: int, q: float) -> bool:
+        """True for FEASGM with ``floor(N_data q) = 0`` (Opacus v1.x divides by zero)."""
+        return self is Mechanism.FEASGM and int(N_data * q) == 0
+
+    def require_defined(self, N_data: int, q: float) -> None:
+        """Raise ValueError (naming ``q``) when the round divides by zero on ``N_data`` records."""
+        if self.divides_by_zero(N_data, q):
+            raise ValueError(
+                f"q: floor(N*q) = 0 for N={N_data}, q={q}, so FEASGM divides by zero (as Opacus v1.x does); "
+                "choose N*q >= 1"
+            )
+
+    def floors(self, N: int, q: float) -> tuple[int, int]:
+        """FEASGM's normalisers on the pair ``(D, D')`` of sizes ``(N, N + 1)``: see :func:`feasgm_floors`."""
+        if self is not Mechanism.FEASGM:
+            raise ValueError(f"mechanism: floors are defined for feasgm only, got {self.value!r}")
+        return feasgm_floors(N, q)
+
+
+_RULES = {Mechanism.SGM: "1", Mechanism.EASGM: "Nq", Mechanism.FEASGM: "floor(Nq)", Mechanism.ASGM: "|B|"}
+
+#: The mechanisms' names, in the order the command line lists them.
+MECHANISMS: tuple[str, ...] = tuple(m.value for m in Mechanism)
+
+
+def feasgm_floors(N: int, q: float) -> tuple[int, int]:
+    """``(floor(N q), floor((N + 1) q))``: FEASGM's normalisers on D and D' (Opacus v1.x).
+
+    Computed in floating point exactly as Opacus does (``int(len(dataset) * sample_rate)``),
+    so a rate such as ``q = b / N`` whose product rounds just below an integer gives the
+    same floor as the library would (THEORY.md §6). ``N >= 1``, ``q`` in (0, 1];
+    raises ValueError naming the parameter otherwise.
+    """
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    return int(N * q), int((N + 1) * q)
