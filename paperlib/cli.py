@@ -1,4 +1,5 @@
-"""Command line: ``python -m paperlib {tradeoff,epsilon} ...`` (contract in DESIGN.md).
+"""Command line: ``python -m paperlib {tradeoff,epsilon,audit,audit-implementation} ...``
+(the contract: README.md, section "Command line").
 
 Examples::
 
@@ -26,6 +27,8 @@ from paperlib.fdp.mixture import LRMixture
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
 
 BOUNDS = ("guarantee", "upper", "clt")
+#: packages of the optional [audit] extra: a command that needs one says so in one line
+AUDIT_EXTRA = ("torch", "torchvision", "opacus", "tqdm")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -268,6 +271,12 @@ def main(argv=None) -> int:
             out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
     except ValueError as exc:
         sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in AUDIT_EXTRA:
+            raise
+        sys.stderr.write(f"paperlib: error: {args.command} needs the [audit] extra ({exc.name} is not installed): "
+                         "pip install 'paperlib[audit]'\n")
         return 2
     except RuntimeError as exc:  # audit-implementation: the implementation does not match its mechanism
         if type(exc).__name__ != "ImplementationMismatch":

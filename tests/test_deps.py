@@ -95,3 +95,10 @@ def test_syntax_error_is_reported(tmp_path):
     p.write_text("def (:\n")
     with pytest.raises(SyntaxError):
         deps.notebook_dependencies(p)
+
+
+def test_fingerprint_covers_the_computing_layers_only():
+    files = {str(p.relative_to(deps.PACKAGE_DIR)) for p in deps._package_files()}
+    assert {"fdp/tradeoff.py", "mechanisms/core.py", "audit/game.py", "implementations/runners.py",
+            "resources/opacus_table2.json", "validation.py", "artifact/sweeps.py"} <= files
+    assert not {"artifact/claims.py", "artifact/booktags.py", "artifact/figures.py", "cli.py"} & files

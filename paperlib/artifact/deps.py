@@ -44,7 +44,7 @@ __all__ = [
 PACKAGE_DIR: Path = Path(__file__).resolve().parents[1]
 _PKG = "paperlib"
 #: Distributions whose version changes what the code computes (recorded in the fingerprint).
-_FINGERPRINT_DISTS = ("numpy", "scipy", "torch", "opacus", "statsmodels")
+_FINGERPRINT_DISTS = ("numpy", "scipy", "torch", "torchvision", "opacus", "dp-accounting", "statsmodels")
 
 
 def module_file(name: str) -> Path | None:
@@ -172,17 +172,31 @@ def notebook_dependencies(notebook: str | os.PathLike) -> list[Path]:
     return closure(imported_modules(src))
 
 
+#: What computes the numbers in results/: the computing layers, the shared input checks,
+#: the practitioner report, the stored data they read, and the one artifact module that
+#: derives per-point seeds for the cached sweeps. The book machinery (the rest of
+#: ``artifact/``) and the command line are left out: editing them changes no number.
+FINGERPRINT_PARTS = ("fdp", "mechanisms", "audit", "implementations", "resources", "validation.py",
+                     "practitioner.py", "artifact/sweeps.py")
+
+
 def _package_files() -> list[Path]:
-    return sorted(p for p in PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                  and (p.suffix == ".py" or "resources" in p.relative_to(PACKAGE_DIR).parts))
+    """The files :func:`code_fingerprint` hashes by default (see :data:`FINGERPRINT_PARTS`)."""
+    out = []
+    for part in FINGERPRINT_PARTS:
+        base = PACKAGE_DIR / part
+        files = [base] if base.is_file() else base.rglob("*")
+        out += [p for p in files if p.is_file() and "__pycache__" not in p.parts
+                and (p.suffix == ".py" or part == "resources")]
+    return sorted(out)
 
 
 def code_fingerprint(files=None) -> str:
     """A 16-hex-digit hash of the code that produces results.
 
-    Covers the contents of ``files`` (default: every ``.py`` file of the package and
-    every file under ``paperlib/resources/``), with their paths relative to the
-    package, and the installed versions of numpy, scipy, torch, opacus and statsmodels.
+    Covers the contents of ``files`` (default: the computing layers, see
+    :data:`FINGERPRINT_PARTS`), with their paths relative to the package, and the
+    installed versions of the numerical libraries (:data:`_FINGERPRINT_DISTS`).
     Stored with each cached result by :func:`paperlib.artifact.provenance.save_result`; a
     different fingerprint makes :func:`paperlib.artifact.provenance.load_result` recompute.
     """

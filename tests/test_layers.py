@@ -1,0 +1,113 @@
+"""The library's layers (README "Layout"): what each layer may import, and what a
+practitioner's core install (numpy and scipy only) can run."""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "paperlib"
+COMPUTING = ("fdp", "mechanisms", "audit", "implementations")
+STDLIB = set(sys.stdlib_module_names)
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of every module a file imports, lazy (in-function) imports included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(PKG.parent).with_suffix("").parts
+    pkg = list(rel[:-1]) if rel[-1] != "__init__" else list(rel[:-1])
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg[: len(pkg) - (node.level - 1)] + ([node.module] if node.module else [])
+                out.add(".".join(base))
+            else:
+                out.add(node.module)
+    return out
+
+
+def _files(layer: str):
+    return sorted((PKG / layer).rglob("*.py"))
+
+
+@pytest.mark.parametrize("layer", COMPUTING)
+def test_computing_layers_never_import_the_artifact(layer):
+    bad = {str(f.relative_to(PKG)): sorted(m for m in _imports(f) if m.startswith("paperlib.artifact"))
+           for f in _files(layer)}
+    assert not {k: v for k, v in bad.items() if v}, "a computing module imports paperlib.artifact"
+
+
+def test_fdp_uses_numpy_and_scipy_only():
+    allowed = {"numpy", "scipy"}
+    for f in _files("fdp"):
+        for m in _imports(f):
+            top = m.split(".")[0]
+            assert top in STDLIB or top in allowed or m.startswith(("paperlib.fdp", "paperlib.validation")), (f, m)
+
+
+def test_layering_check_would_fail(tmp_path):
+    """The checker sees a lazy import of the artifact layer inside a function."""
+    f = PKG / "fdp" / "_probe_for_test.py"
+    try:
+        f.write_text("def f():\n    from paperlib.artifact import claims\n")
+        assert "paperlib.artifact" in _imports(f)
+    finally:
+        f.unlink()
+
+
+def _run_without(blocked, code):
+    """Run ``code`` in a fresh interpreter in which importing any of ``blocked`` fails,
+    as it does where those packages are not installed."""
+    prelude = (
+        "import sys, importlib.abc\n"
+        f"B = {tuple(blocked)!r}\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in B:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+    )
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True,
+                          cwd=PKG.parent, timeout=300)
+
+
+def test_core_imports_neither_torch_nor_matplotlib():
+    code = ("import sys, paperlib, paperlib.fdp, paperlib.mechanisms\n"
+            "import paperlib.fdp.tradeoff, paperlib.fdp.gaussian, paperlib.fdp.mixture, paperlib.fdp.composition\n"
+            "import paperlib.fdp.clt, paperlib.mechanisms.core, paperlib.mechanisms.guarantees\n"
+            "import paperlib.mechanisms.multiround, paperlib.mechanisms.simulation, paperlib.practitioner, paperlib.cli\n"
+            "heavy = [m for m in ('torch', 'matplotlib', 'opacus', 'torchvision') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+EPS_ARGS = ["epsilon", "--mechanism", "easgm", "--bound", "upper", "--N", "999", "--q", "0.005", "--sigma", "10",
+            "--n", "26010", "--delta", "1e-5"]
+EXTRAS = ("torch", "torchvision", "opacus", "tqdm", "matplotlib", "dp_accounting")
+
+
+def test_cli_core_commands_run_without_the_extras():
+    code = f"import sys; from paperlib.cli import main; sys.exit(main({EPS_ARGS!r}))"
+    blocked = _run_without(EXTRAS, code)
+    full = subprocess.run([sys.executable, "-m", "paperlib", *EPS_ARGS], capture_output=True, text=True,
+                          cwd=PKG.parent, timeout=300)
+    assert blocked.returncode == 0 and full.returncode == 0, blocked.stderr + full.stderr
+    assert json.loads(blocked.stdout) == json.loads(full.stdout)
+    assert 0 < json.loads(full.stdout)["epsilon"] < 100
+
+
+def test_cli_audit_without_the_extra_names_it():
+    code = ("import sys; from paperlib.cli import main; sys.exit(main(['audit', '--mechanism', 'easgm', '--N', '3', "
+            "'--q', '0.5', '--sigma', '2', '--C', '1', '--n', '20', '--trials', '100', "
+            "'--distinguisher', 'optimal', '--seed', '0']))")
+    r = _run_without(EXTRAS, code)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "[audit] extra" in lines[0] and lines[0].startswith("paperlib: error: audit"), r.stderr
