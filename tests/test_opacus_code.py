@@ -3,12 +3,13 @@ paper's Table 2, and one real step of the installed Opacus. No network."""
 
 import json
 import math
+import os
 import textwrap
 
 import pytest
 
 from paperlib.implementations import opacus_code as oc
-from paperlib.implementations.opacus_code import cli, rules, stepcheck, table as tbl, wheels
+from paperlib.implementations.opacus_code import cli, rules, table as tbl, wheels
 
 ENGINE = "opacus/privacy_engine.py"
 CLIPPER = "opacus/per_sample_gradient_clip.py"
@@ -347,3 +348,250 @@ def test_table_renders_markdown_and_html():
     assert "<code>x | y</code>" in h and "<strong>new</strong> &lt;3" in h
     with pytest.raises(ValueError):
         oc.Table(["a"], [["1", "2"]])
+
+
+# -------------------------------------------------- verified wheels (issue 11: planted-wheel finding)
+
+import base64  # noqa: E402
+import hashlib  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+# sha256 of the real opacus-0.15.0 wheel on the package index, written out here independently of the
+# stored table (the table must agree with it)
+SHA_0_15_0 = "5d78be2d9c02894ae7c10396e0a5187c402db6f6c1fccdac97f4f1a843f5b087"
+STORED = "paperlib/resources/opacus_table2.json"
+REAL_WHEEL_0_15_0 = wheels.wheel_cache_dir() / "opacus-0.15.0-py3-none-any.whl"  # the checkout's cache, if filled
+
+
+def planted_wheel(folder: Path, version: str, witness: Path) -> Path:
+    """An installable ``opacus-<version>-py3-none-any.whl`` whose ``opacus/__init__.py`` and
+    ``opacus/privacy_engine.py`` write ``witness`` when imported."""
+    payload = f"open({str(witness)!r}, 'w').write('the planted wheel ran')\n"
+    files = {
+        "opacus/__init__.py": payload + "__version__ = " + repr(version) + "\n",
+        "opacus/privacy_engine.py": payload,
+        f"opacus-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: opacus\nVersion: {version}\n",
+        f"opacus-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                             "Tag: py3-none-any\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    files[f"opacus-{version}.dist-info/RECORD"] = "\n".join(record + [f"opacus-{version}.dist-info/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"opacus-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty PAPERLIB_CACHE; ``witness`` is the file a planted wheel's code would write."""
+    root = tmp_path / "cache"
+    (root / "opacus-src").mkdir(parents=True)
+    monkeypatch.setenv(wheels.CACHE_ENV, str(root))
+    return {"root": root, "src": root / "opacus-src", "witness": tmp_path / "planted-code-ran"}
+
+
+def mismatch_line(wheel: Path) -> str:
+    got = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    return (f"wheel {wheel} has sha256 {got}, expected {SHA_0_15_0} for opacus 0.15.0 (stored in {STORED}); "
+            "delete it and rerun")
+
+
+def test_stored_table_holds_the_known_hash():
+    assert wheels.stored_sha256("0.15.0") == SHA_0_15_0
+    assert wheels.stored_sha256("9.9.9") is None
+
+
+def test_planted_wheel_would_install_without_the_check(cache, tmp_path):
+    """The planted wheel is a valid wheel: pip installs it (so the refusal below is what stops it)."""
+    wheel = planted_wheel(cache["src"], "0.15.0", cache["witness"])
+    r = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps",
+                        "--no-index", "--no-compile", "--target", str(tmp_path / "t"), str(wheel)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "t" / "opacus" / "__init__.py").is_file() and not cache["witness"].exists()
+
+
+@pytest.mark.parametrize("download", [False, True])
+def test_planted_wheel_refused_by_install_release(cache, download):
+    wheel = planted_wheel(cache["src"], "0.15.0", cache["witness"])
+    with pytest.raises(oc.WheelVerificationError) as e:
+        oc.install_release("0.15.0", download=download)
+    assert str(e.value) == mismatch_line(wheel)
+    assert isinstance(e.value, oc.AuditError) and isinstance(e.value, ValueError)
+    assert not (cache["root"] / "opacus-0.15.0").exists() and not cache["witness"].exists()
+    assert wheel.is_file()  # the user deletes it; the library does not guess
+
+
+def test_planted_wheel_refused_by_confirm_release_and_audit(cache):
+    wheel = planted_wheel(cache["src"], "0.15.0", cache["witness"])
+    with pytest.raises(oc.WheelVerificationError) as e:
+        oc.confirm_release("0.15.0")
+    assert str(e.value) == mismatch_line(wheel)
+    with pytest.raises(oc.WheelVerificationError, match="expected " + SHA_0_15_0):
+        oc.audit_wheel(wheel)
+    with pytest.raises(oc.WheelVerificationError):
+        tbl.audit_versions(["0.15.0"], download=False)
+    assert cli.main(["--from-cache", "--confirm", "none", "--output", str(cache["root"] / "t.json")]) == 1
+    assert not (cache["root"] / "t.json").exists() and not cache["witness"].exists()
+
+
+def test_planted_wheel_refused_by_the_runner(cache):
+    torch = pytest.importorskip("torch")
+    from paperlib.implementations.runners import run_steps
+
+    wheel = planted_wheel(cache["src"], "0.15.0", cache["witness"])
+    X, y = torch.zeros(5, 1, 28, 28), torch.zeros(5, dtype=torch.long)
+    for download in (False, True):
+        with pytest.raises(oc.WheelVerificationError) as e:
+            run_steps("opacus-0.15.0", "tiny", X, y, dataset="D", q=0.6, sigma=1.0, C=1.0, trials=1, seed=0,
+                      download=download)
+        assert str(e.value) == mismatch_line(wheel)
+    assert not cache["witness"].exists()
+
+
+def test_planted_wheel_through_the_cli_is_one_line(cache, tmp_path):
+    """``python -m paperlib audit-implementation`` on the planted wheel: one error line, no traceback."""
+    wheel = planted_wheel(cache["src"], "0.15.0", cache["witness"])
+    env = dict(os.environ, PAPERLIB_CACHE=str(cache["root"]), PAPERLIB_RESULTS=str(tmp_path / "results"))
+    r = subprocess.run([sys.executable, "-m", "paperlib", "audit-implementation", "--implementation", "opacus-0.15.0",
+                        "--model", "cnn-mnist", "--dataset", "synthetic", "--N", "4", "--q", "0.6", "--sigma", "1",
+                        "--C", "1", "--trials", "20", "--seed", "0"],
+                       capture_output=True, text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]))
+    assert r.stderr == f"paperlib: error: {mismatch_line(wheel)}\n" and r.returncode == 2
+    assert not cache["witness"].exists()
+
+
+def test_release_without_stored_hash_is_refused(cache):
+    wheel = planted_wheel(cache["src"], "9.9.9", cache["witness"])
+    line = (f"wheel {wheel} is opacus 9.9.9, which has no sha256 stored in {STORED}; delete it and rerun, "
+            f"or record the release from the package index with: {oc.REFRESH_COMMAND}")
+    with pytest.raises(oc.WheelVerificationError) as e:
+        wheels.verify_wheel(wheel)
+    assert str(e.value) == line
+    with pytest.raises(oc.WheelVerificationError) as e:
+        oc.install_release("9.9.9")
+    assert str(e.value) == line
+    with pytest.raises(oc.WheelVerificationError, match="no sha256 stored"):
+        wheels.fetch_wheel("9.9.9")  # refused before any download
+    # only an explicit trust_new accepts it (the refresh, which records the value)
+    assert wheels.verify_wheel(wheel, trust_new=True) == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert not (cache["root"] / "opacus-9.9.9").exists() and not cache["witness"].exists()
+
+
+def test_refresh_records_a_new_release_from_a_fresh_download_only(cache, monkeypatch):
+    """trust_new never trusts a file found in the cache: the wheel is downloaded afresh and replaces it."""
+    old = planted_wheel(cache["src"], "9.9.9", cache["witness"])
+    old.write_bytes(old.read_bytes() + b"tampered")
+    index = cache["root"] / "index"  # what the package index serves
+    fresh = planted_wheel(index, "9.9.9", cache["root"] / "unused")
+    calls = []
+
+    def fake_pip(*args, timeout=600):  # stands in for ``pip download`` from the index
+        calls.append(args)
+        assert args[0] == "download" and args[-1].startswith("opacus==")
+        served = wheels.cached_wheel(args[-1].split("==")[1], index)
+        shutil.copy(served, Path(args[args.index("-d") + 1]) / served.name)
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(wheels, "_pip", fake_pip)
+    got = wheels.fetch_wheel("9.9.9", trust_new=True)
+    assert len(calls) == 1 and got == old and got.read_bytes() == fresh.read_bytes()
+    assert wheels.verify_wheel(got, trust_new=True) == hashlib.sha256(fresh.read_bytes()).hexdigest()
+    # a download of a release with a stored hash that does not match is refused and not kept
+    planted_wheel(index, "0.15.0", cache["witness"])
+    with pytest.raises(oc.WheelVerificationError, match="expected " + SHA_0_15_0):
+        wheels.fetch_wheel("0.15.0", trust_new=True)
+    assert wheels.cached_wheel("0.15.0") is None and not cache["witness"].exists()
+
+
+def test_planted_install_folder_without_wheel_is_not_used(cache):
+    torch = pytest.importorskip("torch")
+    from paperlib.implementations.runners import ReleaseNotAvailable, run_steps
+
+    planted = cache["root"] / "opacus-0.15.0" / "opacus"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text(f"open({str(cache['witness'])!r}, 'w').write('ran')\n")
+    with pytest.raises(oc.AuditError, match="not in the wheel cache"):
+        oc.install_release("0.15.0")
+    X, y = torch.zeros(5, 1, 28, 28), torch.zeros(5, dtype=torch.long)
+    with pytest.raises(ReleaseNotAvailable) as e:
+        run_steps("opacus-0.15.0", "tiny", X, y, dataset="D", q=0.6, sigma=1.0, C=1.0, trials=1, seed=0,
+                  download=False)
+    assert len(str(e.value).splitlines()) == 1 and "--refresh" in str(e.value)
+    assert not cache["witness"].exists()
+
+
+@pytest.fixture
+def real_wheel(cache):
+    """The real opacus-0.15.0 wheel copied into the empty cache (skips when it is not available offline)."""
+    if not REAL_WHEEL_0_15_0.is_file():
+        pytest.skip(f"the real opacus-0.15.0 wheel is not in {REAL_WHEEL_0_15_0.parent} (offline; fill it with: "
+                    f"{oc.REFRESH_COMMAND})")
+    if hashlib.sha256(REAL_WHEEL_0_15_0.read_bytes()).hexdigest() != SHA_0_15_0:
+        pytest.skip(f"{REAL_WHEEL_0_15_0} is not the real opacus-0.15.0 wheel (sha256 differs)")
+    return Path(shutil.copy(REAL_WHEEL_0_15_0, cache["src"]))
+
+
+def test_real_wheel_installs_and_is_reused_only_while_intact(cache, real_wheel, monkeypatch):
+    target = oc.install_release("0.15.0")
+    assert target == cache["root"] / "opacus-0.15.0"
+    assert (target / wheels.INSTALL_MARKER).read_text().strip() == SHA_0_15_0
+    assert wheels.verify_install(target, real_wheel, SHA_0_15_0)
+    with zipfile.ZipFile(real_wheel) as z:
+        original = z.read("opacus/__init__.py")
+    assert (target / "opacus" / "__init__.py").read_bytes() == original
+
+    def no_pip(*args, **kw):
+        raise AssertionError("pip called although the install is intact")
+
+    with monkeypatch.context() as m:
+        m.setattr(wheels, "_pip", no_pip)
+        assert oc.install_release("0.15.0") == target  # reused as it is
+        (target / "opacus" / "__pycache__").mkdir(exist_ok=True)
+        (target / "opacus" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"never trusted")
+        assert oc.install_release("0.15.0") == target  # compiled files are dropped, not trusted
+        assert not (target / "opacus" / "__pycache__").exists()
+    # each way of tampering with the folder makes it be installed again from the verified wheel
+    tampers = [
+        lambda: (target / "opacus" / "__init__.py").write_text(f"open({str(cache['witness'])!r}, 'w')\n"),
+        lambda: (target / "json.py").write_text("raise SystemExit('shadowing the standard library')\n"),
+        lambda: (target / wheels.INSTALL_MARKER).write_text("0" * 64 + "\n"),
+        lambda: (target / wheels.INSTALL_MARKER).unlink(),
+        lambda: (target / "opacus" / "privacy_engine.py").unlink(),
+    ]
+    for tamper in tampers:
+        tamper()
+        assert not wheels.verify_install(target, real_wheel, SHA_0_15_0)
+        assert oc.install_release("0.15.0") == target
+        assert wheels.verify_install(target, real_wheel, SHA_0_15_0)
+        assert (target / "opacus" / "__init__.py").read_bytes() == original and not (target / "json.py").exists()
+    assert not cache["witness"].exists()
+    assert not [p for p in cache["root"].iterdir() if p.name.startswith(".opacus-")]  # no temporary folders left
+
+
+def test_real_wheel_audits_and_replaces_a_planted_install(cache, real_wheel):
+    torch = pytest.importorskip("torch")
+    from paperlib.implementations.runners import run_steps
+
+    rec = oc.audit_wheel(real_wheel)
+    assert rec["wheel_sha256"] == SHA_0_15_0 and rec["mechanism"] == "EASGM"
+    planted = cache["root"] / "opacus-0.15.0" / "opacus"
+    planted.mkdir(parents=True)
+    (planted / "__init__.py").write_text(f"open({str(cache['witness'])!r}, 'w').write('ran')\n")
+    X = torch.randn(5, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    y = torch.zeros(5, dtype=torch.long)
+    r = run_steps("opacus-0.15.0", "tiny", X, y, dataset="D", q=0.6, sigma=1.0, C=1.0, trials=2, seed=0,
+                  download=False)
+    assert r["version"] == "0.15.0" and r["updates"].shape[0] == 2
+    assert not cache["witness"].exists()
+    assert not list((cache["root"] / "opacus-0.15.0").rglob("__pycache__"))  # ran without writing bytecode
