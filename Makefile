@@ -10,6 +10,8 @@
 #                 (book/appendix.md and results/artifact_appendix.md)
 #   make bench    run bench/bench_*.py in turn
 #   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
+#   make lint     actionlint + zizmor (.github/workflows), hadolint (Dockerfile), cffconvert
+#                 --validate (CITATION.cff), from build/lint-venv/; make test runs it first
 #   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
 #   make distclean  clean + remove .venv
 #
@@ -119,7 +121,7 @@ all: book
 	@$(PY) -m paperlib.artifact.claims --show
 
 help:
-	@sed -n '3,20p' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/{/^$$/!p;}' $(ROOT)/Makefile | sed 's/^# \{0,1\}//'
 
 env: $(ENV_TARGET)
 
@@ -227,7 +229,7 @@ sync: | $(ENV_TARGET)
 # in smoke mode in a copy under build/testbook/, which tests/test_book_browser.py opens in
 # headless Chromium (screenshots in build/screenshots/).
 TESTBOOK := $(ROOT)/build/testbook
-test: sync test-book browser-deps | $(ENV_TARGET)
+test: lint sync test-book browser-deps | $(ENV_TARGET)
 	@rm -rf build/test && mkdir -p build/test
 	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
 	  PAPERLIB_RESULTS=$(ROOT)/build/test/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
@@ -278,6 +280,31 @@ bench: | $(ENV_TARGET) $(PARAMS_STAMP)
 .PHONY: opacus-table
 opacus-table: | $(ENV_TARGET)
 	$(PY) -m paperlib.implementations.opacus_code --refresh --confirm all
+
+# ================================================================ lint (issue 13)
+# Workflows, container recipe and citation metadata, checked with pinned tools that live in
+# their own venv (build/lint-venv/, from requirements-lint.txt; re-installed only when that
+# file changes), never in .venv: cffconvert 2.0.0 needs jsonschema<4, which the book
+# toolchain cannot share. zizmor runs offline with its "pedantic" persona; the findings
+# accepted on purpose are listed, with reasons, in .github/zizmor.yml and .hadolint.yaml.
+LINT_VENV := build/lint-venv
+LINT_BIN := $(LINT_VENV)/bin
+LINT_STAMP := $(LINT_VENV)/.installed
+.PHONY: lint
+$(LINT_STAMP): requirements-lint.txt
+	@echo "Installing the linters into $(LINT_VENV) (requirements-lint.txt)"
+	@rm -rf $(LINT_VENV)
+	@$(PYTHON) -m venv $(LINT_VENV)
+	@$(LINT_BIN)/python -m pip install -q --disable-pip-version-check --no-cache-dir -r requirements-lint.txt
+	@touch $@
+
+lint: $(LINT_STAMP)
+	@echo "== lint: actionlint, zizmor, hadolint, cffconvert"
+	@$(LINT_BIN)/actionlint -no-color -config-file .github/actionlint.yaml
+	@$(LINT_BIN)/zizmor --offline --no-progress --color never --persona pedantic -q .github/workflows
+	@$(LINT_BIN)/hadolint --no-color --config .hadolint.yaml Dockerfile
+	@$(LINT_BIN)/cffconvert --validate -i CITATION.cff
+# ================================================================ end of lint
 
 clean:
 	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md
