@@ -95,3 +95,104 @@ def test_failed_cell_names_the_cell(tmp_path):
     nb["cells"][2]["outputs"] = []
     p.write_text(json.dumps(nb))
     assert runlog.failed_cell(p) is None
+
+
+# ---------------------------------------------------------------- the venues' forms (issue 13)
+def _headings(text: str) -> list[tuple[int, str]]:
+    """``(level, text)`` of every Markdown heading outside code fences."""
+    out, fence = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("#"):
+            hashes = len(line) - len(line.lstrip("#"))
+            out.append((hashes, line[hashes:].strip()))
+    return out
+
+
+def _in_order(wanted, got) -> bool:
+    it = iter(got)
+    return all(any(w == g for g in it) for w in wanted)
+
+
+def test_cost_bracket_is_usenix_shaped():
+    assert appendix.cost(3, 5400, 2.5e9) == "[3 human-minutes + 1.5 compute-hours + 2.5 GB disk]"
+    assert appendix.cost(3, 16.0, 1.2e6) == "[3 human-minutes + 0.0044 compute-hours + 0.0012 GB disk]"
+    assert appendix.cost(5, None, None) == "[5 human-minutes + ? compute-hours + ? GB disk]"
+    assert appendix.cost(3, 36_000, 64e9) == "[3 human-minutes + 10 compute-hours + 64 GB disk]"
+    assert appendix.cost(3, 0.5, 10) == "[3 human-minutes + <0.001 compute-hours + <0.001 GB disk]"
+
+
+def test_usenix_sections_in_order_and_levels_consecutive(results):
+    text = appendix.render(book=True, notebooks_dir=ROOT / "notebooks", citation_file=ROOT / "CITATION.cff")
+    hs = _headings(text)
+    assert hs[0] == (1, "Artifact appendix")
+    assert _in_order(appendix.USENIX_SECTIONS, hs), [h for h in hs if h[0] <= 3]
+    # the book is built with -W: a heading may go down at most one level at a time
+    assert all(b[0] <= a[0] + 1 for a, b in zip(hs, hs[1:]))
+    exps = appendix.experiments(ROOT / "notebooks")
+    assert [h[1].split(":")[0] for h in hs if h[0] == 4] == [e["id"] for e in exps]
+    assert "independent reproduction, not the authors' code" in text
+
+
+def test_experiments_are_costed_per_mode_from_the_records(results):
+    start = time.time() - 2
+    runlog.record_notebook("05_audit_figure3", mode="quick", device="cpu", seed=0, start_s=start, wall_s=720.0)
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
+    e5 = text.split("#### E5:")[1].split("#### E6:")[0]
+    lines = [line.strip() for line in e5.splitlines() if line.strip().startswith("- ") and "human-minutes" in line]
+    assert [line.split(":")[0] for line in lines] == ["- smoke", "- quick", "- full"]
+    assert lines[1].startswith("- quick: [3 human-minutes + 0.2 compute-hours + ")
+    assert "? compute-hours + ? GB disk" in lines[0] and "? compute-hours + ? GB disk" in lines[2]
+
+
+def test_access_reads_citation_cff(results, tmp_path):
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks", citation_file=ROOT / "CITATION.cff")
+    access = text.split("### How to access")[1].split("### Hardware")[0]
+    cite = appendix.citation(ROOT / "CITATION.cff")
+    assert cite["found"] and cite["license"] == "MIT"
+    if cite["doi"] is None:  # no DOI yet: a visible placeholder, not an empty field
+        assert f"**DOI:** {appendix.DOI_PLACEHOLDER}" in access
+    cff = tmp_path / "CITATION.cff"
+    cff.write_text("cff-version: 1.2.0\ntitle: t\nversion: 9.9\nlicense: MIT\n"
+                   "repository-code: https://example.org/r\nurl: https://example.org/site/\n"
+                   "doi: 10.5281/zenodo.123\n")
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks", citation_file=cff)
+    access = text.split("### How to access")[1].split("### Hardware")[0]
+    assert "**DOI:** 10.5281/zenodo.123" in access and "**Repository:** https://example.org/r" in access
+    assert "https://example.org/site/" in access and "placeholder" not in access
+    assert "Artifact version 9.9" in text
+    # missing or broken metadata: said so, placeholders shown, no exception
+    missing = appendix.citation(tmp_path / "none.cff")
+    assert not missing["found"] and "not found" in missing["error"]
+    (tmp_path / "bad.cff").write_text("- a list\n- not a mapping\n")
+    assert "not a YAML mapping" in appendix.citation(tmp_path / "bad.cff")["error"]
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks", citation_file=tmp_path / "none.cff")
+    assert appendix.DOI_PLACEHOLDER in text and appendix.URL_PLACEHOLDER in text
+
+
+def test_limitations_name_the_claims_the_grade_does_not_confirm(results):
+    pv.write_json_atomic(results / "grade.json", {"claims": [
+        {"id": c.id, "verdict": "reproduced", "mode": "quick"} for c in claims.CLAIMS if c.id != "C3"]
+        + [{"id": "C3", "verdict": "not reproduced", "mode": "quick", "reason": "violated: n=100"}]})
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
+    lim = text.split("## Limitations")[1].split("## Notes on Reusability")[0]
+    assert "C3: not reproduced (violated: n=100)" in lim
+    assert "C2" not in lim
+
+
+def test_main_writes_the_pets_form(results, tmp_path):
+    book = tmp_path / "book" / "appendix.md"
+    assert appendix.main(["--book-page", str(book), "--notebooks", str(ROOT / "notebooks"),
+                          "--citation", str(ROOT / "CITATION.cff")]) == 0
+    pets = (results / "ARTIFACT-APPENDIX.md").read_text()
+    hs = _headings(pets)
+    assert hs[0] == (1, "Artifact Appendix")
+    assert _in_order(appendix.PETS_SECTIONS, hs)
+    assert all(b[0] <= a[0] + 1 for a, b in zip(hs, hs[1:]))
+    n_exp = len(appendix.experiments(ROOT / "notebooks"))
+    assert sum(h[1].startswith("Experiment ") for h in hs if h[0] == 4) == n_exp
+    assert sum(h[1].startswith("Main Result ") for h in hs if h[0] == 4) == len(claims.CLAIMS)
+    assert "Rethinking the Security of DP-SGD" in pets and "not the authors' code" in pets
+    with pytest.raises(SystemExit):
+        appendix.main(["--notebooks", str(ROOT / "notebooks"), "--citation", str(tmp_path / "none.cff")])

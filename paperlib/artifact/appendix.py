@@ -1,22 +1,26 @@
-"""The artifact appendix: major claims, experiments, commands, expected results, measured cost.
+"""The artifact appendix, in the forms USENIX Security '26 and PETS ask for.
 
-``python -m paperlib.artifact.appendix`` (``make appendix``) writes, from the claims registry
-(:data:`paperlib.artifact.claims.CLAIMS`), the last grade (``results/grade.json``) and the
-measured runs (:mod:`paperlib.artifact.runlog`), an artifact appendix in the form security
-venues ask for (USENIX Security / ACM CCS artifact evaluation):
+``python -m paperlib.artifact.appendix`` (``make appendix``, also run by ``make all``) writes,
+from the claims registry (:data:`paperlib.artifact.claims.CLAIMS`), the last grade
+(``results/grade.json``), the measured runs (:mod:`paperlib.artifact.runlog`) and the
+citation metadata (``CITATION.cff``):
 
-* major claims C1, C2, ... (one per row of THEORY.md §10), each naming the experiment
-  that supports it and the verdict of the last grade;
-* experiments E1, E2, ... (one per notebook, ``E<k>`` is ``notebooks/<kk>_*.py``), each
-  with its command, its expected result and the tolerance the grade applies, and the
-  measured compute time and disk use per mode (``not measured`` where that mode has
-  not been run on this machine); human time is an estimate and says so;
-* the measured tiers (``make all`` in smoke / quick / full mode: wall time, notebooks
-  executed, disk use).
+* the **USENIX Security '26** artifact appendix: Abstract; Description & Requirements
+  (security, privacy and ethical concerns; how to access; hardware; software; benchmarks
+  and data); Set-up (installation, basic test); Evaluation workflow (major claims C1, C2,
+  ..., one per row of THEORY.md §10, and experiments E1, E2, ..., one per notebook,
+  ``E<k>`` is ``notebooks/<kk>_*.py``, each costed per mode as
+  ``[N human-minutes + N compute-hours + N GB disk]`` from the measured runs); Limitations;
+  Notes on Reusability; Version. Two files with the same content: a book page
+  (``book/appendix.md``, links to the chapters) and a standalone file
+  (``results/artifact_appendix.md``, links to the notebook sources);
+* the **PETS** form (``results/ARTIFACT-APPENDIX.md``, the layout of PETS's
+  ``ARTIFACT-APPENDIX.md`` template), from the same records.
 
-Two files with the same content: a book page (``book/appendix.md``, links to the
-chapters) and a standalone Markdown file (``results/artifact_appendix.md``, links to
-the notebook sources). Nothing is typed by hand: every number comes from a record.
+Compute time and disk are measured (``not measured`` where a mode has not run on this
+machine); human time is an estimate and says so. The URL and DOI come from
+``CITATION.cff``; while it has none, a visible placeholder stands in their place. Nothing
+else is typed by hand.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from paperlib.artifact import claims as _claims
 from paperlib.artifact import provenance as pv
 from paperlib.artifact import runlog
 
-__all__ = ["experiments", "render", "main"]
+__all__ = ["experiments", "citation", "cost", "render", "render_pets", "main", "USENIX_SECTIONS",
+           "PETS_SECTIONS"]
 
 MODES = ("smoke", "quick", "full")
 #: What each mode needs and is for (stated, not measured).
@@ -41,6 +46,58 @@ MODE_NOTES = {
     "full": "the paper's sizes; meant for a CUDA GPU (the default when one is found); downloads MNIST, "
             "Fashion-MNIST, CIFAR-10 and old Opacus releases on first use",
 }
+#: Our estimate of the attention one experiment needs: start it, then read its verdict and chapter.
+HUMAN_MINUTES_PER_EXPERIMENT = 3
+#: Our estimate for the set-up: clone, one command, read its last lines.
+HUMAN_MINUTES_SETUP = 5
+DOI_PLACEHOLDER = "not yet assigned (placeholder)"
+URL_PLACEHOLDER = "not yet published (placeholder)"
+
+#: The section headings of the USENIX Security '26 appendix, in order (level, text).
+USENIX_SECTIONS = (
+    (2, "Abstract"),
+    (2, "Description & Requirements"),
+    (3, "Security, privacy, and ethical concerns"),
+    (3, "How to access"),
+    (3, "Hardware dependencies"),
+    (3, "Software dependencies"),
+    (3, "Benchmarks"),
+    (2, "Set-up"),
+    (3, "Installation"),
+    (3, "Basic test"),
+    (2, "Evaluation workflow"),
+    (3, "Major claims"),
+    (3, "Experiments"),
+    (3, "Measured tiers"),
+    (2, "Limitations"),
+    (2, "Notes on Reusability"),
+    (2, "Version"),
+)
+#: The section headings of PETS's ARTIFACT-APPENDIX.md, in order (level, text).
+PETS_SECTIONS = (
+    (2, "Description"),
+    (3, "Security/Privacy Issues and Ethical Concerns"),
+    (2, "Basic Requirements"),
+    (3, "Hardware Requirements"),
+    (3, "Software Requirements"),
+    (3, "Estimated Time and Storage Consumption"),
+    (2, "Environment"),
+    (3, "Accessibility"),
+    (3, "Set up the environment"),
+    (3, "Testing the Environment"),
+    (2, "Artifact Evaluation"),
+    (3, "Main Results and Claims"),
+    (3, "Experiments"),
+    (2, "Limitations"),
+    (2, "Notes on Reusability"),
+)
+
+_PAPER = ("*Rethinking the Security of DP-SGD: A Corrected Analysis of Differentially Private Machine "
+          "Learning* (Wenhao Wang, Shujie Cui, Hui Cui, Xingliang Yuan, 2026, arXiv:2605.15648)")
+_INDEPENDENT = ("This is an independent reproduction, not the authors' code: every mechanism, bound, audit "
+                "and figure is re-implemented here from the paper's text (reconstructed where the copy of the "
+                "paper lost it, see `THEORY.md`); the real implementations it audits (Opacus releases, a "
+                "DPSUR step) are run as published or re-implemented as each chapter says.")
 
 
 def _title(path: Path) -> str:
@@ -66,6 +123,46 @@ def experiments(notebooks_dir: str | Path = "notebooks") -> list[dict]:
     return out
 
 
+def _default_citation_file() -> Path:
+    """``CITATION.cff`` in the working directory, else in the checkout this module belongs to."""
+    here = Path("CITATION.cff")
+    if here.is_file():
+        return here
+    return Path(__file__).resolve().parents[2] / "CITATION.cff"
+
+
+def citation(path: str | Path | None = None) -> dict:
+    """What the appendix needs from ``CITATION.cff``.
+
+    Returns ``{"found", "file", "title", "version", "license", "repository", "url", "doi",
+    "paper"}``; absent fields are ``None``, ``paper`` is the first entry of ``references``
+    (a dict, or ``None``). ``found`` is False, with ``error`` saying why, when the file is
+    missing or is not a YAML mapping; this never raises.
+    """
+    p = Path(path) if path is not None else _default_citation_file()
+    out = {"found": False, "file": str(p), "title": None, "version": None, "license": None,
+           "repository": None, "url": None, "doi": None, "paper": None}
+    try:
+        import yaml  # PyYAML, pinned in the lock (a dependency of the book toolchain)
+
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {**out, "error": f"{p} not found"}
+    except Exception as exc:  # unreadable or not YAML: the appendix says so instead of failing
+        return {**out, "error": f"{p} unreadable ({type(exc).__name__})"}
+    if not isinstance(doc, dict):
+        return {**out, "error": f"{p} is not a YAML mapping"}
+
+    def s(key):
+        v = doc.get(key)
+        return str(v).strip() if v not in (None, "") else None
+
+    refs = doc.get("references") if isinstance(doc.get("references"), list) else []
+    paper = refs[0] if refs and isinstance(refs[0], dict) else None
+    return {**out, "found": True, "title": s("title"), "version": s("version"), "license": s("license"),
+            "repository": s("repository-code"), "url": s("url"), "doi": s("doi"), "paper": paper}
+
+
 def _fmt_s(s: float | None) -> str:
     if s is None:
         return "not measured"
@@ -85,6 +182,26 @@ def _fmt_b(b: int | None) -> str:
     return f"{b} B"
 
 
+def _num(x: float) -> str:
+    """A cost figure: 2 significant digits below 10, whole numbers above."""
+    if x >= 10:
+        return f"{x:.0f}"
+    if x == 0:
+        return "0"
+    return f"{x:.2g}" if x >= 0.001 else "<0.001"
+
+
+def cost(human_minutes: float, wall_s: float | None, disk_bytes: int | None) -> str:
+    """The USENIX cost bracket ``[N human-minutes + N compute-hours + N GB disk]``.
+
+    ``wall_s`` (seconds) and ``disk_bytes`` are measured values, ``None`` where not measured
+    (the bracket then shows ``?`` for that figure). Human minutes are an estimate.
+    """
+    h = "?" if wall_s is None else _num(float(wall_s) / 3600.0)
+    g = "?" if disk_bytes is None else _num(float(disk_bytes) / 1e9)
+    return f"[{_num(float(human_minutes))} human-minutes + {h} compute-hours + {g} GB disk]"
+
+
 def _esc(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
@@ -96,104 +213,72 @@ def _load_json(path: Path):
         return None
 
 
-def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path = "notebooks",
-           env_record: Path = Path(".venv/install-record.json")) -> str:
-    """The appendix as Markdown; ``book`` selects links to chapters (True) or to sources (False)."""
+def _context(results: Path | None, notebooks_dir, env_record, citation_file) -> dict:
     rd = Path(results) if results is not None else pv.results_dir()
     grade = _load_json(rd / "grade.json") or {}
-    verdict = {c.get("id"): c for c in grade.get("claims", [])}
-    runs = {(r.get("name"), r.get("mode")): r for r in runlog.load_runs("notebook")}
-    tiers = {m: _load_json(runlog.runs_dir() / f"tier-{m}.json") for m in MODES}
-    book_rec = _load_json(runlog.runs_dir() / "book.json")
-    env = _load_json(Path(env_record))
     exps = experiments(notebooks_dir)
-    by_nb = {e["name"]: e for e in exps}
     commit, dirty = pv.git_commit()
+    return {
+        "verdict": {c.get("id"): c for c in grade.get("claims", [])},
+        "runs": {(r.get("name"), r.get("mode")): r for r in runlog.load_runs("notebook")},
+        "tiers": {m: _load_json(runlog.runs_dir() / f"tier-{m}.json") for m in MODES},
+        "book": _load_json(runlog.runs_dir() / "book.json"),
+        "env": _load_json(Path(env_record)),
+        "exps": exps,
+        "by_nb": {e["name"]: e for e in exps},
+        "commit": commit,
+        "dirty": dirty,
+        "cite": citation(citation_file),
+    }
 
-    def link(e: dict) -> str:
-        if book:
-            return f"[{e['title']}](notebooks/{e['name']}.ipynb)"
-        return f"[{e['title']}]({e['source']})"
 
-    L: list[str] = []
-    L += ["# Artifact appendix", ""]
-    L += ["Generated by `python -m paperlib.artifact.appendix` (`make appendix`, also run by `make all`) from the "
-          "claims registry, the last grade and the measured runs on this machine; do not edit by hand. "
-          f"Commit `{commit[:10]}`{' with uncommitted changes' if dirty else ''}.", ""]
-    L += ["## Abstract", "",
-          "This artifact recomputes every figure and table of *Rethinking the Security of DP-SGD* "
-          "(Wang, Cui, Cui, Yuan, 2026): the f-DP guarantees of DP-SGD as it is implemented "
-          "(EASGM, FEASGM, ASGM), the upper bounds that separate them from the claimed SGM guarantee, "
-          "privacy audits of synthetic mechanisms and of real implementations (Opacus releases, DPSUR), "
-          "the Opacus code audit and the multi-round bounds. One command runs all notebooks, grades each "
-          "claim of the paper and builds an HTML book.", ""]
-    L += ["## Description and requirements", "",
-          "- **Access:** this repository; the entry points are `make all` (everything) and `make test` "
-          "(the test suite).",
-          "- **Hardware:** 2 CPU cores and about 8 GB of memory for `smoke` and `quick`; `full` is meant "
-          "for one CUDA GPU (it also runs on the CPU, for many hours).",
-          "- **Software:** Linux, Python 3.11 or newer, `make`; every Python package is pinned in "
-          "`requirements-lock.txt` and installed into `.venv/` by the first `make` command. The browser "
-          "test uses Debian's `chromium` (installed by `make test` when missing and run as root).",
-          "- **Data sets:** MNIST, Fashion-MNIST and CIFAR-10 through torchvision, downloaded into `data/` "
-          "on first use in `full` mode; `quick` and `smoke` use what is in `data/` and otherwise a "
-          "synthetic stand-in that the chapter names.",
-          "- **Security, privacy and ethics:** the artifact audits privacy mechanisms on public data sets; "
-          "it needs no personal data and attacks no system.", ""]
-    if env:
-        L += [f"Installing the locked environment took {_fmt_s(env.get('wall_s'))} and "
-              f"{_fmt_b(env.get('bytes'))} on this machine (measured by `make`).", ""]
-    L += ["## Set-up and basic test", "",
-          "```", "# the test suite: unit tests, every notebook through nbval, the book in a browser", "make test",
-          "# every notebook end to end at the smallest sizes, the grade, the book", "make all MODE=smoke", "```", ""]
+def _verdict(ctx: dict, cid: str) -> str:
+    ev = ctx["verdict"].get(cid, {})
+    v = str(ev.get("verdict", "not graded yet"))
+    if ev.get("mode") and ev.get("mode") != "n/a":
+        v += f" ({ev['mode']})"
+    return v
 
-    L += ["## Major claims", ""]
-    L += ["| claim | paper item | statement | experiment | last verdict |", "|---|---|---|---|---|"]
-    for c in _claims.CLAIMS:
-        e = by_nb.get(c.notebook)
-        ev = verdict.get(c.id, {})
-        v = ev.get("verdict", "not graded yet")
-        if ev.get("mode") and ev.get("mode") != "n/a":
-            v += f" ({ev['mode']})"
-        L.append(f"| {c.id} | {_esc(c.item)} | {_esc(c.statement)} | {e['id'] if e else 'none'} | {_esc(v)} |")
-    L.append("")
 
-    L += ["## Experiments", "",
-          "Each experiment is one notebook; `make all` runs them all. One experiment alone: "
-          "`make book/notebooks/<name>.ipynb MODE=<mode>`, then `make grade` for its verdict (printed, and in "
-          "`results/grade.json`). Compute time and disk use are measured on this machine (disk: the files "
-          "the run wrote under `results/`, `figures/`, `data/` and `.cache/`); *human time* is our estimate "
-          "of the attention it needs.", ""]
-    for e in exps:
-        L += [f"### {e['id']}: {link(e)}", ""]
-        cl = [c for c in _claims.CLAIMS if c.id in e["claims"]]
-        L.append(f"- **Command:** `make book/notebooks/{e['name']}.ipynb MODE=quick` (or `MODE=full`), "
-                 "then `make grade`.")
-        if cl:
-            for c in cl:
-                L.append(f"- **Supports {c.id} ({_esc(c.item)}). Expected:** {_esc(c.paper)}. "
-                         f"**Tolerance:** {_esc(c.tolerance)}.")
-        else:
-            L.append("- **Expected:** the notebook runs to the end; its in-line checks (assertions against "
-                     "closed forms, Monte Carlo or published numbers) pass. It supports the book's explanation, "
-                     "not a graded claim.")
-        cost = []
-        for m in MODES:
-            r = runs.get((e["name"], m))
-            if r:
-                cost.append(f"{m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} written")
-            else:
-                cost.append(f"{m} not measured")
-        L.append("- **Measured:** " + "; ".join(cost) + ".")
-        L.append("- **Human time (estimate):** 1 minute to start it, 2 minutes to read the verdict and the chapter.")
-        L.append("")
+def _access_lines(ctx: dict) -> list[str]:
+    c = ctx["cite"]
+    if not c["found"]:
+        return [f"- **Citation metadata:** {c.get('error', 'CITATION.cff not found')}; URL and DOI unknown.",
+                f"- **URL:** {URL_PLACEHOLDER}", f"- **DOI:** {DOI_PLACEHOLDER}"]
+    out = []
+    out.append(f"- **Repository:** {c['repository'] or URL_PLACEHOLDER}")
+    out.append(f"- **URL (the book online):** {c['url'] or URL_PLACEHOLDER}")
+    out.append(f"- **DOI:** {c['doi'] or DOI_PLACEHOLDER}")
+    out.append(f"- **Licence:** {c['license'] or 'not stated'} for the code (`LICENSE`); the data sets keep their "
+               "own terms (`DATA-LICENSE.md`: MNIST CC BY-SA 3.0, Fashion-MNIST MIT, CIFAR-10 with attribution).")
+    out.append("- **How to cite:** `CITATION.cff` (the artifact, and the paper as its reference); `.zenodo.json` "
+               "holds the archive's metadata. URL and DOI above are read from `CITATION.cff`.")
+    return out
 
-    L += ["## Measured tiers", "",
-          "`make all` per mode: the wall time from the start of `make` to the built book, on this machine. A "
-          "*cold* run executes every notebook; later runs re-execute only what changed.", "",
-          "| mode | what it is | last cold run | notebooks | disk after it | last run |", "|---|---|---|---|---|---|"]
+
+def _tier_cold(ctx: dict, mode: str) -> dict | None:
+    t = ctx["tiers"].get(mode) or {}
+    return t.get("last_cold")
+
+
+def _experiment_cost_lines(ctx: dict, e: dict) -> list[str]:
+    out = []
     for m in MODES:
-        t = tiers.get(m) or {}
+        r = ctx["runs"].get((e["name"], m))
+        if r:
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, r.get('wall_s'), r.get('bytes_written'))} "
+                       f"(measured: {m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} "
+                       f"written, {r.get('device', '?')}, {r.get('finished_utc', '?')})")
+        else:
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)} ({m} not measured on this "
+                       "machine)")
+    return out
+
+
+def _tier_table(ctx: dict) -> list[str]:
+    L = ["| mode | what it is | last cold run | notebooks | disk after it | last run |", "|---|---|---|---|---|---|"]
+    for m in MODES:
+        t = ctx["tiers"].get(m) or {}
         cold, last = t.get("last_cold"), t.get("last")
         if cold:
             disk = sum(cold.get("disk_bytes", {}).values())
@@ -206,12 +291,295 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
         lr = (f"{_fmt_s(last.get('wall_s'))}, {len(last.get('notebooks_executed', []))} notebooks re-run"
               if last else "not measured")
         L.append(f"| {m} | {_esc(MODE_NOTES[m])} | " + " | ".join(_esc(x) for x in row) + f" | {_esc(lr)} |")
+    return L
+
+
+def _env_line(ctx: dict) -> str | None:
+    env = ctx["env"]
+    if not env:
+        return None
+    return (f"Installing the locked environment took {_fmt_s(env.get('wall_s'))} and "
+            f"{_fmt_b(env.get('bytes'))} on this machine (measured by `make`).")
+
+
+def _hardware_lines() -> list[str]:
+    return ["- `smoke` and `quick`: 2 CPU cores (x86-64) and about 8 GB of memory; no GPU.",
+            "- `full`: one CUDA GPU (it also runs on the CPU, for many hours). Its measured cost on your machine "
+            "appears below once it has run there."]
+
+
+def _software_lines() -> list[str]:
+    return ["- Linux (x86-64), Python 3.11 or newer, GNU `make`; every Python package is pinned in "
+            "`requirements-lock.txt` and installed into `.venv/` by the first `make` command (PyTorch's "
+            "Linux build pulls NVIDIA's libraries itself).",
+            "- The browser test of `make test` uses Debian's `chromium` (installed by `make test` when missing "
+            "and run as root; skipped with a message otherwise).",
+            "- Or Docker: `Dockerfile` (Python 3.11 on Debian bookworm, the lock, the repository, `make all`); "
+            "`--gpus all` with the NVIDIA Container Toolkit for `full` mode.",
+            "- Old Opacus releases (Table 2, Figures 4 and 6) are installed on demand into `.cache/` with "
+            "`pip install --no-deps --target`, each wheel checked against its stored sha256, and run in a "
+            "subprocess."]
+
+
+def _data_lines() -> list[str]:
+    return ["- MNIST, Fashion-MNIST and CIFAR-10 through torchvision, downloaded into `data/` (or "
+            "`$PAPERLIB_DATA`) on first use in `full` mode; `quick` and `smoke` use what is there. Licences and "
+            "attribution: `DATA-LICENSE.md`.",
+            "- Everything else is generated: the synthetic worst-case data sets of the audits and every curve "
+            "are computed from the paper's parameters and a seed."]
+
+
+def _risk_lines() -> list[str]:
+    return ["- The artifact audits privacy mechanisms on public data sets (and on synthetic data); it needs no "
+            "personal data and attacks no system.",
+            "- It downloads packages from the Python package index (the lock; old Opacus releases) and data sets "
+            "through torchvision, and writes only inside the repository (`.venv/`, `build/`, `results/`, "
+            "`figures/`, `book/`, `data/`, `.cache/`). It needs no root access, except that `make test` "
+            "installs Debian's `chromium` with apt-get when it runs as root."]
+
+
+def _limitations(ctx: dict) -> list[str]:
+    L = []
+    unmeasured = [m for m in MODES if not _tier_cold(ctx, m)]
+    if unmeasured:
+        L.append("- Not measured on this machine: `make all` in " + ", ".join(f"`{m}`" for m in unmeasured)
+                 + " mode; those costs read `?` / *not measured*.")
+    open_claims = []
+    for c in _claims.CLAIMS:
+        ev = ctx["verdict"].get(c.id)
+        if ev is None:
+            open_claims.append(f"{c.id} (not graded yet)")
+        elif ev.get("verdict") not in ("reproduced", "not applicable"):
+            why = ev.get("reason") or ""
+            open_claims.append(f"{c.id}: {ev.get('verdict')}" + (f" ({_esc(why)})" if why else ""))
+    if open_claims:
+        L.append("- Claims the last grade does not confirm: " + "; ".join(open_claims) + ".")
+    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced); its verdicts hold "
+          "for those sizes. The paper's sizes are `full` mode.",
+          "- The audits give 95% Clopper-Pearson lower bounds on epsilon from finitely many trials, so a claim "
+          "is *reproduced* as a statistical statement at that level, one seed at a time (`SEED=` changes it).",
+          "- The copy of the paper this work started from lost the statements of some theorems; `THEORY.md` "
+          "reconstructs them (each checked numerically against a Monte Carlo simulation of the mechanism) and "
+          "says where the paper leaves a choice open.",
+          "- DPSUR's step is this project's re-implementation (`paperlib/implementations/dpsur.py`; its docstring "
+          "says how closely it follows DPSUR's source)."]
+    return L
+
+
+def _reuse_lines() -> list[str]:
+    return ["- The library is usable without the book: `paperlib.fdp` (trade-off functions, numpy and scipy "
+            "only), `paperlib.mechanisms` (SGM, EASGM, ASGM, FEASGM guarantees and bounds), `paperlib.audit` "
+            "(the game and its distinguishers), `paperlib.practitioner`; and the command line "
+            "`python -m paperlib` (`tradeoff`, `epsilon`, `audit`, `audit-implementation`).",
+            "- Another setting: change a notebook's parameters cell (`MODE`, `DEVICE`, `SEED`) or add a notebook "
+            "`notebooks/NN_name.py`; `make all` executes only what changed (results are cached by parameters "
+            "and code) and the appendix lists the new experiment.",
+            "- Another claim: add an entry to `paperlib/artifact/claims.py`; `make grade` grades it and this "
+            "appendix lists it."]
+
+
+def _version_lines(ctx: dict) -> list[str]:
+    c = ctx["cite"]
+    L = [f"- Artifact version {c['version'] or 'unknown'} (`CITATION.cff`), commit `{ctx['commit'][:12]}`"
+         + (" with uncommitted changes" if ctx["dirty"] else "") + "."]
+    b = ctx["book"]
+    if b:
+        L.append(f"- The book was last built in `{b.get('mode')}` mode at commit "
+                 f"`{str(b.get('git_commit', 'unknown'))[:12]}` ({b.get('finished_utc')}).")
+    L.append("- This appendix is regenerated by every `make all`; the online book's `build-info.json` names the "
+             "mode, commit and workflow run that built the site.")
+    return L
+
+
+def _h(level: int, text: str) -> str:
+    return "#" * level + " " + text
+
+
+def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path = "notebooks",
+           env_record: Path = Path(".venv/install-record.json"), citation_file: str | Path | None = None) -> str:
+    """The USENIX Security '26 appendix as Markdown.
+
+    ``book`` selects links to chapters (True, the book page) or to notebook sources (False,
+    the standalone file). ``results`` defaults to :func:`paperlib.artifact.provenance.results_dir`,
+    ``citation_file`` to ``CITATION.cff`` (working directory, then the checkout).
+    """
+    ctx = _context(results, notebooks_dir, env_record, citation_file)
+    exps, by_nb = ctx["exps"], ctx["by_nb"]
+    sec = dict((t, lv) for lv, t in USENIX_SECTIONS)
+
+    def H(text: str) -> list[str]:
+        return [_h(sec[text], text), ""]
+
+    def link(e: dict) -> str:
+        if book:
+            return f"[{e['title']}](notebooks/{e['name']}.ipynb)"
+        return f"[{e['title']}]({e['source']})"
+
+    L: list[str] = ["# Artifact appendix", ""]
+    L += ["Generated by `python -m paperlib.artifact.appendix` (`make appendix`, also run by `make all`) from the "
+          "claims registry, the last grade, the measured runs on this machine and `CITATION.cff`; do not edit by "
+          "hand. The sections follow the USENIX Security '26 artifact appendix; the same content in PETS's form "
+          "is `results/ARTIFACT-APPENDIX.md`.", ""]
+
+    L += H("Abstract")
+    L += [f"This artifact recomputes every figure and table of {_PAPER}: the f-DP guarantees of DP-SGD as it is "
+          "implemented (EASGM, FEASGM, ASGM), the upper bounds that separate them from the claimed SGM guarantee, "
+          "privacy audits of simulated mechanisms and of real implementations (Opacus releases, DPSUR), the "
+          "Opacus code audit and the multi-round bounds. One command runs all notebooks, grades each claim of "
+          "the paper and builds an HTML book.", "", _INDEPENDENT, ""]
+
+    L += H("Description & Requirements")
+    L += H("Security, privacy, and ethical concerns") + _risk_lines() + [""]
+    L += H("How to access") + _access_lines(ctx) + [""]
+    L += H("Hardware dependencies") + _hardware_lines() + [""]
+    L += H("Software dependencies") + _software_lines() + [""]
+    L += H("Benchmarks") + _data_lines() + [""]
+
+    L += H("Set-up")
+    L += H("Installation")
+    env = ctx["env"]
+    L += ["```", "make env     # creates .venv/ from requirements-lock.txt (any later make command does it too)", "```",
+          "", f"Cost: {cost(HUMAN_MINUTES_SETUP, env.get('wall_s') if env else None, env.get('bytes') if env else None)}"
+          + (" (measured by `make`)." if env else " (installation not measured on this machine)."), ""]
+    el = _env_line(ctx)
+    if el:
+        L += [el, ""]
+    L += H("Basic test")
+    smoke = _tier_cold(ctx, "smoke")
+    L += ["```", "# the test suite: make lint, unit tests, every notebook through nbval, the book in a browser",
+          "make test", "# every notebook end to end at the smallest sizes, the grade, the book", "make all MODE=smoke",
+          "```", "",
+          "`make all MODE=smoke` ends with the grade table and the path of the book; numbers are not meaningful "
+          "in smoke mode, only that every step runs. Cost: "
+          + cost(2, smoke.get("wall_s") if smoke else None,
+                 sum(smoke.get("disk_bytes", {}).values()) if smoke else None)
+          + (" (measured)." if smoke else " (not measured on this machine)."), ""]
+
+    L += H("Evaluation workflow")
+    L += H("Major claims")
+    L += ["| claim | paper item | statement | experiment | last verdict |", "|---|---|---|---|---|"]
+    for c in _claims.CLAIMS:
+        e = by_nb.get(c.notebook)
+        L.append(f"| {c.id} | {_esc(c.item)} | {_esc(c.statement)} | {e['id'] if e else 'none'} | "
+                 f"{_esc(_verdict(ctx, c.id))} |")
     L.append("")
-    if book_rec:
-        L += [f"The last book build (`jupyter-book build`) took {_fmt_s(book_rec.get('wall_s'))}.", ""]
+
+    L += H("Experiments")
+    L += ["Each experiment is one notebook; `make all` runs them all. Costs are per mode, "
+          "[human-minutes + compute-hours + GB disk]: compute time and disk (the files the run wrote under "
+          "`results/`, `figures/`, `data/` and `.cache/`) are measured on this machine, `?` where that mode has "
+          f"not run here; the {HUMAN_MINUTES_PER_EXPERIMENT} human-minutes are our estimate of the attention it "
+          "needs (start it, read the verdict and the chapter).", ""]
+    for e in exps:
+        L += [f"#### {e['id']}: {link(e)}", ""]
+        cl = [c for c in _claims.CLAIMS if c.id in e["claims"]]
+        L.append(f"- **How to:** `make book/notebooks/{e['name']}.ipynb MODE=quick` (or `MODE=full`), then "
+                 "`make grade`: the verdict is printed and written to `results/grade.json`.")
+        if cl:
+            for c in cl:
+                L.append(f"- **Supports {c.id} ({_esc(c.item)}). Expected:** {_esc(c.paper)}. "
+                         f"**Tolerance:** {_esc(c.tolerance)}.")
+        else:
+            L.append("- **Expected:** the notebook runs to the end; its in-line checks (assertions against "
+                     "closed forms, Monte Carlo or published numbers) pass. It supports the book's explanation, "
+                     "not a graded claim.")
+        L.append("- **Cost:**")
+        L += _experiment_cost_lines(ctx, e)
+        L.append("")
+
+    L += H("Measured tiers")
+    L += ["`make all` per mode: the wall time from the start of `make` to the built book, on this machine. A "
+          "*cold* run executes every notebook; later runs re-execute only what changed.", ""]
+    L += _tier_table(ctx) + [""]
+    if ctx["book"]:
+        L += [f"The last book build (`jupyter-book build`) took {_fmt_s(ctx['book'].get('wall_s'))}.", ""]
     L += ["A `make all` records its total once the book is built, then rewrites this appendix and refreshes "
           "this page, so the table includes the run that built the book. The time of a cold run includes "
-          "creating `.venv` when the run had to (see above).", ""]
+          "creating `.venv` when the run had to (see Installation).", ""]
+
+    L += H("Limitations") + _limitations(ctx) + [""]
+    L += H("Notes on Reusability") + _reuse_lines() + [""]
+    L += H("Version") + _version_lines(ctx) + [""]
+    return "\n".join(L)
+
+
+def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "notebooks",
+                env_record: Path = Path(".venv/install-record.json"),
+                citation_file: str | Path | None = None) -> str:
+    """The appendix in the layout of PETS's ``ARTIFACT-APPENDIX.md`` template (Markdown)."""
+    ctx = _context(results, notebooks_dir, env_record, citation_file)
+    sec = dict((t, lv) for lv, t in PETS_SECTIONS)
+
+    def H(text: str) -> list[str]:
+        return [_h(sec[text], text), ""]
+
+    L: list[str] = ["# Artifact Appendix", ""]
+    L += ["Paper title: **Rethinking the Security of DP-SGD: A Corrected Analysis of Differentially Private "
+          "Machine Learning** (Wenhao Wang, Shujie Cui, Hui Cui, Xingliang Yuan, 2026, arXiv:2605.15648)", "",
+          "Requested Badge(s):", "  - [x] **Available**", "  - [x] **Functional**", "  - [x] **Reproduced**", "",
+          "Generated by `python -m paperlib.artifact.appendix` from the claims registry, the last grade, the "
+          "measured runs on this machine and `CITATION.cff`; do not edit by hand. The USENIX-form appendix with "
+          "the same content is `results/artifact_appendix.md` (and the book's appendix page).", ""]
+
+    L += H("Description")
+    L += [f"1. The paper, {_PAPER}, shows that DP-SGD as implemented (normalising the noisy sum by the expected "
+          "batch size, its floor, or the realised batch size: EASGM, FEASGM, ASGM) does not have the guarantee "
+          "that the analysis of the subsampled Gaussian mechanism (SGM) claims for it, derives the corrected "
+          "guarantees and their upper bounds, and audits synthetic mechanisms and real implementations.",
+          "2. The artifact recomputes each figure and table of the paper in a notebook, grades each claim "
+          "against the numbers it computed, and builds an HTML book. " + _INDEPENDENT, ""]
+    L += H("Security/Privacy Issues and Ethical Concerns") + _risk_lines() + [""]
+
+    L += H("Basic Requirements")
+    L += H("Hardware Requirements") + _hardware_lines() + [""]
+    L += H("Software Requirements") + _software_lines() + _data_lines() + [""]
+    L += H("Estimated Time and Storage Consumption")
+    L += ["Measured on this machine (`make all` per mode; `not measured` where a mode has not run here):", ""]
+    L += _tier_table(ctx) + [""]
+    el = _env_line(ctx)
+    if el:
+        L += [el, ""]
+
+    L += H("Environment")
+    L += H("Accessibility") + _access_lines(ctx) + [""]
+    L += H("Set up the environment")
+    repo = ctx["cite"]["repository"] or "<repository URL: not yet published>"
+    L += ["```bash", f"git clone {repo} paperlib && cd paperlib", "make env   # .venv/ from requirements-lock.txt",
+          "# or: docker build -t paperlib .", "```", ""]
+    L += H("Testing the Environment")
+    L += ["```bash", "make test             # make lint, unit tests, every notebook through nbval, the book in a browser",
+          "make all MODE=smoke   # every notebook at the smallest sizes, the grade, the book", "```", "",
+          "Expected: `make test` ends with pytest's summary line and no failure; `make all MODE=smoke` ends with "
+          "the grade table and the path of the book.", ""]
+
+    L += H("Artifact Evaluation")
+    L += H("Main Results and Claims")
+    for c in _claims.CLAIMS:
+        e = ctx["by_nb"].get(c.notebook)
+        L += [f"#### Main Result {c.id[1:]}: {_esc(c.item)}", "",
+              f"{_esc(c.statement)} The paper: {_esc(c.paper)}. "
+              + (f"Experiment {e['id']} checks it." if e else "Nothing to measure.")
+              + f" Last verdict: {_esc(_verdict(ctx, c.id))}.", ""]
+    L += H("Experiments")
+    for e in ctx["exps"]:
+        L += [f"#### Experiment {e['id'][1:]}: {_esc(e['title'])}", ""]
+        times = []
+        for m in MODES:
+            r = ctx["runs"].get((e["name"], m))
+            times.append(f"{m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} written"
+                         if r else f"{m} not measured")
+        L += [f"- Time: {HUMAN_MINUTES_PER_EXPERIMENT} human-minutes (estimate); compute: " + "; ".join(times) + ".",
+              f"- Command: `make book/notebooks/{e['name']}.ipynb MODE=quick` (or `MODE=full`), then `make grade`.",
+              "- Supports: " + (", ".join(e["claims"]) if e["claims"] else "the book's explanation (no graded claim)")
+              + "."]
+        for c in _claims.CLAIMS:
+            if c.id in e["claims"]:
+                L.append(f"- Expected ({c.id}): {_esc(c.paper)}; tolerance: {_esc(c.tolerance)}.")
+        L.append("")
+
+    L += H("Limitations") + _limitations(ctx) + [""]
+    L += H("Notes on Reusability") + _reuse_lines() + [""]
+    L += _version_lines(ctx) + [""]
     return "\n".join(L)
 
 
@@ -227,16 +595,25 @@ def main(argv=None) -> int:
     ap.add_argument("--book-page", default="book/appendix.md", help="book page to write (default: book/appendix.md)")
     ap.add_argument("--standalone", default=None,
                     help="standalone Markdown file (default: RESULTS/artifact_appendix.md)")
-    ap.add_argument("--no-book", action="store_true", help="write only the standalone file")
+    ap.add_argument("--pets", default=None,
+                    help="the PETS-form appendix (default: RESULTS/ARTIFACT-APPENDIX.md)")
+    ap.add_argument("--no-book", action="store_true", help="do not write the book page")
     ap.add_argument("--notebooks", default="notebooks", help="folder of the notebook sources (default: notebooks)")
+    ap.add_argument("--citation", default=None, help="citation metadata (default: CITATION.cff)")
     a = ap.parse_args(argv)
     if not Path(a.notebooks).is_dir():
         ap.error(f"--notebooks {a.notebooks} is not a folder (run from the repository root)")
+    if a.citation is not None and not Path(a.citation).is_file():
+        ap.error(f"--citation {a.citation} is not a file")
+    kw = {"notebooks_dir": a.notebooks, "citation_file": a.citation}
     out = Path(a.standalone) if a.standalone else pv.results_dir() / "artifact_appendix.md"
-    _write(out, render(book=False, notebooks_dir=a.notebooks))
+    _write(out, render(book=False, **kw))
     print(f"wrote {out}")
+    pets = Path(a.pets) if a.pets else pv.results_dir() / "ARTIFACT-APPENDIX.md"
+    _write(pets, render_pets(**kw))
+    print(f"wrote {pets}")
     if not a.no_book:
-        _write(Path(a.book_page), render(book=True, notebooks_dir=a.notebooks))
+        _write(Path(a.book_page), render(book=True, **kw))
         print(f"wrote {a.book_page}")
     return 0
 
