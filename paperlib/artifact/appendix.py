@@ -50,6 +50,8 @@ MODE_NOTES = {
 HUMAN_MINUTES_PER_EXPERIMENT = 3
 #: Our estimate for the set-up: clone, one command, read its last lines.
 HUMAN_MINUTES_SETUP = 5
+#: Our estimate for the basic test: start it, read the grade table it ends with.
+HUMAN_MINUTES_BASIC_TEST = 2
 DOI_PLACEHOLDER = "not yet assigned (placeholder)"
 URL_PLACEHOLDER = "not yet published (placeholder)"
 
@@ -140,6 +142,7 @@ def citation(path: str | Path | None = None) -> dict:
     missing or is not a YAML mapping; this never raises.
     """
     p = Path(path) if path is not None else _default_citation_file()
+    shown = str(path) if path is not None else "CITATION.cff"  # no machine-specific path in the book
     out = {"found": False, "file": str(p), "title": None, "version": None, "license": None,
            "repository": None, "url": None, "doi": None, "paper": None}
     try:
@@ -147,11 +150,11 @@ def citation(path: str | Path | None = None) -> dict:
 
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {**out, "error": f"{p} not found"}
+        return {**out, "error": f"{shown} not found"}
     except Exception as exc:  # unreadable or not YAML: the appendix says so instead of failing
-        return {**out, "error": f"{p} unreadable ({type(exc).__name__})"}
+        return {**out, "error": f"{shown} unreadable ({type(exc).__name__})"}
     if not isinstance(doc, dict):
-        return {**out, "error": f"{p} is not a YAML mapping"}
+        return {**out, "error": f"{shown} is not a YAML mapping"}
 
     def s(key):
         v = doc.get(key)
@@ -342,8 +345,8 @@ def _limitations(ctx: dict) -> list[str]:
     L = []
     unmeasured = [m for m in MODES if not _tier_cold(ctx, m)]
     if unmeasured:
-        L.append("- Not measured on this machine: `make all` in " + ", ".join(f"`{m}`" for m in unmeasured)
-                 + " mode; those costs read `?` / *not measured*.")
+        L.append("- No cold `make all` measured on this machine in " + ", ".join(f"`{m}`" for m in unmeasured)
+                 + " mode; costs of what has not run here read `?` / *not measured*.")
     open_claims = []
     for c in _claims.CLAIMS:
         ev = ctx["verdict"].get(c.id)
@@ -451,7 +454,7 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
           "```", "",
           "`make all MODE=smoke` ends with the grade table and the path of the book; numbers are not meaningful "
           "in smoke mode, only that every step runs. Cost: "
-          + cost(2, smoke.get("wall_s") if smoke else None,
+          + cost(HUMAN_MINUTES_BASIC_TEST, smoke.get("wall_s") if smoke else None,
                  sum(smoke.get("disk_bytes", {}).values()) if smoke else None)
           + (" (measured)." if smoke else " (not measured on this machine)."), ""]
 
