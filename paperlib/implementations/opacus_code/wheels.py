@@ -32,6 +32,7 @@ new folder that replaces the old one. This matters because the folder is put fir
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import json
@@ -370,10 +371,33 @@ def install_release(version: str, *, cache: Path | None = None, download: bool =
             raise AuditError(f"opacus {version} is not in the wheel cache {where}; fill it with: {REFRESH_COMMAND}")
     sha = verify_wheel(wheel, version, sha256=sha256)
     target = release_dir(version)
-    if target.is_dir() and verify_install(target, wheel, sha):
-        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{PACKAGE}-{version}-", dir=target.parent))
+    with _locked(target.parent / f".{PACKAGE}-{version}.lock"):  # one installer at a time (parallel notebooks)
+        if not (target.is_dir() and verify_install(target, wheel, sha)):
+            _install(wheel, sha, target)
+    return target
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` (``fcntl.flock``; no lock where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _install(wheel: Path, sha: str, target: Path) -> None:
+    """Install the verified ``wheel`` into a new folder beside ``target``, check it, and put it in
+    the place of ``target`` (whatever was there is deleted)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         r = _pip("install", "--no-deps", "--no-index", "--no-compile", "--target", str(tmp), str(wheel))
         if r.returncode != 0:
@@ -389,7 +413,6 @@ def install_release(version: str, *, cache: Path | None = None, download: bool =
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def release_env(target: Path) -> dict[str, str]:
