@@ -243,7 +243,7 @@ test: lint sync test-book browser-deps | $(ENV_TARGET)
 # interrupted or partly re-run `make all` takes), so that path is tested too.
 test-book: | $(ENV_TARGET)
 	@rm -rf $(TESTBOOK) && mkdir -p $(TESTBOOK)/book
-	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md notebooks paperlib $(TESTBOOK)/
+	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md CITATION.cff notebooks paperlib $(TESTBOOK)/
 	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md) $(TESTBOOK)/book/
 	@echo "== building the test book (MODE=smoke) in $(TESTBOOK), then again from the results cache"
 	@for pass in compute cached; do \

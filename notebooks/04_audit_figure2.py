@@ -371,3 +371,11 @@ pf.markdown_table(["mechanism", "q", "N", "ε claim"] + [f"ε_L {k}" for k in SP
 
 # %%
 print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
+
+# %%
+# The paper's claim C2, graded from this notebook's results by the same check (and
+# tolerance) as the grade page: a claim these numbers do not support stops the build.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("C2")
+print(f"C2 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")

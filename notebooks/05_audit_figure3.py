@@ -280,3 +280,11 @@ else:
 
 # %%
 print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
+
+# %%
+# The paper's claim C3, graded from this notebook's results by the same check (and
+# tolerance) as the grade page: a claim these numbers do not support stops the build.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("C3")
+print(f"C3 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")

@@ -204,3 +204,11 @@ print(f"notebook wall time {time.perf_counter() - T_START:.0f} s")
 # the output can find. The largest $\varepsilon_L$ a run can certify is limited by the
 # number of trials (no errors at all gives about 7.7 with 10,000 counted rounds), so
 # the tallest bars are capped.
+
+# %%
+# The paper's claim C4, graded from this notebook's results by the same check (and
+# tolerance) as the grade page: a claim these numbers do not support stops the build.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("C4")
+print(f"C4 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")

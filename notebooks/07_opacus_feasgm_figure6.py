@@ -124,3 +124,11 @@ print(f"notebook wall time {time.perf_counter() - T_START:.0f} s")
 # 1 on $D$ and by 2 on $D'$, so the noise scale alone — visible in the norm of a
 # 1.5-million-dimensional output — tells the datasets apart, whatever batch was drawn.
 # The bars are capped by the number of trials, not by the mechanism.
+
+# %%
+# The paper's claim C6, graded from this notebook's results by the same check (and
+# tolerance) as the grade page: a claim these numbers do not support stops the build.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("C6")
+print(f"C6 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")

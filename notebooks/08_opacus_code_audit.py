@@ -261,3 +261,11 @@ for N, q in [(140_199, 0.005), (59_999, 0.005), (10, 0.25), (3, 0.5)]:
 #   records each wheel's SHA-256 instead.
 # * With `loss_reduction="sum"` none of these code paths divides at all (read from the same
 #   files, not checked by a rule): that path is the SGM the usual privacy analysis assumes.
+
+# %%
+# The paper's claim C8, graded from this notebook's results by the same check (and
+# tolerance) as the grade page: a claim these numbers do not support stops the build.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("C8")
+print(f"C8 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")

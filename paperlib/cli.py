@@ -19,9 +19,7 @@ import json
 import math
 import sys
 
-import numpy as np
-
-from paperlib.fdp import clt
+from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
 from paperlib.fdp.mixture import LRMixture
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
@@ -181,9 +179,7 @@ def _curve(args):
             raise ValueError("bound=clt is defined for mechanism easgm or feasgm (Theorems 3.13, A.7)")
         if args.n < 2:
             raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
-        if mech == "easgm":
-            return lambda a: clt.clt_upper_bound_easgm(a, args.N, args.n, rounds=T)
-        return lambda a: clt.clt_upper_bound_feasgm(a, args.N, args.q, args.n, rounds=T)
+        return clt_bound(mech, args.N, args.q, args.sigma, args.n, rounds=T)
     if T > 1:
         # T rounds (paperlib.fdp.composition): easgm/feasgm upper exact (chi-square with T(n-1)
         # coordinates), asgm upper by numerical composition of Eq. 14, sgm f_q^(xT); the
@@ -207,8 +203,8 @@ def run_tradeoff(args) -> dict:
     out = {"command": "tradeoff", "mechanism": args.mechanism, "bound": args.bound,
            "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
     if args.bound == "clt":
-        res = curve(alpha)
-        out.update(alpha=alpha.tolist(), beta=[_jsonnum(b) for b in res.upper], mu=res.mu, gamma=res.gamma,
+        res = curve.bounds(alpha)  # the theorem's own curve, as the CLI has always printed it
+        out.update(alpha=alpha.tolist(), beta=[_jsonnum(b) for b in res.upper], mu=curve.mu, gamma=curve.gamma,
                    note="CLT upper bound, defined on [gamma, 1 - gamma]; null outside")
     else:
         beta = curve(alpha) if not isinstance(curve, LRMixture) else curve(alpha, tol=args.tol)
@@ -278,8 +274,10 @@ def main(argv=None) -> int:
         sys.stderr.write(f"paperlib: error: {args.command} needs the [audit] extra ({exc.name} is not installed): "
                          "pip install 'paperlib[audit]'\n")
         return 2
-    except RuntimeError as exc:  # audit-implementation: the implementation does not match its mechanism
-        if type(exc).__name__ != "ImplementationMismatch":
+    except RuntimeError as exc:
+        # audit-implementation: the implementation does not match its mechanism, an old release
+        # is not available (offline, no cache) or does not run here, or its code audit failed
+        if type(exc).__name__ not in ("ImplementationMismatch", "ReleaseNotAvailable", "AuditError"):
             raise
         sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
         return 1

@@ -215,3 +215,20 @@ def test_show_prints_without_writing(rd, capsys):
     capsys.readouterr()
     assert cl.main(["--show"]) == 0
     assert "C8" in capsys.readouterr().out
+
+
+def test_require_is_the_grade_and_can_fail(rd):
+    """A notebook's closing check (claims.require) gives the grade's verdict and stops on a failure."""
+    with pytest.raises(cl.ClaimNotReproduced, match="no result to grade"):
+        cl.require("C5", rd)
+    _fig5(rd, 0.05)
+    assert cl.require("C5", rd)["verdict"] == "reproduced" == _claim("C5").evaluate(rd)["verdict"]
+    _fig5(rd, 0.3)
+    with pytest.raises(cl.ClaimNotReproduced, match=r"C5 \(Fig. 5\) not reproduced in quick mode: violated"):
+        cl.require("C5", rd)
+    # smoke-mode sizes are too small for the statements: the verdict is returned, not raised
+    rows = json.loads((rd / "03_figure5_readout.json").read_text())
+    _write(rd, "03_figure5_readout.json", rows["data"], {"mode": "smoke", "tol_g": 1e-5}, mode="smoke")
+    assert cl.require("C5", rd)["verdict"] == "not reproduced"
+    with pytest.raises(ValueError, match="claim_id must be one of"):
+        cl.require("C9", rd)

@@ -17,6 +17,7 @@ from scipy import integrate, optimize
 from scipy.stats import chi2, norm
 
 from paperlib.fdp import clt
+from paperlib.mechanisms import clt as mclt
 
 # --------------------------------------------------------------------------------------
 # independent constructions used by several tests
@@ -281,15 +282,15 @@ def test_mu_gamma_of_paper_cases(mp_ref):
             mu_ref = float(2 * m * ref["kl"] / mp.sqrt(var))
             gamma_ref = float(mp.mpf("0.56") * m * ref["k3"] / var ** mp.mpf(1.5))
         if den == num + 1 and num != 700:
-            r = clt.clt_upper_bound_easgm(0.5, num, n, rounds=rounds)
+            r = mclt.clt_upper_bound_easgm(0.5, num, n, rounds=rounds)
         else:  # FEASGM, Figure 7: N = 140,199, q = 0.005, K = 700 vs 701
-            r = clt.clt_upper_bound_feasgm(0.5, 140_199, 0.005, n, rounds=rounds)
+            r = mclt.clt_upper_bound_feasgm(0.5, 140_199, 0.005, n, rounds=rounds)
         assert r.mu == pytest.approx(mu_ref, rel=1e-10)
         assert r.gamma == pytest.approx(gamma_ref, rel=1e-10)
     # the numbers reported for the paper's settings (regression pins)
-    r = clt.clt_upper_bound_easgm(0.5, 4, 26010)
+    r = mclt.clt_upper_bound_easgm(0.5, 4, 26010)
     assert (r.mu, r.gamma) == pytest.approx((31.26547186, 3.628751099e-3), rel=1e-8)
-    r = clt.clt_upper_bound_easgm(0.5, 59999, 1485217)
+    r = mclt.clt_upper_bound_easgm(0.5, 59999, 1485217)
     assert (r.mu, r.gamma) == pytest.approx((1.762109999e-2, 4.741030272e-4), rel=1e-8)
 
 
@@ -335,7 +336,7 @@ def test_upper_bound_lies_above_exact_chi2_curve(s, m):
 def test_large_m_upper_bound_vs_exact_gap():
     # N = 59,999, n = 1,485,217 (Figure 5, full MNIST): exact chi-square ≈ G_{sqrt(2m)(1−s)}
     # and the CLT curve of the symmetrised f̄* is weaker (μ ≈ sqrt(2 A m)(1−s), A ≈ 0.376)
-    r = clt.clt_upper_bound_easgm(0.5, 59999, 1485217)
+    r = mclt.clt_upper_bound_easgm(0.5, 59999, 1485217)
     exact, _ = exact_chi2_curve(0.5, 59999 / 60000, 1485216)
     assert exact == pytest.approx(norm.cdf(norm.ppf(0.5) - math.sqrt(2 * 1485216) / 60000), abs=2e-4)
     assert 0.0 < r.upper - exact < 0.01
@@ -349,7 +350,7 @@ def test_large_m_upper_bound_vs_exact_gap():
 def test_easgm_wrapper():
     a = np.linspace(0.05, 0.95, 7)
     for N, n, rounds in [(1, 100, 1), (4, 26010, 1), (999, 26010, 3)]:
-        r = clt.clt_upper_bound_easgm(a, N, n, rounds=rounds)
+        r = mclt.clt_upper_bound_easgm(a, N, n, rounds=rounds)
         ref = clt.clt_bounds(a, N / (N + 1), rounds * (n - 1))
         np.testing.assert_allclose(r.upper, ref.upper, rtol=1e-12, equal_nan=True)
         assert r.mu == pytest.approx(ref.mu, rel=1e-12)
@@ -357,17 +358,17 @@ def test_easgm_wrapper():
 
 def test_feasgm_wrapper_and_refusals():
     a = np.linspace(0.05, 0.95, 7)
-    r = clt.clt_upper_bound_feasgm(a, 140_199, 0.005, 26010, rounds=200)  # K = 700 vs 701
+    r = mclt.clt_upper_bound_feasgm(a, 140_199, 0.005, 26010, rounds=200)  # K = 700 vs 701
     ref = clt.clt_bounds(a, 700 / 701, 200 * 26009)
     np.testing.assert_allclose(r.upper, ref.upper, rtol=1e-12, equal_nan=True)
     assert r.mu == pytest.approx(ref.mu, rel=1e-12)
     # Figure 6: N = 3, q = 0.5 -> K = 1 vs floor(2) = 2
-    r = clt.clt_upper_bound_feasgm(0.5, 3, 0.5, 100)
+    r = mclt.clt_upper_bound_feasgm(0.5, 3, 0.5, 100)
     assert r.mu == pytest.approx(clt.clt_bounds(0.5, 0.5, 99).mu, rel=1e-12)
     with pytest.raises(ValueError, match="K = floor"):
-        clt.clt_upper_bound_feasgm(0.5, 10, 0.05, 100)  # K = 0
+        mclt.clt_upper_bound_feasgm(0.5, 10, 0.05, 100)  # K = 0
     with pytest.raises(ValueError, match="SGM guarantee"):
-        clt.clt_upper_bound_feasgm(0.5, 1000, 0.005, 100)  # floor(5) = floor(5.005)
+        mclt.clt_upper_bound_feasgm(0.5, 1000, 0.005, 100)  # floor(5) = floor(5.005)
 
 
 # --------------------------------------------------------------------------------------
@@ -388,16 +389,16 @@ def test_feasgm_wrapper_and_refusals():
         (lambda: clt.clt_bounds(1.5, 0.8, 10), "`alpha`"),
         (lambda: clt.clt_bounds([0.1, float("nan")], 0.8, 10), "`alpha`"),
         (lambda: clt.clt_bounds(-0.1, 0.8, 10), "`alpha`"),
-        (lambda: clt.clt_upper_bound_easgm(0.5, 0, 100), "`N`"),
-        (lambda: clt.clt_upper_bound_easgm(0.5, 4, 1), "`n`"),
-        (lambda: clt.clt_upper_bound_easgm(0.5, 4, 100, rounds=0), "`rounds`"),
-        (lambda: clt.clt_upper_bound_easgm(2.0, 4, 100), "`alpha`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 100, 0.0, 100), "`q`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 100, 1.5, 100), "`q`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 100, float("nan"), 100), "`q`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 0, 0.5, 100), "`N`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 100, 0.5, 1), "`n`"),
-        (lambda: clt.clt_upper_bound_feasgm(0.5, 101, 0.5, 100, rounds=-1), "`rounds`"),
+        (lambda: mclt.clt_upper_bound_easgm(0.5, 0, 100), "`N`"),
+        (lambda: mclt.clt_upper_bound_easgm(0.5, 4, 1), "`n`"),
+        (lambda: mclt.clt_upper_bound_easgm(0.5, 4, 100, rounds=0), "`rounds`"),
+        (lambda: mclt.clt_upper_bound_easgm(2.0, 4, 100), "`alpha`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 100, 0.0, 100), "`q`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 100, 1.5, 100), "`q`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 100, float("nan"), 100), "`q`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 0, 0.5, 100), "`N`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 100, 0.5, 1), "`n`"),
+        (lambda: mclt.clt_upper_bound_feasgm(0.5, 101, 0.5, 100, rounds=-1), "`rounds`"),
         (lambda: clt.clt_mu_gamma_iid(0.1, 0.5, 0.1, 0), "`m`"),
         (lambda: clt.clt_mu_gamma_iid(-0.1, 0.5, 0.1, 5), "`kl`"),
         (lambda: clt.clt_mu_gamma_iid(0.5, 0.25, 0.1, 5), "`kappa2`"),

@@ -47,6 +47,7 @@ __all__ = [
     "CLAIMS",
     "TABLE2_PATH",
     "grade",
+    "require",
     "render_text",
     "render_markdown",
     "main",
@@ -647,6 +648,32 @@ def grade(results_dir: str | Path | None = None) -> dict:
         "counts": counts,
         "claims": claims,
     })
+
+
+class ClaimNotReproduced(AssertionError):
+    """A notebook's results do not support the claim it reproduces (see :func:`require`)."""
+
+
+def require(claim_id: str, results_dir: str | Path | None = None, *, strict_modes=("quick", "full")) -> dict:
+    """Grade one claim from the results just written, as a notebook's closing check.
+
+    The same check and tolerance as :func:`grade` (one definition of each claim), so a
+    notebook and the grade page cannot disagree. Raises :class:`ClaimNotReproduced`
+    (an AssertionError) when the verdict is "not run" (the notebook wrote no usable
+    result), or "not reproduced" in one of ``strict_modes`` (smoke-mode sizes are too
+    small for the statements; there the verdict is only returned). Returns the claim's
+    record (``verdict``, ``parts``, ``measured``, ``values``, ``mode``).
+    """
+    by_id = {c.id: c for c in CLAIMS}
+    if claim_id not in by_id:
+        raise ValueError(f"claim_id must be one of {', '.join(by_id)}, got {claim_id!r}")
+    rd = Path(results_dir) if results_dir is not None else pv.results_dir()
+    rec = by_id[claim_id].evaluate(rd)
+    if rec["verdict"] == "not run":
+        raise ClaimNotReproduced(f"{claim_id} ({rec['item']}): no result to grade ({rec['reason']})")
+    if rec["verdict"] == "not reproduced" and rec["mode"] in strict_modes:
+        raise ClaimNotReproduced(f"{claim_id} ({rec['item']}) not reproduced in {rec['mode']} mode: {rec['reason']}")
+    return rec
 
 
 def _md_escape(s: str) -> str:

@@ -81,8 +81,6 @@ __all__ = [
     "clt_mu_gamma",
     "clt_mu_gamma_iid",
     "clt_bounds",
-    "clt_upper_bound_easgm",
-    "clt_upper_bound_feasgm",
 ]
 
 #: The constant in γ of Dong, Roth, Su (2022), Theorem 5.
@@ -519,84 +517,3 @@ def clt_bounds(alpha, s: float, m: int, *, one_minus_s: float | None = None) -> 
     lower = np.where(inside, _g_mu(lo_arg, mu) - gamma, np.nan)
     upper = np.where(inside, _g_mu(up_arg, mu) + gamma, np.nan)
     return CLTBound(_out(np.asarray(lower)), _out(np.asarray(upper)), mu, gamma)
-
-
-def clt_upper_bound_easgm(alpha, N: int, n: int, rounds: int = 1) -> CLTBound:
-    """CLT bound of the EASGM upper bound ``f̄`` (paper Theorems 3.12/3.13).
-
-    ``f̄ = T(P^{⊗(n−1)}, Q_N^{⊗(n−1)})`` per round (Theorem 3.8), with
-    ``s = N/(N+1)`` and ``m = rounds·(n − 1)`` coordinates;
-    ``f̄^{⊗rounds}(α) ≤ upper(α) = G_μ(α − γ) + γ`` on ``[γ, 1 − γ]``.
-
-    Parameters
-    ----------
-    alpha : float or array-like in [0, 1]
-    N : int ``≥ 1`` (size of ``D``; ``|D'| = N + 1``)
-    n : int ``≥ 2`` (output dimension; ``n − 1 ≥ 1`` coordinates enter)
-    rounds : int ``≥ 1``
-
-    Returns
-    -------
-    CLTBound(lower, upper, mu, gamma), as :func:`clt_bounds` (NaN outside
-    ``[γ, 1 − γ]``); ``upper`` is the bound the paper draws.
-
-    Raises
-    ------
-    ValueError naming the offending parameter.
-    """
-    N = _check_int("N", N, 1)
-    n = _check_int("n", n, 2)
-    rounds = _check_int("rounds", rounds, 1)
-    a = _check_alpha(alpha)
-    return clt_bounds(a if a.ndim else float(a), N / (N + 1), rounds * (n - 1),
-                      one_minus_s=1.0 / (N + 1))
-
-
-def clt_upper_bound_feasgm(alpha, N: int, q: float, n: int, rounds: int = 1) -> CLTBound:
-    """CLT bound of the FEASGM upper bound (paper Theorem A.7; Theorem A.4).
-
-    ``K = floor(N q)`` (computed as ``math.floor(N * q)`` in floating point, as Opacus
-    computes ``int(len(dataset) * sample_rate)``); when ``floor((N+1) q) ≠ K`` the
-    normalisers differ and ``f̄ = T(P^{⊗(n−1)}, Q_K^{⊗(n−1)})`` per round, so
-    ``s = K/(K+1)`` and ``m = rounds·(n − 1)``.
-
-    Parameters
-    ----------
-    alpha : float or array-like in [0, 1]
-    N : int ``≥ 1``
-    q : float in (0, 1] (Poisson sampling rate)
-    n : int ``≥ 2``
-    rounds : int ``≥ 1``
-
-    Returns
-    -------
-    CLTBound(lower, upper, mu, gamma), as :func:`clt_bounds`.
-
-    Raises
-    ------
-    ValueError naming the offending parameter; also when ``K = floor(Nq) = 0`` (the
-    normaliser of ``D`` is 0: Opacus v1.x divides by zero, ``s = 0`` is outside the
-    theorem) and when ``floor((N+1)q) = K`` (both sides divide by the same number, so
-    FEASGM is post-processing of SGM and the SGM guarantee holds instead).
-    """
-    N = _check_int("N", N, 1)
-    q = _check_real("q", q)
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"`q` must lie in (0, 1], got {q}")
-    n = _check_int("n", n, 2)
-    rounds = _check_int("rounds", rounds, 1)
-    a = _check_alpha(alpha)
-    K = math.floor(N * q)
-    if K == 0:
-        raise ValueError(
-            f"K = floor(N q) = 0 for N = {N}, q = {q}: the FEASGM normaliser of D is 0 "
-            "(Opacus v1.x divides by zero); s = K/(K+1) = 0 is outside the CLT bound"
-        )
-    if math.floor((N + 1) * q) == K:
-        raise ValueError(
-            f"floor(N q) = floor((N+1) q) = {K} for N = {N}, q = {q}: both sides divide "
-            "by the same number, FEASGM is post-processing of SGM and the SGM guarantee "
-            "holds instead (no FEASGM CLT bound applies)"
-        )
-    return clt_bounds(a if a.ndim else float(a), K / (K + 1), rounds * (n - 1),
-                      one_minus_s=1.0 / (K + 1))

@@ -47,6 +47,8 @@ __all__ = [
     "feasgm_upper_bound",
     "feasgm_floors",
     "asgm_bound_weight",
+    "scale_shift_tradeoff",
+    "scale_test_tradeoff",
     "guarantee",
     "upper_bound",
 ]
@@ -385,3 +387,32 @@ def upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: i
     table = {Mechanism.EASGM: easgm_upper_bound, Mechanism.ASGM: asgm_upper_bound,
              Mechanism.FEASGM: feasgm_upper_bound}
     return table[mechanism](N, q, sigma, n)
+
+
+# ----------------------------------------------------------------------------- Theorems 3.4, 3.5
+def scale_shift_tradeoff(mu: float, s: float, n: int = 1) -> LRMixture:
+    """``T(N(0, I_n), N(mu e_1, s^2 I_n))`` for ``0 < s < 1``, ``mu >= 0``: the building block
+    of every guarantee (THEORY.md §4; the orderings of Theorems 3.4 and 3.5: weaker as
+    ``mu`` falls and as ``s`` rises). Exact likelihood-ratio evaluation
+    (:class:`~paperlib.fdp.gaussian.GaussVarFamily`, ``s = x / (x + 1)``).
+    Raises ValueError naming the parameter.
+    """
+    if not (isinstance(s, (int, float)) and 0 < s < 1):
+        raise ValueError(f"s must be a number in (0, 1), got {s!r}")
+    if not (isinstance(mu, (int, float)) and math.isfinite(mu) and mu >= 0):
+        raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+    n = check_int(n, "n", 1)
+    return LRMixture([GaussVarFamily(n, s / (1 - s), [float(mu)], [1.0])], label=f"T(N(0,I), N({mu:g} e1, {s:g}^2 I))",
+                     meta={"mu": mu, "s": s, "n": n})
+
+
+def scale_test_tradeoff(alpha, s: float) -> np.ndarray:
+    """Closed form of ``T(N(0, 1), N(0, s^2))`` (``0 < s < 1``): the test rejects D when
+    ``|X| < tau``, so ``alpha = 2 Phi(tau) - 1`` and ``beta = 2 (1 - Phi(tau / s))``
+    (THEORY.md §7, the pure scale test). ``alpha`` in [0, 1], array in, array out."""
+    from paperlib.validation import check_alpha_array
+
+    if not (isinstance(s, (int, float)) and 0 < s < 1):
+        raise ValueError(f"s must be a number in (0, 1), got {s!r}")
+    a = check_alpha_array(alpha)
+    return 2.0 * stats.norm.sf(stats.norm.ppf((1.0 + a) / 2.0) / s)

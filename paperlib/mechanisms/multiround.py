@@ -13,12 +13,12 @@ import warnings
 
 import numpy as np
 
-from paperlib.fdp import clt
 from paperlib.fdp.composition import (DEFAULT_MAX_FFT, DEFAULT_TAIL, BoundView, Chi2Pair, ComposedPLD,
                                       DilutedFamily)
 from paperlib.fdp.gaussian import IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tradeoff import TradeOffCurve, eps_delta_tradeoff
+from paperlib.mechanisms import clt as mclt
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
@@ -219,12 +219,12 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
         raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
     if mechanism == "easgm":
         pair = easgm_rounds_upper_bound(N, q, sigma, n, rounds=T)
-        res = clt.clt_upper_bound_easgm(a, N, n, rounds=T)
+        res = mclt.clt_upper_bound_easgm(a, N, n, rounds=T)
     elif mechanism == "feasgm":
         if q is None:
             raise ValueError("q is needed for mechanism feasgm")
         pair = feasgm_rounds_upper_bound(N, q, None, n, rounds=T)  # raises when the floors agree (no sigma)
-        res = clt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
+        res = mclt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
     else:
         raise ValueError(f"mechanism must be 'easgm' or 'feasgm' for the CLT bound, got {mechanism!r}")
     exact = pair(a)
