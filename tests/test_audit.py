@@ -23,19 +23,7 @@ from paperlib.artifact import sweeps
 from paperlib.mechanisms.guarantees import easgm_guarantee, sgm_claim
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
-
-
-@pytest.fixture()
-def results(tmp_path, monkeypatch):
-    d = tmp_path / "results"
-    monkeypatch.setenv(pv.RESULTS_ENV, str(d))
-    return d
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ----------------------------------------------------------------------------- statistics

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import warnings
 
 import mpmath as mp
@@ -20,6 +18,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from conftest import run_cli
 from paperlib.fdp import composition as C
 from paperlib.mechanisms import multiround as MR
 from paperlib.mechanisms.core import feasgm_floors
@@ -377,7 +376,7 @@ def test_errors_name_the_parameter(call, name):
 
 
 def _cli(*args):
-    p = subprocess.run([sys.executable, "-m", "paperlib", *args], capture_output=True, text=True)
+    p = run_cli(*args)
     return p.returncode, p.stdout, p.stderr
 
 

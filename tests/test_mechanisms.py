@@ -16,17 +16,10 @@ import torch
 from scipy import stats
 
 from paperlib.mechanisms import sampler as M
-from paperlib.mechanisms import simulation
 from paperlib.mechanisms.core import MECHANISMS, Mechanism
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # the test machines are shared: one torch thread is faster and steadier there
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _vectors(N=3, n=7, seed=0, scale=1.5):

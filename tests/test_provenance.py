@@ -9,13 +9,6 @@ import pytest
 from paperlib.artifact import provenance as pv
 
 
-@pytest.fixture()
-def results(tmp_path, monkeypatch):
-    d = tmp_path / "results"
-    monkeypatch.setenv(pv.RESULTS_ENV, str(d))
-    return d
-
-
 def test_key_stable_and_order_independent():
     a = {"N": 60000, "q": 0.004, "sigma": 1.1, "mechanism": "easgm"}
     b = dict(reversed(list(a.items())))
