@@ -420,3 +420,18 @@ def test_cli_audit_bad_input(capsys, change, word):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and word in err[0]
+
+
+def test_audit_config_value_equals_keywords_and_names_unknown_knobs():
+    v = A.worst_case_vectors(3, 20, 1.0)
+    by_cfg = A.game.audit_distinguishers(v, "easgm", 0.5, 2.0, 1.0, config=A.game.AuditConfig(trials=400, seed=1))
+    by_kw = A.game.audit_distinguishers(v, "easgm", 0.5, 2.0, 1.0, trials=400, seed=1)
+    assert by_cfg["optimal"].to_dict() | {"wall_time_s": 0} == by_kw["optimal"].to_dict() | {"wall_time_s": 0}
+    # a keyword replaces the config's value
+    other = A.game.audit_distinguishers(v, "easgm", 0.5, 2.0, 1.0, config=A.game.AuditConfig(trials=400, seed=1),
+                                        seed=2)
+    assert other["optimal"].seed == 2
+    with pytest.raises(ValueError, match="unknown audit option.*sed"):
+        A.game.audit_distinguishers(v, "easgm", 0.5, 2.0, 1.0, trials=400, sed=1)
+    with pytest.raises(ValueError, match="trials"):
+        A.game.audit_distinguishers(v, "easgm", 0.5, 2.0, 1.0)

@@ -31,6 +31,7 @@ from paperlib.audit.distinguishers import (
 from paperlib.audit.game import (
     AUDIT_VERSION,
     PATHS,
+    AuditConfig,
     AuditResult,
     audit,
     audit_distinguishers,
@@ -54,6 +55,7 @@ __all__ = [
     "make_distinguisher",
     "AUDIT_VERSION",
     "PATHS",
+    "AuditConfig",
     "AuditResult",
     "audit",
     "audit_distinguishers",

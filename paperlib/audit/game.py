@@ -50,7 +50,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -66,6 +66,7 @@ from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_low
 
 __all__ = [
     "AUDIT_VERSION",
+    "AuditConfig",
     "AuditResult",
     "worst_case_vectors",
     "vectors_digest",
@@ -84,6 +85,48 @@ AUDIT_VERSION = 2
 
 #: accepted values of ``path`` (see the module docstring)
 PATHS = ("auto", "projected", "full")
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """The knobs of one audit (how many rounds, at what confidence, where they run).
+
+    ``trials`` counted rounds (half on D, half on D'); ``calibration_trials`` separate
+    rounds that choose the threshold (default ``trials``); ``delta`` of ``eps_L``;
+    ``confidence`` of each two-sided Clopper-Pearson interval; ``objective`` ``"eps"``
+    (maximise ``eps_L``) or ``"delta"`` (maximise ``delta_L`` at ``eps_for_delta``, default
+    the SGM claim's epsilon); ``seed``; ``device`` and ``dtype`` of the sampled rounds;
+    ``chunk_size`` trials per batch (default from memory); ``batched=False`` the plain
+    per-trial loop; ``path`` ``"auto"``, ``"projected"`` or ``"full"``; ``progress`` a tqdm
+    bar; ``num_threads`` torch CPU threads during the audit; ``max_N`` the largest ``N``
+    the exact distinguishers enumerate. Validated when the audit runs.
+    """
+
+    trials: int | None = None  # required: no default number of rounds
+    calibration_trials: int | None = None
+    delta: float = 1e-5
+    confidence: float = 0.95
+    objective: str = "eps"
+    eps_for_delta: float | None = None
+    seed: int = 0
+    device: object = "cpu"
+    dtype: object = torch.float64
+    chunk_size: int | None = None
+    batched: bool = True
+    path: str = "auto"
+    progress: bool = False
+    num_threads: int | None = None
+    max_N: int = MAX_N_EXACT
+
+    @classmethod
+    def make(cls, config: "AuditConfig | None" = None, **knobs) -> "AuditConfig":
+        """``config`` (default: the defaults) with ``knobs`` replaced; ValueError naming an unknown knob."""
+        base = config if config is not None else cls()
+        unknown = sorted(set(knobs) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown audit option(s) {', '.join(unknown)}; allowed: "
+                             f"{', '.join(cls.__dataclass_fields__)}")
+        return replace(base, **knobs)
 
 
 @dataclass
@@ -376,23 +419,10 @@ def audit_distinguishers(
     sigma: float,
     C: float,
     *,
-    trials: int,
+    config: AuditConfig | None = None,
     distinguishers=("optimal",),
-    delta: float = 1e-5,
-    calibration_trials: int | None = None,
-    seed: int = 0,
-    device: str | torch.device = "cpu",
-    dtype: torch.dtype = torch.float64,
-    confidence: float = 0.95,
-    objective: str = "eps",
-    eps_for_delta: float | None = None,
-    chunk_size: int | None = None,
-    batched: bool = True,
-    path: str = "auto",
-    progress: bool = False,
     data: str = "given",
-    max_N: int = MAX_N_EXACT,
-    num_threads: int | None = None,
+    **knobs,
 ) -> dict:
     """Audit one round of ``mechanism`` on given vectors with several distinguishers on the same runs.
 
@@ -400,8 +430,10 @@ def audit_distinguishers(
     ----------
     vectors : array (N+1, n)
         Per-example vectors (rows 0..N-1 = D, row N = the added point); clipped to ``C``.
-    mechanism : {"sgm", "easgm", "asgm", "feasgm"}
+    mechanism : a :class:`~paperlib.mechanisms.core.Mechanism` or its name
     q, sigma, C : sampling rate in (0, 1], noise multiplier > 0, clipping norm > 0.
+    config : :class:`AuditConfig`, the audit's knobs; any of its fields may also be given
+        as a keyword (``trials=20_000, seed=1``), which replaces the config's value.
     trials : int >= 2
         Counted rounds in total (half on D, half on D').
     distinguishers : iterable
@@ -431,6 +463,11 @@ def audit_distinguishers(
     misshaped vectors, N > ``max_N`` (12), FEASGM with floor(N q) = 0, unknown names,
     ``path="projected"`` with a distinguisher that needs the full outputs.
     """
+    cfg = AuditConfig.make(config, **knobs)
+    trials, calibration_trials, delta, confidence = cfg.trials, cfg.calibration_trials, cfg.delta, cfg.confidence
+    objective, eps_for_delta, seed, device, dtype = cfg.objective, cfg.eps_for_delta, cfg.seed, cfg.device, cfg.dtype
+    chunk_size, batched, path, progress, num_threads = cfg.chunk_size, cfg.batched, cfg.path, cfg.progress, cfg.num_threads
+    max_N = cfg.max_N
     q, sigma, C, trials, calibration_trials, delta, confidence = _validate_common(
         mechanism, q, sigma, C, trials, calibration_trials, delta, confidence)
     if objective not in ("eps", "delta"):
