@@ -67,6 +67,7 @@ from myst_nb import glue
 
 from paperlib.artifact import figures as pf
 from paperlib.mechanisms import guarantees, simulation
+from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import results_dir, save_result
 
@@ -219,7 +220,7 @@ checks = []
 
 def f_at(curve, a):
     """Exact curve (vertices joined by chords: within TOL above the truth) at clipped alpha values."""
-    return np.interp(np.clip(a, 0.0, 1.0), curve["alpha"], curve["beta"])
+    return TradeOffCurve(curve["alpha"], curve["beta"])(np.clip(a, 0.0, 1.0))
 
 
 for (mech, N, q, sigma, n, note), r in zip(CASES, res["cases"]):

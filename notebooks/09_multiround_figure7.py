@@ -81,6 +81,7 @@ import numpy as np
 from myst_nb import glue
 
 from paperlib.mechanisms import multiround as comp
+from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.mechanisms.core import feasgm_floors
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
@@ -186,7 +187,7 @@ def _arr(x):
 
 def claim_at(kind, a):
     c = cl[kind]
-    return np.interp(a, _arr(c["alpha"]), _arr(c["beta"]))
+    return TradeOffCurve(_arr(c["alpha"]), _arr(c["beta"]))(a)
 
 
 for n in N_PARAMS:

@@ -67,6 +67,7 @@ from IPython.display import display
 from myst_nb import glue
 
 from paperlib import practitioner as pr
+from paperlib.mechanisms.core import feasgm_floors
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import results_dir, save_result
@@ -176,8 +177,8 @@ def normaliser_scan(N, batch_sizes):
         q_rm = pr.opacus1_rates(N - 1, B, False)
         q_tr = pr.opacus1_rates(N, B, False)
         q_ad = pr.opacus1_rates(N + 1, B, False)
-        k_rm = (int((N - 1) * q_rm[1]), int(N * q_tr[1]))
-        k_ad = (int(N * q_tr[1]), int((N + 1) * q_ad[1]))
+        k_rm = (feasgm_floors(N - 1, q_rm[1])[0], feasgm_floors(N, q_tr[1])[0])
+        k_ad = (feasgm_floors(N, q_tr[1])[0], feasgm_floors(N + 1, q_ad[1])[0])
         rows.append({"B": B, "removal_weak": q_rm == q_tr and k_rm[0] != k_rm[1],
                      "addition_weak": q_ad == q_tr and k_ad[0] != k_ad[1],
                      "rate_changes": q_rm != q_tr or q_ad != q_tr})

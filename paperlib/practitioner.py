@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from paperlib.fdp.composition import Chi2Pair
+from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.multiround import asgm_rounds_upper_bound, sgm_claim_epsilon
 from paperlib.validation import check_delta, check_int, check_positive, check_rate
 
@@ -106,7 +107,7 @@ def opacus_sampling(N_train: int, batch_size: int, opacus_version: str = "1.6.0"
         rule = "Opacus 0.x: user-supplied sample_rate, assumed batch_size/N_train"
         steps = int(1 / q)
     return {"sample_rate": q, "accountant_sample_rate": q_acc, "steps_per_epoch": max(steps, 1),
-            "expected_batch_size": int(N_train * q_acc), "rule": rule}
+            "expected_batch_size": int(Mechanism.FEASGM.fixed_normaliser(N_train, q_acc)), "rule": rule}
 
 
 _WITNESS = ("when every clipped per-example gradient is zero, each released noisy gradient is N(0, (sigma C)^2 I_n) "
@@ -222,7 +223,7 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
             entry.update(sgm_claim_supported=True, corrected_epsilon=None, claim_refuted=False,
                          verdict="SGM (no normalisation): the SGM claim stands")
         elif mech == "feasgm":
-            K_small, K_big = int(small * q_pair), int((small + 1) * q_pair)
+            K_small, K_big = feasgm_floors(small, q_pair)
             entry["normalisers"] = [K_small, K_big]
             entry["floors_agree"] = K_small == K_big
             if K_small == 0:
