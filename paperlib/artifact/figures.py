@@ -142,20 +142,14 @@ def cached(name: str, params: dict, compute: Callable[[], Any], *, mode: str, se
 def curve_points(obj, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """Sampled vertices ``(alpha, beta)`` of a curve object, ``alpha`` ascending from 0 to 1.
 
-    ``obj`` is an :class:`~paperlib.fdp.mixture.LRMixture` (sampled to chord error ``tol``),
-    a :class:`~paperlib.fdp.mixture.PointwiseMixture` or a
-    :class:`~paperlib.fdp.tradeoff.TradeOffCurve`. Joining the vertices with straight lines
-    draws the curve to within ``tol``. Floating-point warnings raised while sampling
-    (slopes of curves that fall to 0 within ``alpha`` of order 1e-300) are silenced.
+    ``obj`` is any :class:`~paperlib.fdp.tradeoff.TradeOff` (an
+    :class:`~paperlib.fdp.mixture.LRMixture` is sampled to chord error ``tol``; every type
+    takes ``tol``) or anything with ``alpha`` and ``beta`` arrays. Joining the vertices with
+    straight lines draws the curve to within ``tol``. Floating-point warnings raised while
+    sampling (slopes of curves that fall to 0 within ``alpha`` of order 1e-300) are silenced.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        if hasattr(obj, "curve"):
-            try:
-                c = obj.curve(tol)
-            except TypeError:  # PointwiseMixture.curve() takes no tolerance
-                c = obj.curve()
-        else:
-            c = obj
+        c = obj.curve(tol) if hasattr(obj, "curve") else obj
     return np.asarray(c.alpha, dtype=float), np.asarray(c.beta, dtype=float)
 
 

@@ -57,6 +57,7 @@ Public functions
 ``clt_bounds``                  CLT lower/upper curves for ``f̄*^{⊗m}``.
 ``clt_upper_bound_easgm``       EASGM, ``s = N/(N+1)``, ``m = rounds·(n−1)`` (Thm 3.12/3.13).
 ``clt_upper_bound_feasgm``      FEASGM, ``s = K/(K+1)``, ``K = floor(Nq)`` (Thm A.7).
+``CLTTradeOff``                 the upper bound as a trade-off object (``CLTBound.as_tradeoff()``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ import numpy as np
 from scipy import integrate, optimize
 from scipy.stats import norm
 
+from paperlib.fdp import tradeoff as _tradeoff
+from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, checked_curve, lower_convex_envelope
+
 __all__ = [
     "BERRY_ESSEEN_CONSTANT",
     "Functionals",
@@ -81,6 +85,7 @@ __all__ = [
     "clt_mu_gamma",
     "clt_mu_gamma_iid",
     "clt_bounds",
+    "CLTTradeOff",
 ]
 
 #: The constant in γ of Dong, Roth, Su (2022), Theorem 5.
@@ -108,6 +113,10 @@ class CLTBound(NamedTuple):
     upper: np.ndarray | float
     mu: float
     gamma: float
+
+    def as_tradeoff(self, label: str = "", meta: dict | None = None) -> "CLTTradeOff":
+        """The upper bound as a :class:`CLTTradeOff` (a trade-off object with the full interface)."""
+        return CLTTradeOff(self.mu, self.gamma, label=label, meta=meta)
 
 
 # --------------------------------------------------------------------------------------
@@ -517,3 +526,102 @@ def clt_bounds(alpha, s: float, m: int, *, one_minus_s: float | None = None) -> 
     lower = np.where(inside, _g_mu(lo_arg, mu) - gamma, np.nan)
     upper = np.where(inside, _g_mu(up_arg, mu) + gamma, np.nan)
     return CLTBound(_out(np.asarray(lower)), _out(np.asarray(upper)), mu, gamma)
+
+
+# --------------------------------------------------------------------------------------
+# the upper bound as a trade-off function
+# --------------------------------------------------------------------------------------
+
+
+class CLTTradeOff(TradeOff):
+    """The CLT upper bound ``u(α) = G_μ(α − γ) + γ`` (``α ∈ [γ, 1 − γ]``) as a trade-off function.
+
+    Theorem 5 bounds a trade-off function ``f`` (here ``f̄*^{⊗m}``) from above by ``u`` on
+    ``[γ, 1 − γ]`` only, and ``u`` itself exceeds ``1 − α`` near ``α = γ``. Every trade-off
+    function also has ``f(0) ≤ 1`` and ``f(1) = 0``; being convex, ``f`` then lies below the
+    greatest convex minorant of these bounds: the lower convex hull of ``(0, 1)``, ``(1, 0)``
+    and the graph of ``u``. That hull is this object: a trade-off function, never below
+    ``f``, equal to ``u`` wherever ``u`` is on its hull (between the tangent from ``(0, 1)``
+    and the tangent to ``(1, 0)``), and ``Id`` when ``γ ≥ 1/2``.
+
+    Parameters: ``mu > 0``, ``gamma >= 0`` (from :func:`clt_bounds`; ``CLTBound.as_tradeoff()``).
+    ``raw(alpha)`` is the theorem's expression (NaN outside ``[γ, 1 − γ]``). Evaluation
+    interpolates the hull sampled to chord error 1e-10; the privacy profile is that of
+    the sampled hull. Source: ``THEORY.md`` §8; Dong, Roth, Su (2022), Theorem 5.
+    """
+
+    _EVAL_TOL = 1e-10
+
+    def __init__(self, mu: float, gamma: float, label: str = "", meta: dict | None = None):
+        self.mu = _check_real("mu", mu)
+        if not self.mu > 0:
+            raise ValueError(f"`mu` must be > 0, got {self.mu}")
+        self.gamma = _check_real("gamma", gamma)
+        if self.gamma < 0:
+            raise ValueError(f"`gamma` must be >= 0, got {self.gamma}")
+        self.label = label or f"CLT upper bound (mu = {self.mu:.4g}, gamma = {self.gamma:.3g})"
+        self.meta = dict(meta or {})
+        self.meta.setdefault("mu", self.mu)
+        self.meta.setdefault("gamma", self.gamma)
+        self._curves: dict = {}
+
+    def raw(self, alpha):
+        """``G_μ(α − γ) + γ`` on ``[γ, 1 − γ]``, NaN outside (the theorem's statement)."""
+        a = _check_alpha(alpha)
+        g = self.gamma
+        inside = (a >= g) & (a <= 1.0 - g)
+        return _out(np.where(inside, _g_mu(np.clip(a - g, 0.0, 1.0), self.mu) + g, np.nan))
+
+    def curve(self, tol: float = 1e-6) -> TradeOffCurve:
+        """The hull, sampled so that its chords are within ``tol`` of ``u`` where ``u`` is on it."""
+        key = float(tol)
+        if key in self._curves:
+            return self._curves[key]
+        g, mu = self.gamma, self.mu
+        if g >= 0.5:
+            c = TradeOffCurve(np.array([0.0, 1.0]), np.array([1.0, 0.0]), None, label=self.label,
+                              meta=dict(self.meta, tol=tol))
+            self._curves[key] = c
+            return c
+        width = 1.0 - 2.0 * g  # u at alpha = g + a for a in [0, width]
+        z = np.linspace(float(norm.isf(width)), 40.0 + mu, 801)
+        for _ in range(40):
+            a = norm.sf(z)  # G_mu(a) = Phi(z - mu) at a = Phi(-z)
+            u = norm.cdf(z - mu) + g
+            slope = -np.exp(np.minimum(mu * z - mu * mu / 2.0, 700.0))
+            # chord-tangent gaps between consecutive samples (ascending alpha = descending z)
+            gaps = _tradeoff._chord_tangent_gaps(a[::-1], u[::-1], slope[::-1])
+            bad = np.flatnonzero(gaps > tol)
+            if bad.size == 0:
+                break
+            zz = z[::-1]
+            z = np.union1d(z, 0.5 * (zz[bad] + zz[bad + 1]))
+        x = np.concatenate([[0.0], g + a[::-1], [1.0]])
+        y = np.concatenate([[1.0], u[::-1], [0.0]])
+        order = np.argsort(x, kind="stable")
+        hx, hy = lower_convex_envelope(x[order], y[order])
+        c = checked_curve(hx, np.minimum(hy, 1.0 - hx), None, label=self.label, meta=dict(self.meta, tol=tol))
+        self._curves[key] = c
+        return c
+
+    def __call__(self, alpha):
+        """The hull at ``alpha`` (array of ``alpha``'s shape), within 1e-10 of its exact value."""
+        return self.curve(self._EVAL_TOL)(alpha)
+
+    def delta(self, eps):
+        return self.curve(self._EVAL_TOL).delta(eps)
+
+    def delta_limit(self) -> float:
+        return self.curve(self._EVAL_TOL).delta_limit()
+
+    def delta_floor(self) -> float:
+        return _tradeoff.SAMPLED_DELTA_FLOOR
+
+    def to_dict(self) -> dict:
+        """``{"type": "CLTTradeOff", "mu", "gamma", "label", "meta"}`` (``from_dict`` rebuilds it exactly)."""
+        return {"type": "CLTTradeOff", "mu": self.mu, "gamma": self.gamma, "label": self.label,
+                "meta": _tradeoff._jsonable(self.meta)}
+
+
+_tradeoff._FROM_DICT["CLTTradeOff"] = lambda d: CLTTradeOff(
+    float(d["mu"]), float(d["gamma"]), label=str(d.get("label", "")), meta=dict(d.get("meta") or {}))

@@ -66,7 +66,9 @@ degrees of freedom: relative error 7.5e-4 at ``m = 5.2e6`` and 0.42 at ``m = 3e8
 standard deviations below the mean (checked against a 30-digit quadrature). Figure 7
 needs ``m = 200 * 1,485,216 ≈ 3e8``, so :func:`chi2_logcdf` uses Temme's uniform
 asymptotic expansion (DLMF 8.12.8-8.12.12, two terms, relative error below 1e-11 for
-``m >= 2e5``) there and scipy elsewhere; tests compare both with mpmath.
+``m >= 2e5``) there and scipy elsewhere; tests compare both with mpmath. These functions
+live in :mod:`paperlib.fdp.tails` (with the log-space deep tails the privacy profiles
+need) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -75,10 +77,12 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
+from paperlib.fdp.gaussian import LRFamily, diluted_hockey
 from paperlib.fdp.mixture import LRMixture
-from paperlib.fdp.tradeoff import TradeOffCurve
+from paperlib.fdp.tails import TEMME_MIN_DOF, chi2_logcdf, chi2_logsf, chi2_ppf  # noqa: F401 (re-exported)
+from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, checked_curve
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive
 
 __all__ = [
@@ -91,8 +95,6 @@ __all__ = [
     "BoundView",
 ]
 
-#: Degrees of freedom from which :func:`chi2_logcdf` uses Temme's expansion.
-TEMME_MIN_DOF = 200_000
 #: Default largest FFT length of :class:`ComposedPLD` (about 0.3 GB at the peak, ~2 s).
 DEFAULT_MAX_FFT = 2**22
 #: Default tail mass left out of the per-round binning, per side.
@@ -101,153 +103,8 @@ DEFAULT_TAIL = 1e-15
 TRIM_MASS = 1e-12
 
 
-# =============================================================================== chi-square
-def _mu_minus_log1p(mu: np.ndarray) -> np.ndarray:
-    """``mu - log(1 + mu)`` without cancellation for small ``|mu|``."""
-    out = mu - np.log1p(mu)
-    small = np.abs(mu) < 1e-2
-    if small.any():
-        m = mu[small]
-        s = np.zeros_like(m)
-        p = m * m
-        for k in range(2, 16):
-            s += (-1) ** k * p / k
-            p = p * m
-        out[small] = s
-    return out
-
-
-# series of Temme's c_0(eta), c_1(eta) near eta = 0 (derived symbolically; DLMF 8.12.12)
-_C0_SERIES = (-1 / 3, 1 / 12, -2 / 135, 1 / 864, 1 / 2835, -139 / 777600)
-_C1_SERIES = (-1 / 540, -1 / 288, 1 / 378, -77 / 77760, 1 / 4860)
-
-
-def _temme_lower_logcdf(x: np.ndarray, m: float) -> np.ndarray:
-    """``log P(a, x/2)``, ``a = m/2``, for ``0 < x < m`` by Temme's uniform expansion.
-
-    ``P(a, z) = erfc(-eta sqrt(a/2))/2 - R_a(eta)``, ``R_a ~ e^{-a eta²/2}/sqrt(2 pi a)
-    (c_0 + c_1/a)``, ``eta = sign(l - 1) sqrt(2 (l - 1 - log l))``, ``l = z/a``
-    (Temme 1979; DLMF 8.12.8-8.12.11). The neglected ``c_2/a²`` term is below 1e-11
-    relative for ``a >= 1e5``.
-    """
-    a = m / 2.0
-    mu = (x - m) / m
-    eta = np.sign(mu) * np.sqrt(2.0 * _mu_minus_log1p(mu))
-    c0 = np.empty_like(mu)
-    c1 = np.empty_like(mu)
-    near = np.abs(eta) < 1e-2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c0[~near] = 1.0 / mu[~near] - 1.0 / eta[~near]
-        e, u = eta[~near], mu[~near]
-        c1[~near] = 1.0 / e**3 - 1.0 / u**3 - 1.0 / u**2 - 1.0 / (12.0 * u)
-    if near.any():
-        en = eta[near]
-        c0[near] = np.polynomial.polynomial.polyval(en, _C0_SERIES)
-        c1[near] = np.polynomial.polynomial.polyval(en, _C1_SERIES)
-    y = -eta * math.sqrt(a / 2.0)  # > 0 in the lower tail
-    base = 0.5 * special.erfcx(y) - (c0 + c1 / a) / math.sqrt(2.0 * math.pi * a)
-    return -a * eta * eta / 2.0 + np.log(base)
-
-
-def chi2_logcdf(x, m: float) -> np.ndarray:
-    """``log P[chi²_m <= x]``, accurate in the lower tail for any number of degrees of freedom.
-
-    Parameters
-    ----------
-    x : array_like of floats (any real; ``x <= 0`` gives ``-inf``, ``+inf`` gives 0)
-    m : float > 0, degrees of freedom (up to 1e9 tested)
-
-    Returns
-    -------
-    ndarray of ``x``'s shape.
-
-    For ``m < TEMME_MIN_DOF`` this is scipy's ``chi2.logcdf``. Above, the lower half
-    (``x < m``) uses Temme's expansion (:func:`_temme_lower_logcdf`) and the upper half
-    ``log1p(-sf)``; scipy's own lower tail is off by up to 42 % there (module docstring).
-    """
-    m = check_positive(m, "m")
-    x = np.asarray(x, dtype=float)
-    out = np.full(x.shape, -np.inf)
-    big = np.isposinf(x)
-    out[big] = 0.0
-    rest = (x > 0) & ~big
-    if not rest.any():
-        return out
-    xr = x[rest]
-    if m < TEMME_MIN_DOF:
-        out[rest] = stats.chi2.logcdf(xr, m)
-        return out
-    res = np.empty_like(xr)
-    low = xr < m
-    res[~low] = np.log1p(-stats.chi2.sf(xr[~low], m))
-    if low.any():
-        res[low] = _temme_lower_logcdf(xr[low], m)
-    out[rest] = res
-    return out
-
-
-def chi2_logsf(x, m: float) -> np.ndarray:
-    """``log P[chi²_m > x]`` (see :func:`chi2_logcdf`); scipy's upper tail is accurate."""
-    m = check_positive(m, "m")
-    x = np.asarray(x, dtype=float)
-    out = np.zeros(x.shape)
-    out[np.isposinf(x)] = -np.inf
-    rest = (x > 0) & np.isfinite(x)
-    if not rest.any():
-        return out
-    xr = x[rest]
-    if m < TEMME_MIN_DOF:
-        out[rest] = stats.chi2.logsf(xr, m)
-        return out
-    res = np.empty_like(xr)
-    up = xr >= m
-    res[up] = stats.chi2.logsf(xr[up], m)
-    if (~up).any():
-        res[~up] = np.log1p(-np.exp(chi2_logcdf(xr[~up], m)))
-    out[rest] = res
-    return out
-
-
-def chi2_ppf(p, m: float) -> np.ndarray:
-    """Quantile of ``chi²_m`` at ``p`` in [0, 1], consistent with :func:`chi2_logcdf`.
-
-    scipy's ``chi2.ppf`` is the starting point; for ``m >= TEMME_MIN_DOF`` Newton steps
-    on ``log F`` (``p < 1/2``) or ``log(1 - F)`` (``p >= 1/2``) make it agree with the
-    accurate distribution functions to ~1e-13 relative.
-    """
-    m = check_positive(m, "m")
-    p = np.asarray(p, dtype=float)
-    if np.any(~np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
-        raise ValueError("p must be in [0, 1]")
-    x = np.asarray(stats.chi2.ppf(p, m), dtype=float)
-    if m < TEMME_MIN_DOF:
-        return x
-    inner = (p > 0) & (p < 1)
-    if not inner.any():
-        return x
-    xi, pi = x[inner], p[inner]
-    low = pi < 0.5
-    lp = np.where(low, np.log(np.where(low, pi, 0.5)), np.log1p(-np.where(low, 0.5, pi)))
-    for _ in range(60):
-        lpdf = stats.chi2.logpdf(xi, m)
-        lc = chi2_logcdf(xi, m)
-        ls = chi2_logsf(xi, m)
-        # Newton on log F (lower) / log(1 - F) (upper): x <- x - g/g'
-        step = np.where(low, (lc - lp) * np.exp(lc - lpdf), -(ls - lp) * np.exp(ls - lpdf))
-        step = np.where(np.isfinite(step), step, 0.0)
-        # keep x > 0 (halve overshoots towards 0)
-        xn = np.where(xi - step > 0, xi - step, xi / 2)
-        done = np.all(np.abs(xn - xi) <= 1e-14 * xi)
-        xi = xn
-        if done:
-            break
-    x = x.copy()
-    x[inner] = xi
-    return x
-
-
 # =============================================================================== chi-square pair
-class Chi2Pair:
+class Chi2Pair(LRFamily, TradeOff):
     """``T(N(0, I_m), N(0, s² I_m))``, ``s = x/(x+1)``, evaluated exactly (THEORY.md §7).
 
     With ``m = T (n - 1)`` this is the T-round EASGM (``x = N``) or FEASGM (``x = K``)
@@ -297,6 +154,18 @@ class Chi2Pair:
         beta = np.where(r > 0, beta, 1.0)
         return alpha, beta
 
+    def log_tails(self, logt) -> tuple[np.ndarray, ...]:
+        """Logs of ``P[L > lt], Q[L > lt], P[L <= lt], Q[L <= lt]``: chi-square tails at ``tau(t)``
+        and ``tau(t)/s^2`` (:mod:`paperlib.fdp.tails`, log space; ``tau <= 0`` gives ``L > lt`` never)."""
+        r = np.atleast_1d(self.radius2(logt))
+        pos = r > 0
+        rr = np.where(pos, r, 1.0)
+        lpu = np.where(pos, chi2_logcdf(rr, self.m), -np.inf)
+        lqu = np.where(pos, chi2_logcdf(rr * self.inv_s2, self.m), -np.inf)
+        lpl = np.where(pos, chi2_logsf(rr, self.m), 0.0)
+        lql = np.where(pos, chi2_logsf(rr * self.inv_s2, self.m), 0.0)
+        return lpu, lqu, lpl, lql
+
     def logt_bracket(self) -> tuple[float, float]:
         """Range of ``log t`` outside which both distributions have negligible mass."""
         m, sd = self.m, math.sqrt(2.0 * self.m)
@@ -327,43 +196,20 @@ class Chi2Pair:
     def delta(self, eps) -> np.ndarray | float:
         """Privacy profile (both directions) for ``eps >= 0``, in log space (no overflow).
 
-        ``delta_1 = Q[L > eps] - e^eps P[L > eps]``, ``delta_2 = P[L < -eps] - e^eps Q[L < -eps]``;
-        returns ``max(delta_1, delta_2, 0)`` (THEORY.md section 1).
+        ``delta_1 = Q[L > eps] - e^eps P[L > eps]``, ``delta_2 = P[L < -eps] - e^eps Q[L < -eps]``
+        (:meth:`hockey`, from the four chi-square tails in log space); returns
+        ``max(delta_1, delta_2, 0)`` (THEORY.md section 1), accurate down to 1e-300.
         """
-        e = np.atleast_1d(np.asarray(eps, dtype=float))
-        if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-        r1 = self.radius2(e)
-        with np.errstate(over="ignore"):
-            d1 = np.exp(chi2_logcdf(r1 * self.inv_s2, self.m)) - np.exp(e + chi2_logcdf(r1, self.m))
-            r2 = self.radius2(-e)
-            d2 = np.exp(chi2_logsf(r2, self.m)) - np.exp(e + chi2_logsf(r2 * self.inv_s2, self.m))
-        d1 = np.where(r1 > 0, d1, 0.0)
-        d = np.maximum(np.maximum(d1, d2), 0.0)
+        d1, d2 = self.hockey(eps)
+        d = np.clip(np.maximum(d1, d2), 0.0, 1.0)
         return d if np.ndim(eps) else float(d[0])
 
-    def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` (exact up to root finding).
-
-        Works for ``eps`` up to ``l_max + 1e4``; ``delta`` in (0, 1), else ValueError.
-        """
-        delta = check_delta(delta)
-
-        def g(e):
-            return float(self.delta(float(e))) - delta
-
-        if g(0.0) <= 0:
-            return 0.0
-        hi = 1.0
-        while g(hi) > 0:
-            hi *= 2.0
-            if hi > 4.0 * (self.l_max + 1e4):
-                return math.inf
-        return float(optimize.brentq(g, 0.0, hi, xtol=1e-12, rtol=1e-12))
+    def delta_limit(self) -> float:
+        return 0.0
 
 
 # =============================================================================== diluted pair
-class DilutedFamily:
+class DilutedFamily(LRFamily):
     """The pair ``(P, (1 - w) P + w Q)`` built from a base pair ``(P, Q)``; index hidden.
 
     Its trade-off function is exactly ``w T(P,Q) + (1 - w) Id`` (the same ``alpha`` in
@@ -406,6 +252,22 @@ class DilutedFamily:
         alpha = np.where(surely, 1.0, a)
         beta = np.where(surely, 0.0, (1.0 - self.w) * (1.0 - a) + self.w * b)
         return np.clip(alpha, 0, 1), np.clip(beta, 0, 1)
+
+    def log_tails(self, logt) -> tuple[np.ndarray, ...]:
+        """Logs of ``P[L' > c], Q'[L' > c], P[L' <= c], Q'[L' <= c]`` from the base's at ``l_c``."""
+        c = np.atleast_1d(np.asarray(logt, dtype=float))
+        surely = c < self.log_1mw
+        lc = self._base_logt(np.where(surely, self.log_1mw + 1.0, c))
+        lpu, lqu, lpl, lql = self.base.log_tails(lc)
+        l1w = self.log_1mw
+        qu = np.logaddexp(l1w + lpu, self.log_w + lqu)
+        ql = np.logaddexp(l1w + lpl, self.log_w + lql)
+        return (np.where(surely, 0.0, lpu), np.where(surely, 0.0, qu),
+                np.where(surely, -np.inf, lpl), np.where(surely, -np.inf, ql))
+
+    def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """Exact profile in both directions from the base's (:func:`~paperlib.fdp.gaussian.diluted_hockey`)."""
+        return diluted_hockey(self.base.hockey, self.w, eps)
 
     def _map(self, lt):
         return np.logaddexp(self.log_1mw, self.log_w + np.asarray(lt, dtype=float))
@@ -474,7 +336,7 @@ def _delta_at(a: np.ndarray, logb: np.ndarray, eps: np.ndarray) -> np.ndarray:
     return out
 
 
-class ComposedPLD:
+class ComposedPLD(TradeOff):
     """T-fold composition of a pair through its binned privacy-loss distribution.
 
     Parameters
@@ -669,11 +531,12 @@ class ComposedPLD:
         slope[:-1] = np.where(np.isposinf(key), -np.inf, slope[:-1])
         return alpha, beta, slope
 
-    def curve(self) -> TradeOffCurve:
+    def curve(self, tol: float = 1e-6) -> TradeOffCurve:
         """``f_b`` as a :class:`~paperlib.fdp.tradeoff.TradeOffCurve` (vertices thinned to ~40k).
 
         Dropping vertices of a convex chain only raises the chord, so ``curve(alpha)``
-        stays ``>= f_b >= f^{⊗T}``; ``curve.lower`` (tangents) stays ``<= f_b``.
+        stays ``>= f_b >= f^{⊗T}``; ``curve.lower`` (tangents) stays ``<= f_b``. ``tol`` is
+        accepted for the trade-off interface and ignored (the binned pair is exact).
         """
         if self._curve is not None:
             return self._curve
@@ -685,10 +548,14 @@ class ComposedPLD:
         a, b, s = alpha[idx], beta[idx], slope[idx]
         if a[-1] < 1.0:
             a, b, s = np.append(a, 1.0), np.append(b, 0.0), np.append(s, 0.0)
-        c = TradeOffCurve(a, np.minimum(b, 1.0), s, label=self.label, meta=dict(self.meta))
+        c = checked_curve(a, np.minimum(b, 1.0), s, label=self.label, meta=self.meta)
         c.meta.update(side="upper (binned pair, post-processing)", max_gap=c.max_gap)
         self._curve = c
         return c
+
+    def __call__(self, alpha) -> np.ndarray:
+        """``f_b(alpha)``, the binned pair's exact trade-off (:meth:`upper`)."""
+        return self.upper(alpha)
 
     def upper(self, alpha) -> np.ndarray:
         """``f_b(alpha)`` (chord): never below the exact ``f^{⊗T}``."""
@@ -730,6 +597,15 @@ class ComposedPLD:
         )
         return e_lo, max(e_hi, e_lo)
 
+    def delta(self, eps):
+        """Privacy profile of the binned pair ``f_b`` (the lower end of :meth:`delta_bounds`)."""
+        lo, _ = self.delta_bounds(eps)
+        return lo if np.ndim(eps) else float(lo)
+
+    def epsilon(self, delta: float) -> float:
+        """``epsilon`` of the binned pair ``f_b`` (the lower end of :meth:`epsilon_bounds`)."""
+        return self.epsilon_bounds(delta)[0]
+
     def delta_bounds(self, eps) -> tuple[np.ndarray, np.ndarray]:
         """``(delta_lo, delta_hi)`` at each ``eps >= 0`` (arrays of ``eps``'s shape)."""
         e = np.asarray(eps, dtype=float)
@@ -744,7 +620,7 @@ class ComposedPLD:
         return d_lo, np.minimum(d_hi, 1.0)
 
 
-class BoundView:
+class BoundView(TradeOff):
     """One side of a :class:`ComposedPLD`, with the interface the CLI and notebooks use.
 
     ``side = "upper"``: ``view(alpha)`` is ``pld.upper`` and ``view.epsilon(delta)`` the
@@ -772,8 +648,18 @@ class BoundView:
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         return self.pld.epsilon_bounds(delta)
 
-    def curve(self) -> TradeOffCurve:
+    def delta(self, eps):
+        """This side's privacy profile: ``delta_lo`` (upper side) or ``delta_hi`` (lower side)."""
+        lo, hi = self.pld.delta_bounds(eps)
+        d = lo if self.side == "upper" else hi
+        return d if np.ndim(eps) else float(d)
+
+    def curve(self, tol: float = 1e-6) -> TradeOffCurve:
+        """This side as a :class:`~paperlib.fdp.tradeoff.TradeOffCurve` (``tol`` accepted, ignored:
+        the upper side is the binned pair's vertices, the lower side 4,400 points of ``pld.lower``)."""
         if self.side == "upper":
             return self.pld.curve()
-        a = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-12, 0, 400)]))
-        return TradeOffCurve(a, self.pld.lower(a), None, label=self.label, meta=dict(self.meta))
+        if getattr(self, "_lower_curve", None) is None:
+            a = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-12, 0, 400)]))
+            self._lower_curve = checked_curve(a, self.pld.lower(a), None, label=self.label, meta=self.meta)
+        return self._lower_curve

@@ -28,6 +28,21 @@ Families
 The noncentral chi-square distribution functions are scipy's (Boost's
 ``non_central_chi_squared``), checked against an independent quadrature for ``n``
 up to 1.5e6 in ``tests/test_gaussian.py``.
+
+Privacy profiles
+----------------
+Besides ``tails`` (for sampling curves) every family gives
+
+* ``log_tails(logt) -> (log P[L > lt], log Q[L > lt], log P[L <= lt], log Q[L <= lt])``,
+  the four tail probabilities computed directly in log space (never as ``1 - cdf``;
+  :mod:`paperlib.fdp.tails`), and ``upper_tails(logt) -> (alpha, 1 - beta)``;
+* ``hockey(eps) -> (delta_1, delta_2)`` for ``eps >= 0``: the weighted hockey-stick
+  divergences ``sum_i w_i (Q_i[L_i > eps] - e^eps P_i[L_i > eps])`` and
+  ``sum_i w_i (P_i[L_i < -eps] - e^eps Q_i[L_i < -eps])`` (THEORY.md section 1: with the
+  component revealed the privacy profile is additive over components). Computed as
+  ``e^A (-expm1(B - A))`` from the logs, so they keep their relative accuracy down to
+  ``1e-300`` and never overflow; the subsampled Gaussian uses the exact reduction to
+  ``G_mu`` at a transformed ``eps`` instead (no cancellation for tiny ``q``).
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from paperlib.fdp.tails import hockey_from_logs, ncx2_logcdf, ncx2_logsf
 from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
@@ -44,7 +60,10 @@ __all__ = [
     "GaussShiftFamily",
     "SubsampledGaussian",
     "IdentityFamily",
+    "LRFamily",
     "gauss_var_tradeoff_points",
+    "gauss_shift_hockey",
+    "diluted_hockey",
 ]
 
 
@@ -55,7 +74,85 @@ def _as_weights(weights, size: int) -> np.ndarray:
     return w
 
 
-class GaussVarFamily:
+def _check_eps(eps) -> np.ndarray:
+    e = np.atleast_1d(np.asarray(eps, dtype=float))
+    if not np.all(np.isfinite(e)) or np.any(e < 0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    return e
+
+
+def _weighted_logsum(logw: np.ndarray, logp: np.ndarray) -> np.ndarray:
+    """``log sum_i w_i p_i`` over the first axis (components), -inf when all terms are 0."""
+    terms = logw[:, None] + logp
+    top = np.max(terms, axis=0)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(np.isfinite(top), safe + np.log(np.sum(np.exp(terms - safe), axis=0)), -np.inf)
+
+
+def gauss_shift_hockey(eps, mu: float) -> np.ndarray:
+    """``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, the profile of ``G_mu`` (Balle-Wang).
+
+    ``eps`` array (any reals, ``mu > 0``), evaluated as ``e^A (-expm1(B - A))`` with
+    ``A, B`` from ``log_ndtr``: relative accuracy ~1e-12 down to values ~1e-300 and below,
+    no overflow for any ``eps``. Balle & Wang (ICML 2018), Theorem 8.
+    """
+    e = np.asarray(eps, dtype=float)
+    la = special.log_ndtr(-e / mu + mu / 2)
+    lb = e + special.log_ndtr(-e / mu - mu / 2)
+    return hockey_from_logs(la, lb)
+
+
+def diluted_hockey(base_hockey, w: float, eps) -> tuple[np.ndarray, np.ndarray]:
+    """Hockey-stick divergences of ``(P, (1 - w) P + w Q)`` from those of ``(P, Q)``.
+
+    ``delta_1(eps) = w delta_1^{PQ}(eps')`` with ``e^eps' = 1 + (e^eps - 1)/w`` and
+    ``delta_2(eps) = c delta_2^{PQ}(eps'')`` with ``c = 1 - e^eps (1 - w)`` (0 when
+    ``c <= 0``) and ``e^eps'' = e^eps w / c`` (both ``eps', eps'' >= eps >= 0``): expand
+    ``(q' - e^eps p)_+`` and ``(p - e^eps q')_+`` with ``q' = (1 - w) p + w q``. Exact; no
+    cancellation for tiny ``w`` (THEORY.md section 3 gives the first for the SGM claim).
+
+    ``base_hockey(eps_array) -> (delta_1, delta_2)``; ``w`` in (0, 1]; ``eps`` array >= 0.
+    """
+    e = _check_eps(eps)
+    if w >= 1.0:
+        return base_hockey(e)
+    lw, l1w = math.log(w), math.log1p(-w)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        e1 = np.where(e > 1.0, e - lw + np.log1p(-(1.0 - w) * np.exp(-np.maximum(e, 1.0))),
+                      np.log1p(np.expm1(np.minimum(e, 1.0)) / w))
+        c = -np.expm1(e + l1w)
+        ok = c > 0
+        e2 = np.where(ok, e + lw - np.log(np.where(ok, c, 1.0)), 0.0)
+    d1 = w * base_hockey(np.maximum(e1, 0.0))[0]
+    d2 = np.where(ok, np.where(ok, c, 0.0) * base_hockey(np.maximum(e2, 0.0))[1], 0.0)
+    return d1, d2
+
+
+class LRFamily:
+    """Shared part of the likelihood-ratio families: profiles from ``log_tails``.
+
+    A subclass gives ``tails``, ``log_tails``, ``logt_bracket``, ``seed_points`` and
+    ``weights``; this base derives ``upper_tails`` and ``hockey`` (module docstring).
+    """
+
+    def upper_tails(self, logt) -> tuple[np.ndarray, np.ndarray]:
+        """``(alpha, 1 - beta) = (P[L > lt], Q[L > lt])`` computed directly (no ``1 - beta``)."""
+        lpu, lqu, _, _ = self.log_tails(np.atleast_1d(np.asarray(logt, dtype=float)))
+        return np.exp(lpu), np.exp(lqu)
+
+    def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """``(delta_1(eps), delta_2(eps))``, weighted hockey-stick divergences (module docstring)."""
+        e = _check_eps(eps)
+        lpu, lqu, _, _ = self.log_tails(e)
+        _, _, lpl, lql = self.log_tails(-e)
+        with np.errstate(over="ignore", invalid="ignore"):
+            d1 = hockey_from_logs(lqu, e + lpu)
+            d2 = hockey_from_logs(lpl, e + lql)
+        return d1, d2
+
+
+class GaussVarFamily(LRFamily):
     """Components ``T(N(0, I_n), N(mu_i e_1, s^2 I_n))`` sharing ``n`` and ``s = x/(x+1)``.
 
     Parameters
@@ -119,6 +216,34 @@ class GaussVarFamily:
         w = self.weights[:, None]
         return (w * a).sum(axis=0), (w * b).sum(axis=0)
 
+    def log_tails(self, logt) -> tuple[np.ndarray, ...]:
+        """``log`` of ``P[L > lt], Q[L > lt], P[L <= lt], Q[L <= lt]`` (weighted sums), each (G,).
+
+        ``P[L > lt] = F(R; n, lam_P)``, ``Q[L > lt] = F(R/s^2; n, lam_Q)`` and the
+        complements as survival functions, all from :mod:`paperlib.fdp.tails` (log space,
+        accurate far into the tails); ``R <= 0`` (``lt`` above the supremum ``l_max``)
+        gives ``P[L > lt] = Q[L > lt] = 0``.
+        """
+        lt = np.atleast_1d(np.asarray(logt, dtype=float))
+        r = self.radius2(lt)
+        keep = self.weights > 0
+        comp = np.flatnonzero(keep)
+        logw = np.log(self.weights[keep])
+        out = [np.full((comp.size, lt.size), -np.inf) for _ in range(2)] + \
+              [np.zeros((comp.size, lt.size)) for _ in range(2)]
+        for row, i in enumerate(comp):
+            ri = r[i]
+            pos = ri > 0
+            if not pos.any():
+                continue
+            rp, rq = ri[pos], ri[pos] / self.s2
+            lp, lq = float(self.lam_p[i]), float(self.lam_q[i])
+            out[0][row, pos] = ncx2_logcdf(rp, self.n, lp)
+            out[1][row, pos] = ncx2_logcdf(rq, self.n, lq)
+            out[2][row, pos] = ncx2_logsf(rp, self.n, lp)
+            out[3][row, pos] = ncx2_logsf(rq, self.n, lq)
+        return tuple(_weighted_logsum(logw, o) for o in out)
+
     def logt_bracket(self) -> tuple[float, float]:
         """A range of ``log t`` holding all but a negligible part of each component's mass."""
         n, a = self.n, self.a
@@ -145,7 +270,7 @@ class GaussVarFamily:
         return np.unique(np.concatenate(pts))
 
 
-class GaussShiftFamily:
+class GaussShiftFamily(LRFamily):
     """Components ``G_mu = T(N(0,1), N(mu,1))``; ``L = mu X - mu^2/2``.
 
     ``mus`` (m,) values > 0 (use :class:`IdentityFamily` for mu = 0), ``weights`` (m,).
@@ -167,6 +292,25 @@ class GaussShiftFamily:
         w = self.weights[:, None]
         return (w * a).sum(axis=0), (w * b).sum(axis=0)
 
+    def log_tails(self, logt):
+        """Logs of ``P[L > lt], Q[L > lt], P[L <= lt], Q[L <= lt]`` (``log_ndtr``), each (G,)."""
+        lt = np.atleast_1d(np.asarray(logt, dtype=float))[None, :]
+        mu = self.mus[:, None]
+        z = (lt + mu**2 / 2) / mu
+        logw = np.log(np.where(self.weights > 0, self.weights, 1.0))
+        logw = np.where(self.weights > 0, logw, -np.inf)
+        parts = (special.log_ndtr(-z), special.log_ndtr(mu - z), special.log_ndtr(z), special.log_ndtr(z - mu))
+        return tuple(_weighted_logsum(logw, p) for p in parts)
+
+    def hockey(self, eps):
+        """``sum_i w_i delta_{G_mu_i}(eps)`` in both directions (``G_mu`` is symmetric)."""
+        e = _check_eps(eps)
+        d = np.zeros(e.shape)
+        for mu, w in zip(self.mus, self.weights):
+            if w > 0:
+                d = d + w * gauss_shift_hockey(e, float(mu))
+        return d, d.copy()
+
     def logt_bracket(self):
         m = float(np.max(self.mus))
         return -40 * m - m * m, 40 * m + m * m
@@ -176,7 +320,7 @@ class GaussShiftFamily:
         return np.unique((self.mus[:, None] * u[None, :]).ravel())
 
 
-class SubsampledGaussian:
+class SubsampledGaussian(LRFamily):
     """``f_q = T(N(0,1), (1-q) N(0,1) + q N(mu,1))``, the SGM trade-off of Bu et al. (2020).
 
     ``L = log((1-q) + q exp(mu X - mu^2/2))`` is increasing in ``X``, so the optimal
@@ -189,18 +333,30 @@ class SubsampledGaussian:
         self.mu = check_positive(mu, "mu")
         self.weights = _as_weights([weight], 1)
 
-    def _x_threshold(self, logt):
+    def _log_excess(self, logt):
+        """``log((t - (1 - q)) / q)`` for ``t = e^lt`` (``-inf`` where ``t <= 1 - q``).
+
+        This is ``mu x - mu^2/2`` at the threshold ``x`` of the likelihood ratio. Written with
+        ``expm1``/``log1p`` so that it keeps its relative accuracy for any ``q`` in (0, 1]
+        (``1 - q`` rounds to 1 for ``q < 1e-16``) and any ``lt``: ``t - 1 + q = expm1(lt) + q``,
+        a sum of two positive numbers for ``lt >= 0``.
+        """
         lt = np.asarray(logt, dtype=float)
-        q, mu = self.q, self.mu
-        # X > x* where q exp(mu x - mu^2/2) = t - (1 - q); empty when t <= 1 - q
+        q = self.q
+        log_q = math.log(q)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_rest = np.where(
-                lt > 0,
-                lt + np.log1p(-(1 - q) * np.exp(-np.maximum(lt, 0))),
-                np.log(np.maximum(np.exp(np.minimum(lt, 0)) - (1 - q), 0)),
-            )
-        x = (log_rest - math.log(q) + mu * mu / 2) / mu
-        return np.where(np.isfinite(x), x, -np.inf)
+            # lt > 1: (e^lt - 1 + q)/q = e^lt/q * (1 - (1 - q) e^-lt)
+            large = lt - log_q + np.log1p(-(1.0 - q) * np.exp(-np.maximum(lt, 1.0)))
+            # lt <= 1: log1p(expm1(lt)/q); expm1(lt) + q >= 0 is needed (t >= 1 - q)
+            em = np.expm1(np.minimum(lt, 1.0))
+            small = np.where(em + q > 0, np.log1p(em / q), -np.inf)
+        return np.where(lt > 1.0, large, small)
+
+    def _x_threshold(self, logt):
+        """Threshold ``x``: ``L > lt`` exactly when ``X > x`` (``-inf`` when ``t <= 1 - q``)."""
+        mu = self.mu
+        x = (self._log_excess(logt) + mu * mu / 2) / mu
+        return np.where(np.isnan(x), -np.inf, x)
 
     def tails(self, logt):
         x = self._x_threshold(logt)
@@ -210,6 +366,35 @@ class SubsampledGaussian:
         w = self.weights[0]
         return w * a, w * b
 
+    def log_tails(self, logt):
+        """Logs of ``P[L > lt], Q[L > lt], P[L <= lt], Q[L <= lt]`` with ``Q = (1-q) P + q N(mu, 1)``."""
+        x = self._x_threshold(np.atleast_1d(np.asarray(logt, dtype=float)))
+        q, mu = self.q, self.mu
+        lw = math.log(self.weights[0]) if self.weights[0] > 0 else -math.inf
+        l1q = math.log1p(-q) if q < 1 else -math.inf
+        lq = math.log(q)
+        lpu, lpl = special.log_ndtr(-x), special.log_ndtr(x)
+        lqu = np.logaddexp(l1q + lpu, lq + special.log_ndtr(mu - x))
+        lql = np.logaddexp(l1q + lpl, lq + special.log_ndtr(x - mu))
+        return lw + lpu, lw + lqu, lw + lpl, lw + lql
+
+    def hockey(self, eps):
+        """Both directions from ``G_mu`` exactly (THEORY.md section 3), no cancellation for tiny ``q``.
+
+        ``delta_1(eps) = q delta_G(eps')`` with ``e^eps' = 1 + (e^eps - 1)/q``;
+        ``delta_2(eps) = c delta_G(eps'')`` with ``c = 1 - e^eps (1 - q)`` (0 when negative) and
+        ``e^eps'' = e^eps q / c``: the hockey-stick divergences of ``(P, (1-q) P + q G)``
+        written as those of ``(P, G)`` (``P = N(0,1)``, ``G = N(mu, 1)``).
+        """
+        mu, w = self.mu, float(self.weights[0])
+
+        def g_mu(e):
+            d = gauss_shift_hockey(e, mu)
+            return d, d
+
+        d1, d2 = diluted_hockey(g_mu, self.q, eps)
+        return w * d1, w * d2
+
     def logt_bracket(self):
         mu = self.mu
         lo = math.log1p(-self.q) if self.q < 1 else -40 * mu - mu * mu
@@ -218,10 +403,12 @@ class SubsampledGaussian:
     def seed_points(self, per_component: int = 48):
         xs = np.linspace(-8, 8 + self.mu, per_component)
         q, mu = self.q, self.mu
-        return np.log((1 - q) + q * np.exp(mu * xs - mu * mu / 2))
+        # log((1 - q) + q e^{mu x - mu^2/2}) = log1p(q expm1(mu x - mu^2/2)), exact for tiny q
+        with np.errstate(over="ignore"):
+            return np.log1p(q * np.expm1(mu * xs - mu * mu / 2))
 
 
-class IdentityFamily:
+class IdentityFamily(LRFamily):
     """Identical pairs: ``L = 0``, trade-off ``Id(alpha) = 1 - alpha``, total weight ``weight``."""
 
     def __init__(self, weight: float):
@@ -231,6 +418,18 @@ class IdentityFamily:
         lt = np.asarray(logt, dtype=float)
         w = self.weights[0]
         return np.where(lt < 0, w, 0.0), np.where(lt >= 0, w, 0.0)
+
+    def log_tails(self, logt):
+        lt = np.atleast_1d(np.asarray(logt, dtype=float))
+        lw = math.log(self.weights[0]) if self.weights[0] > 0 else -math.inf
+        up = np.where(lt < 0, lw, -np.inf)
+        lo = np.where(lt >= 0, lw, -np.inf)
+        return up, up.copy(), lo, lo.copy()
+
+    def hockey(self, eps):
+        """Identical distributions: ``(1 - e^eps)_+ w = 0`` for every ``eps >= 0``, both directions."""
+        e = _check_eps(eps)
+        return np.zeros(e.shape), np.zeros(e.shape)
 
     def logt_bracket(self):
         return -1.0, 1.0

@@ -22,30 +22,47 @@ import math
 import numpy as np
 from scipy import optimize
 
-from paperlib.fdp.gaussian import IdentityFamily
-from paperlib.fdp.tradeoff import TradeOffCurve, _chord_tangent_gaps, epsilon_from_delta
+from paperlib.fdp.gaussian import IdentityFamily, _check_eps, diluted_hockey
+from paperlib.fdp.tradeoff import (DELTA_FLOOR, SAMPLED_DELTA_FLOOR, TradeOff, TradeOffCurve, _chord_tangent_gaps,
+                                   checked_curve)
 from paperlib.validation import check_alpha_array
 
 __all__ = ["LRMixture", "PointwiseMixture"]
 
 
-class LRMixture:
+def _family_hockey(f, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(delta_1, delta_2)`` of one family: its own ``hockey`` or, for a family that only
+    has ``tails``, ``W - beta - e^eps alpha`` with ``e^eps`` applied in log space."""
+    if hasattr(f, "hockey"):
+        return f.hockey(e)
+    W = float(np.sum(f.weights))
+    a1, b1 = f.tails(e)
+    a2, b2 = f.tails(-e)
+    with np.errstate(divide="ignore", over="ignore"):
+        ea1 = np.where(a1 > 0, np.exp(np.minimum(e + np.log(np.maximum(a1, 1e-320)), 709.0)), 0.0)
+        eb2 = np.where(b2 > 0, np.exp(np.minimum(e + np.log(np.maximum(b2, 1e-320)), 709.0)), 0.0)
+    return W - b1 - ea1, W - a2 - eb2
+
+
+class LRMixture(TradeOff):
     """Common-threshold mixture of likelihood-ratio families (Lemma 2.10 / 3.1).
 
     Parameters
     ----------
     families : list
         Objects with ``tails(logt) -> (alpha, beta)``, ``logt_bracket()`` and
-        ``seed_points()`` (see :mod:`paperlib.fdp.gaussian`).
+        ``seed_points()``, and for exact profiles ``hockey(eps)`` (see
+        :mod:`paperlib.fdp.gaussian`).
     label : str
     meta : dict
         Parameters and provenance, copied into the curve.
     dropped_mass : float
         Weight left out of ``families`` (treated as perfectly distinguishable).
 
-    Use ``mix(alpha)`` for FNR values (a lower bound, within ``tol`` of the exact
-    value), :meth:`curve` for the sampled curve, :meth:`delta` for the exact privacy
-    profile and :meth:`epsilon` for its inverse.
+    A :class:`~paperlib.fdp.tradeoff.TradeOff`: ``mix(alpha)`` for FNR values (exact for a
+    few values, otherwise a lower bound within ``tol``), :meth:`curve` for the sampled
+    curve, :meth:`delta` for the exact privacy profile (log space, accurate down to
+    ``delta = 1e-300``) and :meth:`epsilon` for its inverse.
     """
 
     def __init__(self, families, label: str = "", meta: dict | None = None, dropped_mass: float = 0.0):
@@ -85,26 +102,37 @@ class LRMixture:
             b += fb
         return np.clip(a, 0, 1), np.clip(b, 0, 1)
 
-    def delta(self, eps):
-        """Exact privacy profile ``delta(eps)`` for ``eps >= 0`` (both directions).
+    def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """``(delta_1(eps), delta_2(eps))``: the profile in each direction, arrays of ``eps``'s size.
 
-        ``max(1 - beta(eps) - e^eps alpha(eps), 1 - alpha(-eps) - e^eps beta(-eps), 0)``
-        with ``alpha, beta`` evaluated at ``log t = +-eps``: the supremum over the
-        curve is where its slope is ``-e^eps`` (resp. ``-e^-eps``), THEORY.md section 1.
+        ``delta_1 = 1 - beta(eps) - e^eps alpha(eps)`` and ``delta_2 = 1 - alpha(-eps) -
+        e^eps beta(-eps)`` (the supremum over the curve sits where its slope is ``-e^eps``,
+        resp. ``-e^-eps``; THEORY.md section 1). With the component revealed these add over
+        components, so each is ``dropped_mass + sum`` of the families' hockey-stick
+        divergences, computed from complementary tails in log space (never ``1 - cdf``).
         """
-        e = np.atleast_1d(np.asarray(eps, dtype=float))
-        if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-        a1, b1 = self.tails(e)
-        a2, b2 = self.tails(-e)
-        ee = np.exp(e)
-        d = np.maximum(np.maximum(1 - b1 - ee * a1, 1 - a2 - ee * b2), 0.0)
-        d = np.maximum(d, self.dropped_mass)
+        e = _check_eps(eps)
+        d1 = np.full(e.shape, self.dropped_mass)
+        d2 = np.full(e.shape, self.dropped_mass)
+        for f in self.families:
+            h1, h2 = _family_hockey(f, e)
+            d1 = d1 + h1
+            d2 = d2 + h2
+        return np.clip(d1, 0.0, 1.0), np.clip(d2, 0.0, 1.0)
+
+    def delta(self, eps):
+        """Exact privacy profile ``delta(eps) = max(delta_1, delta_2)`` for ``eps >= 0`` (:meth:`hockey`).
+
+        Finite and in [0, 1] for every finite ``eps >= 0`` (``dropped_mass`` for huge ``eps``);
+        relative accuracy ~1e-10 down to ``1e-300`` (tested against mpmath).
+        """
+        d1, d2 = self.hockey(eps)
+        d = np.maximum(d1, d2)
         return d if np.ndim(eps) else float(d[0])
 
-    def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when none (THEORY.md section 1)."""
-        return epsilon_from_delta(self.delta, delta)
+    def delta_limit(self) -> float:
+        """``lim delta(eps) = dropped_mass`` (every family's privacy loss is finite almost surely)."""
+        return self.dropped_mass
 
     # ---------------------------------------------------------------- sampled curve
     def curve(self, tol: float = 1e-6, max_points: int = 6000) -> TradeOffCurve:
@@ -170,7 +198,7 @@ class LRMixture:
             order = np.argsort(grid)
             grid, a, b = grid[order], a[order], b[order]
         pa, pb, ps = self._vertices(grid, a, b)
-        curve = TradeOffCurve(pa, pb, ps, label=self.label, meta=dict(self.meta))
+        curve = checked_curve(pa, pb, ps, label=self.label, meta=self.meta)
         curve.meta.update(max_gap=curve.max_gap, evaluations=int(evaluations), tol=tol)
         self._curves[key] = curve
         return curve
@@ -254,17 +282,27 @@ class LRMixture:
                 if g(right) > 0:  # bracket too narrow on the right: widen
                     while g(right) > 0 and right < 1e12:
                         right = right + max(1.0, abs(right))
-                root = optimize.brentq(g, left, right, xtol=1e-12, rtol=1e-13, maxiter=300)
+                # full relative precision in log t: the thresholds of a tiny-q SGM claim
+                # are themselves ~q, so an absolute tolerance would move alpha
+                root = optimize.brentq(g, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
                 out[i] = float(self.tails([root])[1][0])
         return np.clip(out, 0.0, 1.0)
 
 
-class PointwiseMixture:
+class PointwiseMixture(TradeOff):
     """``f(alpha) = sum_i w_i f_i(alpha)`` (same alpha in every component; Lemma 3.3).
 
     ``parts`` is a list of ``(weight, curve)`` where ``curve`` is a
-    :class:`~paperlib.fdp.tradeoff.TradeOffCurve`, an :class:`LRMixture` or the string
-    ``"identity"``. Evaluated on the union of the parts' sampled alphas; slopes add.
+    :class:`~paperlib.fdp.tradeoff.TradeOff` (e.g. a
+    :class:`~paperlib.fdp.tradeoff.TradeOffCurve` or an :class:`LRMixture`) or the string
+    ``"identity"``. The sampled curve lives on the union of the parts' sampled alphas;
+    slopes add. ``tol`` is the default tolerance of the parts' curves.
+
+    Privacy profile: when the parts are one likelihood-ratio part (an object with
+    ``hockey``) of weight ``w`` and identity parts of weight ``1 - w`` (the ASGM bound of
+    Eq. 14), ``f`` is exactly the trade-off of ``(P, (1 - w) P + w Q)`` (for every test the
+    identity part's FNR is ``1 - alpha``), whose profile is exact
+    (:func:`~paperlib.fdp.gaussian.diluted_hockey`). Otherwise it is the sampled curve's.
     """
 
     def __init__(self, parts, label: str = "", meta: dict | None = None, tol: float = 1e-6):
@@ -272,17 +310,31 @@ class PointwiseMixture:
         self.label = label
         self.meta = dict(meta or {})
         self.tol = tol
-        self._curve = None
+        self._curves: dict[float, TradeOffCurve] = {}
+        self._diluted = self._diluted_pair()
 
-    def curve(self) -> TradeOffCurve:
-        if self._curve is not None:
-            return self._curve
+    def _diluted_pair(self):
+        """``(w, part)`` when the mixture is ``w part + (1 - w) Id`` with an exact part, else None."""
+        lr = [(w, c) for w, c in self.parts if not (isinstance(c, str) and c == "identity") and w > 0]
+        if len(lr) != 1 or not hasattr(lr[0][1], "hockey"):
+            return None
+        total = math.fsum(float(w) for w, _ in self.parts)
+        w = float(lr[0][0])
+        if abs(total - 1.0) > 1e-12 or not 0 < w <= 1:
+            return None
+        return w, lr[0][1]
+
+    def curve(self, tol: float | None = None) -> TradeOffCurve:
+        """The sampled curve: the parts' curves (``tol``, default the constructor's) added pointwise."""
+        tol = self.tol if tol is None else float(tol)
+        if tol in self._curves:
+            return self._curves[tol]
         curves = []
         for w, c in self.parts:
             if isinstance(c, str) and c == "identity":
                 curves.append((w, TradeOffCurve([0.0, 1.0], [1.0, 0.0], [-1.0, -1.0], label="Id")))
-            elif isinstance(c, LRMixture):
-                curves.append((w, c.curve(self.tol)))
+            elif hasattr(c, "curve"):
+                curves.append((w, c.curve(tol)))
             else:
                 curves.append((w, c))
         curves = [(w, c) for w, c in curves if w > 0]
@@ -301,10 +353,13 @@ class PointwiseMixture:
             with np.errstate(divide="ignore", invalid="ignore"):
                 chord = np.where(width > 0, (c.beta[j + 1] - c.beta[j]) / np.where(width > 0, width, 1.0), -np.inf)
             slope = slope + w * np.where(c.alpha[j] == grid, c.slope[j], chord)
-        self._curve = TradeOffCurve(grid, beta, slope, label=self.label, meta=dict(self.meta))
-        return self._curve
+        curve = checked_curve(grid, beta, slope, label=self.label, meta=self.meta)
+        curve.meta.update(tol=tol)
+        self._curves[tol] = curve
+        return curve
 
     def __call__(self, alpha) -> np.ndarray:
+        """``sum_i w_i f_i(alpha)`` from the parts' own evaluations (array of ``alpha``'s shape)."""
         a = check_alpha_array(alpha)
         out = np.zeros_like(a)
         for w, c in self.parts:
@@ -314,9 +369,27 @@ class PointwiseMixture:
                 out += w * np.asarray(c(a))
         return out
 
-    def delta(self, eps):
-        """Privacy profile from the sampled curve (a lower estimate; see TradeOffCurve.delta)."""
-        return self.curve().delta(eps)
+    def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """Both directions of the exact profile (only for ``w part + (1 - w) Id``; class docstring)."""
+        if self._diluted is None:
+            raise ValueError("hockey needs a mixture of one likelihood-ratio part and identity parts")
+        w, part = self._diluted
+        return diluted_hockey(part.hockey, w, eps)
 
-    def epsilon(self, delta: float) -> float:
-        return epsilon_from_delta(self.delta, delta)
+    def delta(self, eps):
+        """Privacy profile: exact for ``w part + (1 - w) Id`` (class docstring), otherwise the
+        sampled curve's (a lower estimate; see TradeOffCurve.delta)."""
+        if self._diluted is None:
+            return self.curve().delta(eps)
+        d1, d2 = self.hockey(eps)
+        d = np.clip(np.maximum(d1, d2), 0.0, 1.0)
+        return d if np.ndim(eps) else float(d[0])
+
+    def delta_limit(self) -> float:
+        if self._diluted is None:
+            return self.curve().delta_limit()
+        w, part = self._diluted
+        return w * float(part.delta_limit()) if hasattr(part, "delta_limit") else 0.0
+
+    def delta_floor(self) -> float:
+        return SAMPLED_DELTA_FLOOR if self._diluted is None else DELTA_FLOOR

@@ -9,19 +9,48 @@ Everything here is plain numpy/scipy. Curves computed elsewhere are carried as
 :class:`TradeOffCurve`: sampled points ``(alpha, beta)`` of a convex,
 non-increasing function, optionally with the exact slope at each point, which
 lets us bound the interpolation error from both sides.
+
+The trade-off interface
+-----------------------
+Every curve type of :mod:`paperlib.fdp` (this module's :class:`TradeOffCurve` and
+:class:`GaussianTradeOff`, :class:`~paperlib.fdp.mixture.LRMixture`,
+:class:`~paperlib.fdp.mixture.PointwiseMixture`, :class:`~paperlib.fdp.composition.Chi2Pair`,
+:class:`~paperlib.fdp.composition.ComposedPLD`, :class:`~paperlib.fdp.composition.BoundView`,
+:class:`~paperlib.fdp.clt.CLTTradeOff`) is a :class:`TradeOff`:
+
+==========================  ===========================================================
+``f(alpha)``                FNR at FPR ``alpha`` (array in, array of the same shape out)
+``f.curve(tol=1e-6)``       a :class:`TradeOffCurve` within ``tol`` of ``f`` (every type
+                            takes ``tol``; exactly sampled types ignore it)
+``f.delta(eps)``            privacy profile ``delta_f(eps)``, both directions, vectorised
+``f.epsilon(delta)``        its inverse: smallest ``eps >= 0`` with ``delta_f(eps) <= delta``
+``f.inverse()``             ``f^{-1}`` (the pair in the other order)
+``f.symmetrised()``         ``min{f, f^{-1}}**``
+``f.to_dict()``             JSON-ready dict; :func:`from_dict` (or ``TradeOff.from_dict``)
+                            brings back a :class:`TradeOff` (a :class:`TradeOffCurve` for
+                            sampled types) with the same values
+``f.label``, ``f.meta``     what it is and how it was computed
+==========================  ===========================================================
+
+:func:`check_tradeoff` tests sampled points for the defining properties (THEORY.md
+section 1); the library calls it on every curve it samples.
 """
 
 from __future__ import annotations
 
+import abc
+import importlib
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from paperlib.validation import check_alpha_array, check_delta, check_positive, check_probability
 
 __all__ = [
+    "TradeOff",
+    "GaussianTradeOff",
     "gaussian_tradeoff",
     "identity_tradeoff",
     "eps_delta_tradeoff",
@@ -29,7 +58,24 @@ __all__ = [
     "TradeOffCurve",
     "epsilon_from_delta",
     "lower_convex_envelope",
+    "check_tradeoff",
+    "from_dict",
+    "DELTA_FLOOR",
+    "SAMPLED_DELTA_FLOOR",
+    "EPS_MAX",
 ]
+
+#: Smallest ``delta`` for which ``epsilon(delta)`` is computed by the exact types: their
+#: privacy profiles are evaluated in log space and keep ~1e-10 relative accuracy down to
+#: here (tested against 60-digit mpmath at 1e-300); below it ValueError.
+DELTA_FLOOR = 1e-300
+#: Smallest ``delta`` for a sampled :class:`TradeOffCurve`: its ``beta`` values near 1 are
+#: stored to ~1e-16 absolute, so its profile is known to ~1e-16 absolute only.
+SAMPLED_DELTA_FLOOR = 1e-12
+#: Largest ``eps`` the inversion of a privacy profile searches; beyond it RuntimeError.
+EPS_MAX = float(2**20)
+#: Default tolerance of :func:`check_tradeoff` (absolute, on FNR values).
+CHECK_TOL = 1e-9
 
 
 def gaussian_tradeoff(alpha, mu: float) -> np.ndarray:
@@ -84,16 +130,165 @@ def gaussian_delta(eps, mu: float) -> np.ndarray:
     """Privacy profile of ``G_mu``: ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``.
 
     Balle & Wang (ICML 2018), Theorem 8; Dong, Roth, Su (2022), Corollary 2.13.
-    ``eps`` array_like of finite reals, ``mu > 0``.
+    ``eps`` array_like of finite reals, ``mu > 0``; returns an array of ``eps``'s shape,
+    finite and in [0, 1] for every ``eps``. Evaluated as ``e^A (-expm1(B - A))`` with
+    ``A = log Phi(-eps/mu + mu/2)``, ``B = eps + log Phi(-eps/mu - mu/2)`` (``log_ndtr``):
+    relative accuracy ~1e-12 down to ``delta = 1e-300`` and no overflow for large ``eps``.
     """
     mu = check_positive(mu, "mu")
     e = np.asarray(eps, dtype=float)
     if not np.all(np.isfinite(e)):
         raise ValueError("eps must be finite")
-    # use logs so that e^eps * tiny does not overflow for large eps
-    t1 = stats.norm.cdf(-e / mu + mu / 2)
-    t2 = np.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
-    return np.maximum(t1 - t2, 0.0)
+    la = special.log_ndtr(-e / mu + mu / 2)
+    lb = e + special.log_ndtr(-e / mu - mu / 2)
+    out = np.zeros(np.broadcast(la, lb).shape)
+    ok = np.isfinite(la) & (lb < la)
+    out[ok] = np.exp(la[ok]) * -np.expm1(lb[ok] - la[ok])
+    return out
+
+
+class TradeOff(abc.ABC):
+    """The trade-off interface every curve type implements (module docstring).
+
+    Subclasses implement :meth:`curve`; the other methods have defaults that go through
+    the sampled curve, which exact types override (their own ``__call__``, ``delta``,
+    ``delta_limit``). Attributes ``label`` (str) and ``meta`` (dict).
+    """
+
+    label = ""
+
+    @abc.abstractmethod
+    def curve(self, tol: float = 1e-6) -> "TradeOffCurve":
+        """A :class:`TradeOffCurve` within ``tol`` of this function."""
+
+    def __call__(self, alpha):
+        """FNR at FPR ``alpha`` (array_like in [0, 1]; the same shape back)."""
+        return self.curve()(alpha)
+
+    def delta(self, eps):
+        """Privacy profile ``delta(eps)`` for ``eps >= 0`` (both directions); vectorised."""
+        return self.curve().delta(eps)
+
+    def delta_limit(self) -> float:
+        """``lim delta(eps)`` as ``eps -> infinity`` (the mass no ``eps`` covers)."""
+        return self.curve().delta_limit()
+
+    def delta_floor(self) -> float:
+        """Smallest ``delta`` that :meth:`epsilon` accepts."""
+        return DELTA_FLOOR
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when none (THEORY.md section 1).
+
+        ``delta`` in ``[delta_floor(), 1)``; ValueError otherwise. RuntimeError when the
+        profile is still above ``delta`` at ``eps = EPS_MAX`` without tending to a limit above it.
+        """
+        return epsilon_from_delta(self.delta, delta, delta_inf=self.delta_limit(), floor=self.delta_floor())
+
+    def inverse(self) -> "TradeOff":
+        """``f^{-1}``: the trade-off of the pair in the other order (sampled)."""
+        return self.curve().inverse()
+
+    def symmetrised(self) -> "TradeOff":
+        """``min{f, f^{-1}}**``, the symmetric trade-off of the unordered pair (sampled)."""
+        return self.curve().symmetrised()
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict of the sampled curve (``from_dict`` gives back a :class:`TradeOffCurve`)."""
+        d = self.curve().to_dict()
+        d["meta"] = dict(d.get("meta", {}), source=type(self).__name__)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TradeOff":
+        """The object a :meth:`to_dict` dict describes (see :func:`from_dict`)."""
+        return from_dict(data)
+
+
+# types whose dicts rebuild the exact object; the module is imported on first use
+_FROM_DICT_MODULES = {"CLTTradeOff": "paperlib.fdp.clt"}
+_FROM_DICT: dict = {}
+
+
+def from_dict(data: dict) -> TradeOff:
+    """Rebuild a :class:`TradeOff` from ``to_dict()`` output or a cached curve dict.
+
+    ``data["type"]`` names the type (``"TradeOffCurve"``, ``"GaussianTradeOff"``,
+    ``"CLTTradeOff"``); a dict without ``type`` but with ``alpha`` and ``beta`` lists (how the
+    book's result cache stores curves) is a :class:`TradeOffCurve`. ``slope``, ``label``
+    and ``meta`` are optional. Raises ValueError for anything else.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"data must be a dict from to_dict(), got {type(data).__name__}")
+    kind = data.get("type", "TradeOffCurve" if "alpha" in data and "beta" in data else None)
+    if kind in _FROM_DICT_MODULES and kind not in _FROM_DICT:
+        importlib.import_module(_FROM_DICT_MODULES[kind])
+    if kind == "TradeOffCurve":
+        if "alpha" not in data or "beta" not in data:
+            raise ValueError("a TradeOffCurve dict needs 'alpha' and 'beta'")
+        slope = data.get("slope")
+        if slope is not None:
+            slope = np.array([-np.inf if v is None else float(v) for v in slope])
+        return TradeOffCurve(np.asarray(data["alpha"], dtype=float), np.asarray(data["beta"], dtype=float),
+                             slope, label=str(data.get("label", "")), meta=dict(data.get("meta") or {}))
+    if kind == "GaussianTradeOff":
+        return GaussianTradeOff(float(data["mu"]), label=str(data.get("label", "")),
+                                meta=dict(data.get("meta") or {}))
+    if kind in _FROM_DICT:
+        return _FROM_DICT[kind](data)
+    raise ValueError(f"data['type'] must be one of TradeOffCurve, GaussianTradeOff, CLTTradeOff, got {kind!r}")
+
+
+def check_tradeoff(alpha, beta, tol: float = CHECK_TOL) -> str | None:
+    """Why sampled points ``(alpha, beta)`` are not on a trade-off function, or ``None``.
+
+    Checks, within the absolute tolerance ``tol`` (THEORY.md section 1): every value finite,
+    ``alpha`` in [0, 1] ascending; ``beta(0) <= 1``; ``0 <= beta <= 1 - alpha``;
+    non-increasing; convex (each point on or below the chord of its neighbours).
+    ``alpha``, ``beta`` 1-D arrays of one length >= 2. Returns a short reason or ``None``.
+    """
+    a = np.asarray(alpha, dtype=float)
+    b = np.asarray(beta, dtype=float)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        return "alpha and beta are not 1-D arrays of one length >= 2"
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return "a value is not finite"
+    if np.any(np.diff(a) < 0) or a[0] < -tol or a[-1] > 1 + tol:
+        return "alpha is not ascending in [0, 1]"
+    if b[0] > 1 + tol or np.any(b < -tol):
+        return f"beta leaves [0, 1] (beta(0) = {b[0]:.6g}, min {b.min():.6g})"
+    over = b - (1 - a)
+    if np.any(over > tol):
+        i = int(np.argmax(over))
+        return f"beta > 1 - alpha at alpha = {a[i]:.6g} (beta = {b[i]:.10g})"
+    if np.any(np.diff(b) > tol):
+        i = int(np.argmax(np.diff(b)))
+        return f"beta increases at alpha = {a[i]:.6g}"
+    if a.size >= 3:
+        a0, a1, a2 = a[:-2], a[1:-1], a[2:]
+        w = a2 - a0
+        ok = w > 0
+        t = np.where(ok, (a1 - a0) / np.where(ok, w, 1.0), 0.0)
+        chord = b[:-2] + (b[2:] - b[:-2]) * t
+        above = np.where(ok, b[1:-1] - chord, 0.0)
+        if np.any(above > tol):
+            i = int(np.argmax(above)) + 1
+            return f"not convex at alpha = {a[i]:.6g} ({above[i - 1]:.3g} above the chord)"
+    return None
+
+
+def checked_curve(alpha, beta, slope=None, *, label: str = "", meta: dict | None = None,
+                  tol: float = CHECK_TOL) -> "TradeOffCurve":
+    """A :class:`TradeOffCurve` from computed points, after :func:`check_tradeoff`.
+
+    Raises RuntimeError "could not compute a valid trade-off curve for these parameters
+    (reason)" when the points are not on a trade-off function within ``tol``.
+    """
+    c = TradeOffCurve(alpha, beta, slope, label=label, meta=dict(meta or {}))
+    why = check_tradeoff(c.alpha, c.beta, tol)
+    if why is not None:
+        raise RuntimeError(f"could not compute a valid trade-off curve for these parameters ({why})")
+    return c
 
 
 def lower_convex_envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +310,7 @@ def lower_convex_envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.
 
 
 @dataclass
-class TradeOffCurve:
+class TradeOffCurve(TradeOff):
     """A trade-off function sampled at points, evaluated by interpolation.
 
     Attributes
@@ -165,6 +360,10 @@ class TradeOffCurve:
         """FNR at the given FPR values (linear interpolation between sampled points)."""
         a = check_alpha_array(alpha)
         return np.interp(a, self.alpha, self.beta)
+
+    def curve(self, tol: float = 1e-6) -> "TradeOffCurve":
+        """The curve itself (already sampled; ``tol`` is accepted and ignored)."""
+        return self
 
     def lower(self, alpha) -> np.ndarray:
         """Rigorous lower bound of the curve at ``alpha``: the envelope of its tangents.
@@ -229,30 +428,107 @@ class TradeOffCurve:
         ``delta_f(eps) = max(sup_a [1 - f(a) - e^eps a], sup_a [1 - a - e^eps f(a)])``
         (THEORY.md section 1). On a piecewise-linear curve the suprema sit at the
         sampled points, so this is exact for the chord and a lower estimate of the
-        true profile, below it by at most ``e^eps * max_gap``.
+        true profile, below it by at most ``e^eps * max_gap``. Finite in [0, 1] for every
+        finite ``eps >= 0`` (``e^eps`` is applied in log space: no ``inf * 0``).
         """
         e = np.atleast_1d(np.asarray(eps, dtype=float))
         if not np.all(np.isfinite(e)) or np.any(e < 0):
             raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-        ee = np.exp(e)[:, None]
-        a, b = self.alpha[None, :], self.beta[None, :]
-        d1 = np.max(1 - b - ee * a, axis=1)
-        d2 = np.max(1 - a - ee * b, axis=1)
-        out = np.maximum(np.maximum(d1, d2), 0.0)
+        out = np.empty(e.shape)
+        a, b = self.alpha, self.beta
+        with np.errstate(divide="ignore", over="ignore"):
+            la, lb = np.log(a), np.log(b)
+        for i, ei in enumerate(e.ravel()):
+            with np.errstate(over="ignore"):
+                ea = np.where(a > 0, np.exp(np.minimum(ei + la, 709.0)), 0.0)
+                eb = np.where(b > 0, np.exp(np.minimum(ei + lb, 709.0)), 0.0)
+            d1 = np.max(1 - b - ea)
+            d2 = np.max(1 - a - eb)
+            out.flat[i] = max(d1, d2, 0.0)
+        out = np.minimum(out, 1.0)
         return out if np.ndim(eps) else out[0]
 
-    def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with ``delta_f(eps) <= delta`` (``inf`` when none)."""
-        return epsilon_from_delta(self.delta, delta)
+    def delta_limit(self) -> float:
+        """``lim delta(eps)``: ``max(1 - f(0), 1 - min{a : f(a) = 0})`` (reached at finite ``eps``)."""
+        zero = np.flatnonzero(self.beta <= 0)
+        a0 = float(self.alpha[zero[0]]) if zero.size else 1.0
+        return max(1.0 - float(self.beta[0]), 1.0 - a0, 0.0)
+
+    def delta_floor(self) -> float:
+        return SAMPLED_DELTA_FLOOR
 
     def to_dict(self) -> dict:
-        """JSON-ready form: ``{"alpha": [...], "beta": [...], "label": ..., "meta": ...}``."""
+        """JSON-ready form: ``{"type": "TradeOffCurve", "alpha": [...], "beta": [...], "slope":
+        [...] or None, "label": ..., "meta": ...}`` (infinite slopes as ``None``)."""
+        slope = None
+        if self.slope is not None:
+            slope = [float(v) if np.isfinite(v) else None for v in self.slope]
         return {
+            "type": "TradeOffCurve",
             "alpha": self.alpha.tolist(),
             "beta": self.beta.tolist(),
+            "slope": slope,
             "label": self.label,
             "meta": _jsonable(self.meta),
         }
+
+
+class GaussianTradeOff(TradeOff):
+    """``G_mu = T(N(0,1), N(mu,1))``, mu-GDP (Dong, Roth, Su 2022, Definition 2.7), exactly.
+
+    ``f(alpha)`` is :func:`gaussian_tradeoff`, ``f.delta(eps)`` :func:`gaussian_delta`
+    (Balle-Wang, log space); ``G_mu`` is symmetric, so ``inverse()`` and ``symmetrised()``
+    return it. ``mu > 0``.
+    """
+
+    def __init__(self, mu: float, label: str = "", meta: dict | None = None):
+        self.mu = check_positive(mu, "mu")
+        self.label = label or f"G_{self.mu:g}"
+        self.meta = dict(meta or {})
+        self._curves: dict = {}
+
+    def __call__(self, alpha):
+        return gaussian_tradeoff(alpha, self.mu)
+
+    def curve(self, tol: float = 1e-6) -> "TradeOffCurve":
+        """Sampled at thresholds ``z`` (reject when ``x > z``), refined until chord error <= ``tol``."""
+        key = float(tol)
+        if key not in self._curves:
+            mu = self.mu
+            z = np.linspace(-40.0, 40.0 + mu, 801)
+            for _ in range(30):
+                a, b = stats.norm.sf(z), stats.norm.cdf(z - mu)
+                slope = -np.exp(np.minimum(mu * z - mu * mu / 2, 700.0))
+                va = np.concatenate([[0.0], a[::-1], [1.0]])
+                vb = np.concatenate([[1.0], b[::-1], [0.0]])
+                vs = np.concatenate([[-np.inf], slope[::-1], [0.0]])
+                gaps = _chord_tangent_gaps(va, vb, vs)[1:-1]
+                bad = np.flatnonzero(gaps > tol)
+                if bad.size == 0:
+                    break
+                zz = z[::-1]
+                z = np.union1d(z, 0.5 * (zz[bad] + zz[bad + 1]))
+            self._curves[key] = checked_curve(va, vb, vs, label=self.label, meta=dict(self.meta, tol=tol))
+        return self._curves[key]
+
+    def delta(self, eps):
+        e = np.asarray(eps, dtype=float)
+        if not np.all(np.isfinite(e)) or np.any(e < 0):
+            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+        d = gaussian_delta(e, self.mu)
+        return d if np.ndim(eps) else float(d)
+
+    def delta_limit(self) -> float:
+        return 0.0
+
+    def inverse(self) -> "GaussianTradeOff":
+        return self
+
+    def symmetrised(self) -> "GaussianTradeOff":
+        return self
+
+    def to_dict(self) -> dict:
+        return {"type": "GaussianTradeOff", "mu": self.mu, "label": self.label, "meta": _jsonable(self.meta)}
 
 
 def _jsonable(obj):
@@ -285,28 +561,64 @@ def _chord_tangent_gaps(alpha, beta, slope) -> np.ndarray:
     return np.where(~ok & (width > 0), np.abs(b0 - b1), gaps)
 
 
-def epsilon_from_delta(delta_fn, delta: float, eps_max: float = 500.0) -> float:
+def epsilon_from_delta(delta_fn, delta: float, eps_max: float = EPS_MAX, *, delta_inf: float | None = None,
+                       floor: float = DELTA_FLOOR) -> float:
     """Invert a non-increasing privacy profile: smallest ``eps >= 0`` with ``delta_fn(eps) <= delta``.
 
     Parameters
     ----------
     delta_fn : callable float -> float
-        The privacy profile ``delta(eps)``.
-    delta : float in (0, 1)
-    eps_max : search limit; ``inf`` is returned when ``delta_fn(eps_max) > delta``.
+        The privacy profile ``delta(eps)`` (finite, in [0, 1]).
+    delta : float in ``[floor, 1)``
+    eps_max : float > 0, search limit (default ``2**20``).
+    delta_inf : float or None
+        ``lim delta(eps)`` as ``eps -> infinity`` when known: ``inf`` is returned when it
+        exceeds ``delta``. When not given, a profile that stays exactly constant above
+        ``delta`` over three doublings of ``eps`` (below ``1 - 1e-9``) is taken to have
+        reached its limit (a privacy profile is convex in ``e^eps``).
+    floor : smallest ``delta`` accepted (default :data:`DELTA_FLOOR`).
 
-    Raises ValueError when ``delta`` is outside (0, 1).
+    Returns ``eps`` (float, relative accuracy ~1e-12 of the root of ``log delta(eps) =
+    log delta``, Brent's method) or ``inf``.
+
+    Raises ValueError when ``delta`` is outside ``[floor, 1)``; RuntimeError "could not
+    compute epsilon for these parameters (...)" when ``delta_fn`` is still above ``delta``
+    at ``eps_max`` (never a silent cap) or returns a value that is not finite.
     """
     delta = check_delta(delta)
+    if delta < floor:
+        raise ValueError(f"delta must be >= {floor:g} (the privacy profile is not computed accurately "
+                         f"below), got {delta!r}")
+
+    def d(e):
+        v = float(np.asarray(delta_fn(float(e))).reshape(-1)[0])
+        if not math.isfinite(v):
+            raise RuntimeError(f"could not compute epsilon for these parameters (delta({e:g}) = {v})")
+        return max(v, 0.0)
+
+    if delta_inf is not None and delta_inf > delta:
+        return math.inf
+    lo, dlo = 0.0, d(0.0)
+    if dlo <= delta:
+        return 0.0
+    hi, dhi = 1.0, d(1.0)
+    flat = 0
+    while dhi > delta:
+        flat = flat + 1 if dhi == dlo and dhi < 1 - 1e-9 else 0
+        if delta_inf is None and flat >= 3:
+            return math.inf
+        if hi >= eps_max:
+            raise RuntimeError(f"could not compute epsilon for these parameters (delta(eps) = {dhi:.6g} > "
+                               f"{delta:g} still at eps = {hi:g})")
+        lo, dlo = hi, dhi
+        hi = min(2.0 * hi, eps_max)
+        dhi = d(hi)
+    ld = math.log(delta)
 
     def g(e):
-        return float(delta_fn(float(e))) - delta
+        v = d(e)
+        return (math.log(v) if v > 0 else -800.0) - ld
 
-    if g(0.0) <= 0:
-        return 0.0
-    hi = 1.0
-    while g(hi) > 0:
-        hi *= 2
-        if hi > eps_max:
-            return math.inf
-    return float(optimize.brentq(g, 0.0, hi, xtol=1e-10, rtol=1e-10))
+    if g(hi) == 0:
+        return hi
+    return float(optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=500))
