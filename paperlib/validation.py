@@ -20,7 +20,14 @@ __all__ = [
     "check_delta",
     "check_alpha_array",
     "check_nonnegative_array",
+    "check_seed",
+    "SEED_LIMIT",
 ]
+
+#: seeds are integers in [0, SEED_LIMIT): numpy's SeedSequence takes any non-negative
+#: integer, but torch's Generator.manual_seed takes at most 64 bits, and 2^63 keeps a
+#: seed a signed 64-bit integer everywhere (JSON readers, Makefile SEED, sub-seeds).
+SEED_LIMIT = 2**63
 
 
 def _is_real(x) -> bool:
@@ -89,3 +96,20 @@ def check_nonnegative_array(x, name: str) -> np.ndarray:
     if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 0):
         raise ValueError(f"{name} must hold finite values >= 0, got {x!r}")
     return a
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """Return ``seed`` as an int after checking it is an integer with ``0 <= seed < 2**63``.
+
+    Floats that are whole numbers (``3.0``) are accepted; booleans, strings, NaN and
+    fractions are not. Raises ValueError naming ``name`` and the range.
+    """
+    ok = not isinstance(seed, bool) and (
+        isinstance(seed, numbers.Integral)
+        or (_is_real(seed) and math.isfinite(seed) and float(seed).is_integer()))
+    if ok:
+        seed = int(seed)
+        ok = 0 <= seed < SEED_LIMIT
+    if not ok:
+        raise ValueError(f"{name} must be an integer with 0 <= {name} < 2^63, got {seed!r}")
+    return seed

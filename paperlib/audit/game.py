@@ -59,7 +59,7 @@ from tqdm import tqdm
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate
+from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
 from paperlib.audit.distinguishers import make_distinguisher
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
@@ -298,6 +298,27 @@ def _bind_distinguishers(distinguishers, model) -> dict:
     return dists
 
 
+def _eps_for_delta(eps_claimed: float, eps_for_delta, objective: str) -> float:
+    """The epsilon at which ``delta_L`` is reported: ``eps_for_delta``, else the SGM claim's.
+
+    A claim with no finite epsilon at ``delta`` (tiny ``sigma``) claims nothing: every
+    ``delta_L`` at ``eps = inf`` is 0, so the result reports ``inf`` and ``delta_L = 0``
+    (only ``objective='delta'`` needs a finite value; it then asks for ``eps_for_delta``).
+    """
+    if eps_for_delta is None:
+        if math.isfinite(eps_claimed) or objective == "eps":
+            return float(eps_claimed)
+        raise ValueError("eps_for_delta: the SGM claim has no finite epsilon at this delta, so "
+                         "objective='delta' needs an explicit eps_for_delta >= 0")
+    try:
+        e = None if isinstance(eps_for_delta, (bool, str)) else float(eps_for_delta)
+    except (TypeError, ValueError):
+        e = None
+    if e is None or not math.isfinite(e) or e < 0:
+        raise ValueError(f"eps_for_delta must be a finite number >= 0, got {eps_for_delta!r}")
+    return e
+
+
 def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
     mechanism = Mechanism.parse(mechanism)
     q = check_rate(q)
@@ -399,7 +420,7 @@ def _results(dists, res, model, *, mechanism, q, sigma, C, delta, trials, calibr
         fpr_ci = clopper_pearson(fp, nd, confidence)
         fnr_ci = clopper_pearson(fn, nq, confidence)
         e_l = float(eps_lower(fpr_ci[1], fnr_ci[1], delta))
-        d_l = float(delta_lower(fpr_ci[1], fnr_ci[1], eps_d))
+        d_l = float(delta_lower(fpr_ci[1], fnr_ci[1], eps_d)) if math.isfinite(eps_d) else 0.0
         out[label] = AuditResult(
             mechanism=mechanism, distinguisher=d.describe(), N=model.N, n=model.n, q=q, sigma=sigma, C=C,
             delta=delta, trials=trials, trials_D=nd, trials_Dprime=nq, calibration_trials=calibration_trials,
@@ -470,6 +491,7 @@ def audit_distinguishers(
     max_N = cfg.max_N
     q, sigma, C, trials, calibration_trials, delta, confidence = _validate_common(
         mechanism, q, sigma, C, trials, calibration_trials, delta, confidence)
+    seed = check_seed(seed)
     if objective not in ("eps", "delta"):
         raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
     device = torch.device(device)
@@ -480,9 +502,7 @@ def audit_distinguishers(
     dists = _bind_distinguishers(distinguishers, model)
     path_used = resolve_path(path, dists, batched)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
-    eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
-    if not math.isfinite(eps_d) or eps_d < 0:
-        raise ValueError(f"eps_for_delta must be a finite number >= 0, got {eps_for_delta!r}")
+    eps_d = _eps_for_delta(eps_claimed, eps_for_delta, objective)
 
     t0 = time.perf_counter()
     gen = torch.Generator(device=device).manual_seed(int(seed))
@@ -571,6 +591,7 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
     Returns ``{label: AuditResult}``; ValueError for misshaped, non-finite or missing blocks.
     """
     q, sigma, C, _, _, delta, confidence = _validate_common(mechanism, q, sigma, C, 2, 2, delta, confidence)
+    seed = check_seed(seed)
     if objective not in ("eps", "delta"):
         raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
     if not isinstance(outputs, dict) or set(outputs) != {"cal", "count"}:
@@ -579,9 +600,7 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
     model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
     dists = _bind_distinguishers(distinguishers, model)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
-    eps_d = eps_claimed if eps_for_delta is None else float(eps_for_delta)
-    if not math.isfinite(eps_d) or eps_d < 0:
-        raise ValueError(f"eps_for_delta must be a finite number >= 0, got {eps_for_delta!r}")
+    eps_d = _eps_for_delta(eps_claimed, eps_for_delta, objective)
     blocks = {}
     for phase in ("cal", "count"):
         side = outputs[phase]
