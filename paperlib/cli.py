@@ -9,7 +9,24 @@ Examples::
         --N 140199 --q 0.005 --sigma 10 --n 26010 --rounds 200 --delta 1e-5
 
 Output is one JSON object on stdout. Invalid input exits with status 2 and one
-line on stderr that names the parameter and its allowed range.
+line on stderr that names the parameter and its allowed range; so does a size above
+the limits below (with the estimated cost) unless ``--yes`` is given, and running out
+of memory (naming the parameter that sets the size). A computation that fails for valid
+input exits with status 1 and one line "could not compute X for these parameters
+(reason)", as do an implementation that does not match its mechanism and a release
+that is not available. ``PAPERLIB_DEBUG=1`` shows the traceback instead.
+
+Size limits (each refused above it, with an estimate, unless ``--yes``):
+
+* ``audit``: ``--trials`` <= :data:`MAX_AUDIT_TRIALS`; ``(N+1) * n`` <=
+  :data:`MAX_AUDIT_ELEMENTS` (the worst-case data and its copies, about 64 bytes each);
+* ``audit-implementation``: ``--trials`` <= :data:`MAX_AUDIT_TRIALS` in quick mode,
+  <= :data:`MAX_IMPLEMENTATION_TRIALS_FULL` in full mode (every round a real step);
+* ``tradeoff``/``epsilon`` with ``--bound guarantee``: at most
+  :data:`MAX_GUARANTEE_COMPONENTS` batch sizes in the binomial mixture (``N`` sets it;
+  e.g. ``N`` up to about 7.7 million at ``q = 0.5``).
+
+Progress bars (tqdm, on stderr) are shown for the audits when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -17,16 +34,100 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
 
 from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
 from paperlib.fdp.mixture import LRMixture
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
 
 BOUNDS = ("guarantee", "upper", "clt")
 #: packages of the optional [audit] extra: a command that needs one says so in one line
 AUDIT_EXTRA = ("torch", "torchvision", "opacus", "tqdm")
+
+# Size limits (module docstring) and the rough unit costs behind their estimates, measured
+# on one x86-64 core (2026-11): an audit round ~25 us (N = 12; 7 us at N = 3), one
+# real implementation step ~40 ms (cnn-mnist, CPU), one batch size of a guarantee
+# mixture >= 15 ms per FPR value (more at large noncentrality).
+#: ValueError subclasses that refuse an input other than an option (shown as they are, status 2):
+#: a wheel in the release cache whose sha256 is not the stored one
+INPUT_ERRORS = ("WheelVerificationError",)
+MAX_AUDIT_TRIALS = 10_000_000
+MAX_AUDIT_ELEMENTS = 50_000_000
+MAX_IMPLEMENTATION_TRIALS_FULL = 20_000
+MAX_GUARANTEE_COMPONENTS = 20_000
+_SECONDS_PER_ROUND = 25e-6
+_SECONDS_PER_ELEMENT = 6e-7
+_BYTES_PER_ELEMENT = 64
+_BYTES_PER_TRIAL = 32  # scores and tie-break keys, calibration + counted, per distinguisher
+_SECONDS_PER_STEP = 0.04
+_SECONDS_PER_COMPONENT = 0.015
+
+
+def _fmt_seconds(s: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if s >= 2 * size:
+            return f"{s / size:.3g} {unit}"
+    return f"{s:.2g} s"
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if b >= size:
+            return f"{b / size:.3g} {unit}"
+    return f"{b / 1024:.3g} KiB"
+
+
+def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", shown=None) -> None:
+    """ValueError naming ``name`` when ``value > limit`` and ``--yes`` was not given.
+
+    ``shown`` is what the message says the parameter is (default ``value``); the
+    message says what the limit is on (``hint``) and the estimated cost.
+    """
+    if value > limit and not getattr(args, "yes", False):
+        shown = value if shown is None else shown
+        raise ValueError(f"{name} = {shown:,} is above the size limit ({hint}at most {limit:,}; estimated "
+                         f"{estimate}); pass --yes to run it anyway")
+
+
+def _audit_cost(N: int, n: int, trials: int, distinguishers: int = 1) -> tuple[float, float]:
+    """Rough (seconds, bytes) of a worst-case audit (module constants; a guide, not a promise)."""
+    elements = (N + 1) * n
+    seconds = 2 * trials * _SECONDS_PER_ROUND + elements * _SECONDS_PER_ELEMENT
+    return seconds, elements * _BYTES_PER_ELEMENT + trials * _BYTES_PER_TRIAL * distinguishers
+
+
+def _check_audit_size(args) -> None:
+    seconds, nbytes = _audit_cost(args.N, args.n, args.trials)
+    est = f"{_fmt_seconds(seconds)} and {_fmt_bytes(nbytes)} of memory"
+    _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS, est)
+    _refuse_size(args, "n", (args.N + 1) * args.n, MAX_AUDIT_ELEMENTS, est, shown=args.n,
+                 hint=f"(N+1)*n = {(args.N + 1) * args.n:,} floats of data, ")
+
+
+def _check_guarantee_size(args) -> None:
+    """--bound guarantee: the binomial mixture's batch sizes (N sets them) at a rough cost each."""
+    if args.bound != "guarantee" or args.rounds != 1 or args.mechanism == "sgm" or getattr(args, "claimed", False):
+        return
+    if args.mechanism == "feasgm":
+        K, K1 = feasgm_floors(args.N, args.q)
+        if K == K1:  # floors agree: the SGM claim, no mixture
+            return
+    from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, binomial_support
+
+    if args.N > 2000:  # the support the guarantee uses (both tails cut at tail_tol / 2), not built
+        from scipy import stats
+
+        half = DEFAULT_TAIL_TOL / 2
+        comps = int(stats.binom.isf(half, args.N, args.q) - stats.binom.ppf(half, args.N, args.q) + 1)
+    else:
+        comps = len(binomial_support(args.N, args.q)[0])
+    values = len(args.alpha) if args.command == "tradeoff" else 40  # epsilon: ~40 profile evaluations
+    seconds = comps * values * _SECONDS_PER_COMPONENT
+    _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {_fmt_seconds(seconds)}; --bound upper "
+                 "takes seconds", shown=args.N, hint=f"the guarantee mixes {comps:,} batch sizes of Bin(N, q), ")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +146,7 @@ def _curve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, required=True, help="number of model parameters (output dimension) >= 1")
     p.add_argument("--rounds", type=int, default=1, help="number of training rounds T >= 1")
     p.add_argument("--tol", type=float, default=1e-6, help="largest interpolation error in beta (default 1e-6)")
+    p.add_argument("--yes", action="store_true", help="run even above the size limits (see python -m pydoc paperlib.cli)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +180,7 @@ def _audit_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--seed", type=int, required=True, help="random seed")
     a.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="where the rounds run (default cpu)")
     a.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon lower bound, in (0, 1) (default 1e-5)")
+    a.add_argument("--yes", action="store_true", help="run even above the size limits (see python -m pydoc paperlib.cli)")
 
 
 def run_audit(args) -> dict:
@@ -91,8 +194,13 @@ def run_audit(args) -> dict:
     check_int(args.n, "n", 1)
     check_int(args.trials, "trials", 2)
     check_delta(args.delta)
+    check_seed(args.seed)
+    if args.N > 12:
+        raise ValueError(f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
+    _check_audit_size(args)
     r = audit_worst_case(args.mechanism, args.N, args.q, args.sigma, args.n, C=args.C, trials=args.trials,
-                         distinguisher=args.distinguisher, seed=args.seed, device=args.device, delta=args.delta)
+                         distinguisher=args.distinguisher, seed=args.seed, device=args.device, delta=args.delta,
+                         progress=sys.stderr.isatty())
     return {"command": "audit", "fpr": r.fpr, "fnr": r.fnr, "eps_lower": r.eps_lower, "delta": r.delta,
             "trials": r.trials, "eps_claimed": _jsonnum(r.eps_claimed), "fpr_ci": list(r.fpr_ci),
             "fnr_ci": list(r.fnr_ci), "delta_lower": r.delta_lower, "violation": r.violation,
@@ -122,6 +230,7 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--mode", default="quick", choices=("quick", "full"),
                    help="quick: checked implementation steps + the batched mechanism; full: every round an implementation step")
     a.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon lower bound, in (0, 1) (default 1e-5)")
+    a.add_argument("--yes", action="store_true", help="run even above the size limits (see python -m pydoc paperlib.cli)")
 
 
 def run_audit_implementation(args) -> dict:
@@ -134,6 +243,15 @@ def run_audit_implementation(args) -> dict:
     check_positive(args.C, "C")
     check_int(args.trials, "trials", 2)
     check_delta(args.delta)
+    check_seed(args.seed)
+    if args.mode == "full":
+        _refuse_size(args, "trials", args.trials, MAX_IMPLEMENTATION_TRIALS_FULL,
+                     f"{_fmt_seconds(2 * args.trials * _SECONDS_PER_STEP)}: every round a real step",
+                     hint="full mode, ")
+    else:
+        seconds = 2 * args.trials * _SECONDS_PER_ROUND + 400 * _SECONDS_PER_STEP
+        _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS,
+                     f"{_fmt_seconds(seconds)} and {_fmt_bytes(2 * args.trials * _BYTES_PER_TRIAL)} of memory")
     from paperlib.artifact.provenance import ResultCache
     from paperlib.implementations import real_audit
 
@@ -144,7 +262,7 @@ def run_audit_implementation(args) -> dict:
     try:
         r = real_audit.audit_implementation(args.implementation, args.model, args.dataset, N=args.N, q=args.q,
                                             sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
-                                            mode=args.mode, delta=args.delta, progress=False,
+                                            mode=args.mode, delta=args.delta, progress=sys.stderr.isatty(),
                                             cache=ResultCache(args.mode))
     except DatasetUnavailable as exc:
         raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
@@ -169,6 +287,11 @@ def _validate(args) -> None:
         K, _ = feasgm_floors(args.N, args.q)
         if K == 0:
             raise ValueError(f"N*q must be >= 1 for feasgm: floor(N*q) = 0 divides by zero (N={args.N}, q={args.q})")
+    if args.command == "tradeoff":
+        check_alpha_array(args.alpha)
+    else:
+        check_delta(args.delta)
+    _check_guarantee_size(args)
 
 
 def _curve(args):
@@ -254,6 +377,50 @@ def run_epsilon(args) -> dict:
     return out
 
 
+def _what(args) -> str:
+    """What a command computes, for "could not compute X for these parameters"."""
+    if args.command == "audit":
+        return f"the {args.mechanism.upper()} audit"
+    if args.command == "audit-implementation":
+        return f"the audit of {args.implementation}"
+    if getattr(args, "claimed", False):
+        thing = "the SGM claim's epsilon"
+    else:
+        thing = f"the {args.mechanism.upper()} " + {"guarantee": "guarantee", "upper": "upper bound",
+                                                    "clt": "CLT bound"}[args.bound]
+    return thing + (f" over {args.rounds} rounds" if args.rounds > 1 else "")
+
+
+def _names_parameter(message: str, args) -> bool:
+    """Does an error message start with one of this command's parameters (the project's
+    convention for input errors: "sigma must be ...", "q: floor(N*q) = 0 ...")?"""
+    m = re.match(r"[`'\"-]*([A-Za-z_][A-Za-z0-9_]*)", message)
+    return bool(m) and m.group(1) in vars(args)
+
+
+def _size_parameter(args) -> str:
+    """The parameter that sets the memory a command needs (named when memory runs out)."""
+    if args.command == "audit":
+        data = (args.N + 1) * args.n * _BYTES_PER_ELEMENT
+        return f"n (n = {args.n:,}, N = {args.N})" if data >= args.trials * _BYTES_PER_TRIAL \
+            else f"trials (trials = {args.trials:,})"
+    if args.command == "audit-implementation":
+        return f"trials (trials = {args.trials:,})"
+    if args.rounds > 1:
+        return f"rounds (rounds = {args.rounds:,})"
+    return f"N (N = {args.N:,})"
+
+
+def _fail(message: str, status: int) -> int:
+    sys.stderr.write(f"paperlib: error: {' '.join(str(message).split()) or 'unknown error'}\n")
+    return status
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -265,9 +432,26 @@ def main(argv=None) -> int:
         else:
             _validate(args)
             out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
+    except MemoryError:
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        p = _size_parameter(args)
+        return _fail(f"out of memory computing {_what(args)}: the memory grows with {p}; "
+                     f"lower --{p.split()[0]}", 2)
     except ValueError as exc:
-        sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
-        return 2
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        msg = _first_line(exc)
+        if _names_parameter(msg, args) or type(exc).__name__ in INPUT_ERRORS:
+            return _fail(msg, 2)
+        # not about an option the user gave: an internal step failed for these values
+        return _fail(msg if msg.startswith("could not compute") else
+                     f"could not compute {_what(args)} for these parameters ({msg})", 1)
+    except ArithmeticError as exc:  # OverflowError, ZeroDivisionError, FloatingPointError inside a computation
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        return _fail(f"could not compute {_what(args)} for these parameters ({type(exc).__name__}: "
+                     f"{_first_line(exc)})", 1)
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in AUDIT_EXTRA:
             raise
@@ -276,11 +460,20 @@ def main(argv=None) -> int:
         return 2
     except RuntimeError as exc:
         # audit-implementation: the implementation does not match its mechanism, an old release
-        # is not available (offline, no cache) or does not run here, or its code audit failed
-        if type(exc).__name__ not in ("ImplementationMismatch", "ReleaseNotAvailable", "AuditError"):
+        # is not available (offline, no cache) or does not run here, or its code audit failed;
+        # elsewhere a numerical step that failed ("could not compute ... (reason)"); torch's
+        # allocation failures are RuntimeErrors too
+        if os.environ.get("PAPERLIB_DEBUG"):
             raise
-        sys.stderr.write(f"paperlib: error: {str(exc).splitlines()[0]}\n")
-        return 1
+        msg = _first_line(exc)
+        if type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in msg:
+            p = _size_parameter(args)
+            return _fail(f"out of memory computing {_what(args)}: the memory grows with {p}; "
+                         f"lower --{p.split()[0]}", 2)
+        if type(exc).__name__ in ("ImplementationMismatch", "ReleaseNotAvailable", "AuditError") \
+                or msg.startswith("could not compute"):
+            return _fail(msg, 1)
+        return _fail(f"could not compute {_what(args)} for these parameters ({msg})", 1)
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0
