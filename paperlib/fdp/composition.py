@@ -82,7 +82,7 @@ from scipy import optimize, special
 from paperlib.fdp.gaussian import LRFamily, diluted_hockey
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tails import TEMME_MIN_DOF, chi2_logcdf, chi2_logsf, chi2_ppf  # noqa: F401 (re-exported)
-from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, checked_curve
+from paperlib.fdp.tradeoff import DELTA_FLOOR, TradeOff, TradeOffCurve, checked_curve
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive
 
 __all__ = [
@@ -545,7 +545,7 @@ class ComposedPLD(TradeOff):
         ia = np.searchsorted(alpha, levels)
         ib = np.searchsorted(-beta, -levels)
         idx = np.unique(np.clip(np.concatenate([ia, ia - 1, ib, ib - 1, [0, alpha.size - 1]]), 0, alpha.size - 1))
-        a, b, s = alpha[idx], beta[idx], slope[idx]
+        a, b, s = np.minimum(alpha[idx], 1.0), beta[idx], slope[idx]  # cumsum may pass 1 by rounding
         if a[-1] < 1.0:
             a, b, s = np.append(a, 1.0), np.append(b, 0.0), np.append(s, 0.0)
         c = checked_curve(a, np.minimum(b, 1.0), s, label=self.label, meta=self.meta)
@@ -582,8 +582,14 @@ class ComposedPLD(TradeOff):
         return lo, lo + self.rounds * self.step
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
-        """``(eps_lo, eps_hi)`` bracketing ``epsilon(delta)`` of the exact composition."""
+        """``(eps_lo, eps_hi)`` bracketing ``epsilon(delta)`` of the exact composition.
+
+        ``delta`` in ``[DELTA_FLOOR, 1)`` (ValueError otherwise); ``eps_hi`` is ``inf`` when
+        ``delta`` is below the tail and trimmed mass ``eta`` charged to the upper end."""
         delta = check_delta(delta)
+        if delta < DELTA_FLOOR:
+            raise ValueError(f"delta must be >= {DELTA_FLOOR:g} (the privacy profile is not computed accurately "
+                             f"below), got {delta!r}")
         p, q = self.p, self.q
         with np.errstate(divide="ignore"):
             lp, lq = np.log(p), np.log(q)

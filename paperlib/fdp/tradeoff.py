@@ -621,4 +621,5 @@ def epsilon_from_delta(delta_fn, delta: float, eps_max: float = EPS_MAX, *, delt
 
     if g(hi) == 0:
         return hi
-    return float(optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=500))
+    # relative tolerance only: epsilon of a tiny-q claim can be ~1e-15
+    return float(optimize.brentq(g, lo, hi, xtol=1e-300, rtol=1e-13, maxiter=500))
