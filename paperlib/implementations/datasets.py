@@ -18,6 +18,21 @@ missing and cannot be downloaded (offline, or ``download=False``) :class:`Datase
 says in two lines what to put where. No torchvision traceback is chained to it; the
 original error is kept as its ``cause`` attribute.
 
+What is verified (read from torchvision 0.29's ``datasets/mnist.py``, ``cifar.py`` and
+``utils.py``):
+
+* downloads: torchvision checks the md5 of every file it downloads
+  (``download_and_extract_archive(..., md5=...)``: MNIST's and Fashion-MNIST's four
+  ``.gz`` files, CIFAR-10's ``.tar.gz``) and raises on a mismatch;
+* CIFAR-10 on disk: torchvision checks the md5 of every batch file and of
+  ``batches.meta`` on every load, before it unpickles them;
+* MNIST / Fashion-MNIST on disk: torchvision checks only that the four un-gzipped files
+  exist (it has no checksum of them). Here each idx file's header is checked against
+  its size (magic number, dimensions, no truncated or trailing bytes), the label file
+  must hold as many labels as the image file holds images, and (every dataset) every
+  label must be a class 0-9. A file that fails raises :class:`DatasetUnavailable` whose
+  first line names the file.
+
 Normalisation (:data:`NORMALIZATION`): ``ToTensor`` (pixels / 255 in ``[0, 1]``, channels
 first) then ``Normalize(mean, std)`` with each dataset's usual training-set statistics:
 
@@ -39,6 +54,7 @@ normalised with MNIST's constants, and uniform random labels 0-9, both from ``se
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from pathlib import Path
@@ -91,6 +107,10 @@ _SOURCES = {
                 "(the original files: their md5s are checked)",
                 "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz, unpacked"),
 }
+
+
+_IDX_MAGIC = {"images": 0x00000803, "labels": 0x00000801}  # unsigned bytes, 3 resp. 1 dimensions
+_IDX_SPLIT = {True: "train", False: "t10k"}
 
 
 class DatasetUnavailable(RuntimeError):
@@ -177,6 +197,71 @@ def _unavailable(name: str, root: Path, train: bool, download: bool,
     return DatasetUnavailable(msg, cause=err)
 
 
+def _idx_paths(name: str, root: Path, train: bool) -> dict[str, Path]:
+    folder = root / _SOURCES[name][1]
+    split = _IDX_SPLIT[bool(train)]
+    return {kind: folder / f"{split}-{kind}-idx{1 if kind == 'labels' else 3}-ubyte" for kind in ("images", "labels")}
+
+
+def _corrupt(name: str, train: bool, path, why: str) -> DatasetUnavailable:
+    split = "train" if train else "test"
+    _, folder, _, url = _SOURCES[name]
+    return DatasetUnavailable(
+        f"Dataset {name!r} ({split} split): {path} {why}.\n"
+        f"Replace it with the original file (from {url}), or set {ENV_VAR} to a folder holding "
+        f"{folder.split('/')[0]}/ with the original files.")
+
+
+def _check_idx_files(name: str, root: Path, train: bool) -> None:
+    """MNIST-like idx files that exist: header against size, and images/labels counts agree.
+
+    torchvision has no checksum of the un-gzipped files and reads them with ``strict=False``
+    (a short label file loads, and fails later as an index error). Missing files are left
+    to torchvision (download, or its "not found").
+    """
+    paths = _idx_paths(name, root, train)
+    counts = {}
+    for kind, path in paths.items():
+        if not path.is_file():
+            return
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(16 if kind == "images" else 8)
+        want_len = 16 if kind == "images" else 8
+        if len(head) < want_len:
+            raise _corrupt(name, train, path, f"is too short for an idx {kind} header ({size} bytes)")
+        magic = int.from_bytes(head[:4], "big")
+        if magic != _IDX_MAGIC[kind]:
+            raise _corrupt(name, train, path, f"is not an idx {kind} file (magic number {magic:#010x}, expected "
+                           f"{_IDX_MAGIC[kind]:#010x})")
+        dims = [int.from_bytes(head[i:i + 4], "big") for i in range(4, want_len, 4)]
+        if kind == "images" and tuple(dims[1:]) != DATASET_SHAPES[name][1:]:
+            raise _corrupt(name, train, path, f"holds images of {dims[1]} x {dims[2]} pixels, expected "
+                           f"{DATASET_SHAPES[name][1]} x {DATASET_SHAPES[name][2]}")
+        expected = want_len + math.prod(dims)
+        if size != expected:
+            raise _corrupt(name, train, path, f"has {size:,} bytes but its header announces {dims[0]:,} {kind} "
+                           f"({expected:,} bytes): truncated or corrupt")
+        counts[kind] = dims[0]
+    if counts["labels"] != counts["images"]:
+        raise _corrupt(name, train, paths["labels"], f"holds {counts['labels']:,} labels but "
+                       f"{paths['images'].name} holds {counts['images']:,} images")
+
+
+def _check_loaded(name: str, root: Path, train: bool, n_images: int, targets) -> np.ndarray:
+    """Labels as loaded: one per image, each a class 0-9 (else DatasetUnavailable naming the file)."""
+    labels = np.asarray(targets)
+    where = (_idx_paths(name, root, train)["labels"] if name in ("mnist", "fmnist")
+             else root / _SOURCES[name][1])
+    if labels.ndim != 1 or labels.shape[0] != n_images:
+        raise _corrupt(name, train, where, f"gives {labels.shape[0] if labels.ndim else 0:,} labels for "
+                       f"{n_images:,} images")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() > 9):
+        bad = labels[(labels < 0) | (labels > 9)] if np.issubdtype(labels.dtype, np.number) else labels
+        raise _corrupt(name, train, where, f"holds a label {np.asarray(bad).ravel()[0].item()!r} outside the classes 0-9")
+    return labels
+
+
 def _load_torchvision(name: str, root: Path, train: bool, download: bool):
     """The torchvision dataset object, or DatasetUnavailable."""
     try:
@@ -187,6 +272,8 @@ def _load_torchvision(name: str, root: Path, train: bool, download: bool):
             "Install it: pip install -r requirements-lock.txt (or pip install torchvision).",
             cause=err) from None
     cls = {"mnist": tvd.MNIST, "fmnist": tvd.FashionMNIST, "cifar10": tvd.CIFAR10}[name]
+    if name in ("mnist", "fmnist"):
+        _check_idx_files(name, root, train)
     try:
         return cls(str(root), train=train, download=download)
     except Exception as err:  # network, md5, missing file, corrupt pickle/idx, permissions
@@ -229,7 +316,8 @@ def load_points(name: str, k: int, seed: int = 0, *, root: str | os.PathLike | N
         naming the parameter: unknown ``name``, ``k < 1``, ``k`` larger than the dataset,
         negative ``seed``.
     DatasetUnavailable
-        the files are missing and could not be downloaded (or ``download=False``).
+        the files are missing and could not be downloaded (or ``download=False``), or a
+        file fails the checks of the module docstring (first line names the file).
     """
     name, k, seed = _check_args(name, k, seed)
     if name == "synthetic":
@@ -241,13 +329,14 @@ def load_points(name: str, k: int, seed: int = 0, *, root: str | os.PathLike | N
         split = "train" if train else "test"
         raise ValueError(f"k: {k} is larger than the dataset ({name} {split} split in "
                          f"{root_path} has {n} images)")
+    all_labels = _check_loaded(name, root_path, bool(train), n, ds.targets)
     idx = np.random.default_rng(seed).choice(n, size=k, replace=False)
-    data, targets = ds.data, ds.targets
+    data = ds.data
     if isinstance(data, torch.Tensor):  # MNIST / FashionMNIST: uint8 [N, H, W]
         pixels = data[torch.from_numpy(idx)].unsqueeze(1)
     else:  # CIFAR-10: numpy uint8 [N, H, W, C]
         pixels = torch.from_numpy(np.ascontiguousarray(data[idx])).permute(0, 3, 1, 2)
-    labels = torch.as_tensor(np.asarray(targets)[idx], dtype=torch.int64)
+    labels = torch.as_tensor(all_labels[idx], dtype=torch.int64)
     images = _normalise(pixels, name)
     expected = (k, *DATASET_SHAPES[name])
     if tuple(images.shape) != expected:
@@ -268,18 +357,21 @@ def resolve_dataset(name: str, k: int, seed: int = 0, *, mode: str = "quick",
                     extra_roots=None) -> tuple[str, Path | None, str | None]:
     """Which data a notebook can audit on: ``(dataset to use, root, note)``.
 
-    Tries the default data folder, then ``extra_roots`` (default: ``../shared/data``
-    beside the clone), loading ``k`` points of ``name``. Only ``mode='full'`` downloads
-    (into the default folder); there a dataset that cannot be had raises
-    :class:`DatasetUnavailable`. In other modes it falls back to ``"synthetic"`` and
-    ``note`` says why (one line), so the caller can show it next to the result.
+    Tries the default data folder (:func:`data_root`: ``$PAPERLIB_DATA`` or
+    ``<repo>/data``), then ``extra_roots`` (default: ``../shared/data`` beside the clone),
+    loading ``k`` points of ``name``. ``root`` is the folder the points were loaded from,
+    resolved (an absolute path, also for the default folder), or ``None`` for the
+    synthetic stand-in. Only ``mode='full'`` downloads (into the default folder); there a
+    dataset that cannot be had raises :class:`DatasetUnavailable`. In other modes it
+    falls back to ``"synthetic"`` and ``note`` says why (one line), so the caller can
+    show it next to the result.
     """
     roots = [None] + list(_extra_roots() if extra_roots is None else extra_roots)
     err = None
     for root in roots:
         try:
             load_points(name, k, seed, root=root, download=(mode == "full" and root is None))
-            return name, root, None
+            return name, Path(data_root() if root is None else root).expanduser().resolve(), None
         except DatasetUnavailable as exc:
             err = str(exc).splitlines()[0]
     if mode == "full":

@@ -31,14 +31,21 @@ Two modes (:func:`audit_implementation`):
 
 Both modes also run :func:`runners.detect_normaliser` on the implementation's steps
 (which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by). Results are
-cached in ``results/real_audit_<key>.json`` under a hash of every parameter
-(:func:`paperlib.artifact.provenance.save_result`), so a rerun is instant.
+cached in ``results/real_audit_<key>.json`` under a hash of every parameter, of the
+resolved data folder and of the points actually used (SHA-256 of the loaded images and
+labels; :func:`points_sha256`), so a rerun is instant and a result is never reused for
+other data (:func:`paperlib.artifact.provenance.save_result`). The points are loaded
+before the cache is consulted: a data folder that does not hold the dataset is an
+error, never a cache hit. Only ``mode="full"`` downloads a missing dataset.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -49,7 +56,7 @@ from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
 from paperlib.audit.game import AUDIT_VERSION, audit_outputs
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.validation import check_delta, check_int, check_positive, check_rate, check_seed
 
 __all__ = [
     "DOCUMENTED_MECHANISM",
@@ -62,6 +69,7 @@ __all__ = [
     "project_outputs",
     "check_outputs",
     "audit_implementation",
+    "points_sha256",
 ]
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
@@ -193,7 +201,17 @@ def _sub_seed(seed: int, *keys: int) -> int:
     return int(np.random.SeedSequence([int(seed), *[int(k) for k in keys]]).generate_state(1)[0])
 
 
-def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root):
+def points_sha256(X, y) -> str:
+    """SHA-256 (hex) of the points an audit uses: shapes, dtypes and bytes of images and labels."""
+    h = hashlib.sha256()
+    for t in (X, y):
+        a = np.ascontiguousarray(t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t))
+        h.update(f"{a.dtype.str}{a.shape}".encode("ascii"))
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root, download: bool = False):
     """``datasets.load_points``; ``"synthetic"`` points take the model's input shape.
 
     The loader's synthetic points have MNIST's shape; for a model with another input
@@ -211,7 +229,7 @@ def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root):
         m = torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1)
         sd = torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1)
         return (pixels - m) / sd, labels
-    X, y = datasets.load_points(dataset, k, seed, root=root)
+    X, y = datasets.load_points(dataset, k, seed, root=root, download=download)
     if tuple(X.shape[1:]) != shape:
         raise ValueError(f"model {model!r} takes inputs of shape {shape}, dataset {dataset!r} has {tuple(X.shape[1:])}")
     return X, y
@@ -257,7 +275,12 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     cache : ``None`` (compute every time) or a result store with ``key(params)`` (a short
         hash), ``load(name, params)`` (the stored dict or ``None``) and
         ``save(name, params, data, *, seed, wall_time)``, such as
-        :class:`paperlib.artifact.provenance.ResultCache`; the key covers every argument.
+        :class:`paperlib.artifact.provenance.ResultCache`; the key covers every argument,
+        the resolved data folder and :func:`points_sha256` of the points loaded.
+    data_root : the datasets folder (default :func:`paperlib.implementations.datasets.data_root`,
+        i.e. ``$PAPERLIB_DATA`` or ``<repo>/data``); ignored for ``"synthetic"``. Only
+        ``mode="full"`` downloads a dataset that is missing there.
+    progress : a tqdm bar (stderr) over the implementation's steps.
 
     Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
     ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
@@ -293,8 +316,19 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if check_trials is None:
         check_trials = min(200, trials // 2)
     check_trials = min(check_int(check_trials, "check_trials", 10), trials // 2)
+    seed = check_seed(seed)
     dists = list(distinguishers)
-    params = {"kind": "real_audit", "data_root": None if data_root is None else str(data_root), "version": REAL_AUDIT_VERSION, "audit_version": AUDIT_VERSION,
+    from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
+
+    # the points first: the cache key holds the folder they came from and their hash, so a
+    # result is reused only for the same data, and a missing dataset fails before the cache
+    root = None
+    if dataset != "synthetic":
+        root = Path(data_root if data_root is not None else datasets.data_root()).expanduser().resolve()
+    t0 = time.perf_counter()
+    X, y = _load_points(datasets, dataset, model, N + 1, seed, root, download=(mode == "full"))
+    params = {"kind": "real_audit", "data_root": None if root is None else str(root),
+              "points_sha256": points_sha256(X, y), "version": REAL_AUDIT_VERSION, "audit_version": AUDIT_VERSION,
               "implementation": implementation, "model": model, "dataset": dataset, "N": N, "q": q, "sigma": sigma,
               "C": C, "trials": trials, "seed": int(seed), "mode": mode, "distinguishers": dists, "delta": delta,
               "check_trials": check_trials if mode == "quick" else None,
@@ -303,13 +337,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if cache is not None:
         name = "real_audit_" + cache.key(params)
         hit = cache.load(name, params)
-        if hit is not None:
+        if isinstance(hit, dict):
             return dict(hit, cached=True)
 
-    from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
-
-    t0 = time.perf_counter()
-    X, y = _load_points(datasets, dataset, model, N + 1, seed, data_root)
     grads = np.asarray(runners.per_example_gradients(model, X, y, seed=seed), dtype=np.float64)  # theta_0 from seed
     if grads.shape[0] != N + 1:
         raise RuntimeError(f"per_example_gradients returned {grads.shape[0]} rows, expected N + 1 = {N + 1}")
@@ -320,11 +350,17 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     impl_info: dict = {}
     impl_seconds, impl_steps = 0.0, 0
     first_updates: dict = {}
+    from tqdm import tqdm
+
+    total_steps = 2 * trials if mode == "full" else 2 * check_trials
+    # (the chunk also fixes the sub-seeds of the steps: never made to depend on the bar)
+    chunk = max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // max(n, 1)))
+    bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
+               leave=False, file=sys.stderr)
 
     def impl_steps_projected(ds: str, count: int, index: int) -> dict:
         nonlocal impl_seconds, impl_steps
         blocks, done, part = [], 0, 0
-        chunk = max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // max(n, 1)))
         while done < count:
             m = min(chunk, count - done)
             out = runners.run_steps(implementation, model, X, y, dataset=ds_names[ds], trials=m,
@@ -345,6 +381,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
             blocks.append(project_outputs(upd, basis))
             done += m
             part += 1
+            bar.update(m)
         return _concat(blocks)
 
     def detect(ds):
@@ -361,15 +398,21 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     check = None
     if mode == "full":
         outputs = {"cal": {}, "count": {}}
-        for i, ds in enumerate(("D", "D'")):
-            cal_n, cnt_n = halves["cal"][i], halves["count"][i]
-            blk = impl_steps_projected(ds, cal_n + cnt_n, i)
-            outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
-            outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
+        try:
+            for i, ds in enumerate(("D", "D'")):
+                cal_n, cnt_n = halves["cal"][i], halves["count"][i]
+                blk = impl_steps_projected(ds, cal_n + cnt_n, i)
+                outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
+                outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
+        finally:
+            bar.close()
         normaliser = {ds: detect(ds) for ds in ("D", "D'")}
         path = "implementation"
     else:
-        impl_blocks = {ds: impl_steps_projected(ds, check_trials, i) for i, ds in enumerate(("D", "D'"))}
+        try:
+            impl_blocks = {ds: impl_steps_projected(ds, check_trials, i) for i, ds in enumerate(("D", "D'"))}
+        finally:
+            bar.close()
         normaliser = {ds: detect(ds) for ds in ("D", "D'")}
         check = check_outputs(impl_blocks, grads, mechanism, q, sigma, C, reference_trials=reference_trials,
                               level=check_level, seed=_sub_seed(seed, 7))
