@@ -10,13 +10,43 @@ and if not, what the corrected T-round upper bound of the guarantee says
 from __future__ import annotations
 
 import re
+import warnings
 
 from paperlib.fdp.composition import Chi2Pair
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.multiround import asgm_rounds_upper_bound, sgm_claim_epsilon
 from paperlib.validation import check_delta, check_int, check_positive, check_rate
 
-__all__ = ["OPACUS_TABLE2", "opacus_mechanism", "opacus1_rates", "opacus_sampling", "practitioner_report"]
+__all__ = ["OPACUS_TABLE2", "PRV_MAX_BYTES", "opacus_mechanism", "opacus1_rates", "opacus_sampling",
+           "prv_grid_bytes", "practitioner_report"]
+
+#: Largest memory the claimed epsilon of Opacus's PRV accountant may ask for; above it
+#: :func:`practitioner_report` refuses (tiny noise multipliers make its grid astronomically
+#: fine: sigma = 0.001 over one MNIST epoch asks for about 1.3e12 points).
+PRV_MAX_BYTES = 4 * 2**30
+#: bytes per point of the PRV grid, measured (peak RSS of Opacus 1.6's get_epsilon, about
+#: 140 bytes per point at 1.3e7 points), rounded up
+_PRV_BYTES_PER_POINT = 160
+
+
+def prv_grid_bytes(q: float, sigma: float, rounds: int, delta: float, eps_error: float = 0.01) -> tuple[int, int]:
+    """``(points, bytes)`` of the grid Opacus's ``PRVAccountant.get_epsilon`` would build.
+
+    The domain is Opacus's own (``PRVAccountant._get_domain``, Gopi et al. 2021: its
+    RDP-based truncation ``L`` and mesh ``eps_error / sqrt(T log(12/delta_error) / 2)``
+    with ``delta_error = delta / 1000``, Opacus's defaults); computing it costs
+    milliseconds and allocates nothing. ``bytes`` is ``points`` times the peak memory per
+    point measured here (:data:`_PRV_BYTES_PER_POINT`).
+    """
+    from opacus.accountants import PRVAccountant
+    from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV
+
+    with warnings.catch_warnings():  # its domain size is found with the RDP code (order warnings)
+        warnings.simplefilter("ignore")
+        dom = PRVAccountant()._get_domain(prvs=[PoissonSubsampledGaussianPRV(q, sigma)], num_self_compositions=[rounds],
+                                          eps_error=eps_error, delta_error=delta / 1000)
+    points = int(dom.size)
+    return points, points * _PRV_BYTES_PER_POINT
 
 
 #: Table 2 of the paper (THEORY.md §10): normalisation under Poisson sampling and
@@ -132,7 +162,9 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
     loss_reduction : 'mean' (default in Opacus) or 'sum' (SGM)
     drop_last : bool, the data loader's flag (Opacus 1.x rule)
     steps : int or None — total optimiser steps; None: ``epochs * steps_per_epoch``
-    claim_accountants : accountants for the claimed epsilon (:func:`sgm_claim_epsilon`)
+    claim_accountants : accountants for the claimed epsilon (:func:`sgm_claim_epsilon`);
+        ``'prv'`` is refused (ValueError naming ``noise_multiplier``) when its grid would need
+        more than :data:`PRV_MAX_BYTES` (:func:`prv_grid_bytes`)
 
     Returns
     -------
@@ -193,6 +225,13 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
         report.update(claimed_epsilon={}, neighbours=[], notes=["no built-in Poisson sampling in this release"],
                       summary=f"Opacus {opacus_version} has no built-in Poisson sampling: outside the paper's analysis.")
         return report
+    if "prv" in claim_accountants:
+        points, nbytes = prv_grid_bytes(q, sigma, T, delta)
+        if nbytes > PRV_MAX_BYTES:
+            raise ValueError(
+                f"noise_multiplier = {sigma:g} is too small for Opacus's PRV accountant here: its grid would hold "
+                f"{points:.3g} points (about {nbytes / 2**30:,.0f} GiB, limit {PRV_MAX_BYTES / 2**30:g} GiB) for "
+                f"q = {q:.4g}, {T} rounds; pass claim_accountants=('rdp',)")
     claimed = {a: sgm_claim_epsilon(q, sigma, rounds=T, delta=delta, accountant=a) for a in claim_accountants}
     report["claimed_epsilon"] = claimed
     report["claimed_epsilon_max"] = max(claimed.values()) if claimed else None
