@@ -12,6 +12,9 @@
 #   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
 #   make lint     actionlint + zizmor (.github/workflows), hadolint (Dockerfile), cffconvert
 #                 --validate (CITATION.cff), from build/lint-venv/; make test runs it first
+#   make device-check  every CUDA code path of full mode on a slice of each notebook, CUDA vs CPU,
+#                 costs and the extrapolated full-mode time per notebook (results/device_check.json;
+#                 at most 8 min on one GPU; CI: make device-check DEVICE=cpu MODE=smoke)
 #   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
 #   make distclean  clean + remove .venv
 #
@@ -305,6 +308,18 @@ lint: $(LINT_STAMP)
 	@$(LINT_BIN)/hadolint --no-color --config .hadolint.yaml Dockerfile
 	@$(LINT_BIN)/cffconvert --validate -i CITATION.cff
 # ================================================================ end of lint
+
+# ================================================================ device check (issue 13)
+# One prepared script (bench/device_check.py): runs every code path that full mode sends to
+# the GPU at full-mode sizes on a slice of each notebook, compares CUDA with the CPU for the
+# same seeds (in law where random, to 1e-9 where deterministic), measures per-trial and
+# per-point costs and extrapolates `make all MODE=full` per notebook. Writes
+# results/device_check.json and .md and prints the table. MODE/DEVICE/SEED as everywhere
+# (auto: MODE=full DEVICE=cuda on a CUDA machine); on the CPU it compares CPU with CPU.
+.PHONY: device-check
+device-check: | $(ENV_TARGET)
+	@MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED) $(PY) bench/device_check.py
+# ================================================================ end of device check
 
 clean:
 	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md
