@@ -18,7 +18,8 @@
 #   make clean    remove generated outputs (build/ results/ figures/ book/_build book/notebooks)
 #   make distclean  clean + remove .venv
 #
-# Variables: MODE=smoke|quick|full (default: auto), DEVICE=cpu|cuda (default: auto), SEED=0,
+# Variables: MODE=smoke|quick|full (default: auto), DEVICE=cpu|cuda (default: auto; cuda only
+#            where torch sees a GPU), SEED=0 (an integer 0 <= SEED < 2^63),
 #            PYTHON=python3 (interpreter used to create .venv).
 # With no virtualenv/conda env active, everything runs in ./.venv, created from
 # requirements-lock.txt on first use. With one active, its python is used.
@@ -83,6 +84,38 @@ endif
 DEVICE ?=
 ifeq ($(strip $(DEVICE)),)
   override DEVICE = $(eval override DEVICE := $(if $(and $(filter full,$(MODE)),$(filter 1,$(CUDA_AVAILABLE))),cuda,cpu))$(DEVICE)
+else
+  ifneq ($(words $(DEVICE)),1)
+    $(error DEVICE='$(DEVICE)' is not allowed: use DEVICE=cpu or DEVICE=cuda)
+  endif
+  ifeq ($(filter $(DEVICE),cpu cuda),)
+    $(error DEVICE='$(DEVICE)' is not allowed: use DEVICE=cpu or DEVICE=cuda)
+  endif
+  # cuda only where torch sees a GPU (checked again in $(PARAMS_STAMP) when no environment exists yet)
+  ifeq ($(DEVICE),cuda)
+    ifeq ($(CUDA_AVAILABLE),0)
+      $(error DEVICE=cuda is not available: torch.cuda.is_available() is False with $(PY); use DEVICE=cpu)
+    endif
+  endif
+endif
+
+# SEED: an integer 0 <= SEED < 2^63 in plain decimal (numpy's and torch's seeds), checked like MODE.
+SEED_ERROR = $(error SEED='$(SEED)' is not allowed: use an integer 0 <= SEED < 2^63 without leading zeros, e.g. SEED=0)
+SEED_NONDIGITS := $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(SEED)))))))))))
+SEED_LENGTH := $(words $(subst 0,0 ,$(subst 1,1 ,$(subst 2,2 ,$(subst 3,3 ,$(subst 4,4 ,$(subst 5,5 ,$(subst 6,6 ,$(subst 7,7 ,$(subst 8,8 ,$(subst 9,9 ,$(SEED))))))))))))
+ifneq ($(words $(SEED)),1)
+  $(SEED_ERROR)
+else ifneq ($(SEED_NONDIGITS),)
+  $(SEED_ERROR)
+else ifneq ($(and $(filter 0%,$(SEED)),$(filter-out 0,$(SEED))),)
+  $(SEED_ERROR)
+else ifneq ($(filter-out 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19,$(SEED_LENGTH)),)
+  $(SEED_ERROR)
+else ifeq ($(SEED_LENGTH),19)
+  # same length: string order is numeric order (2^63 = 9223372036854775808)
+  ifneq ($(shell [[ "$(SEED)" < 9223372036854775808 ]] && echo ok),ok)
+    $(SEED_ERROR)
+  endif
 endif
 
 # ---------------------------------------------------------------- notebooks
@@ -159,6 +192,8 @@ $(KERNEL_SPEC): Makefile | $(ENV_TARGET)
 $(PARAMS_STAMP): FORCE | $(ENV_TARGET)
 	@mkdir -p $(dir $@)
 	@if [ "$(CUDA_AVAILABLE)" = error ]; then echo "warning: could not import torch with $(PY) to detect CUDA" >&2; fi
+	@if [ "$(DEVICE)" = cuda ] && [ "$(CUDA_AVAILABLE)" != 1 ]; then \
+	  echo "error: DEVICE=cuda is not available: torch.cuda.is_available() is not True with $(PY); use DEVICE=cpu" >&2; exit 1; fi
 	@if [ "$(MODE_SRC)" = auto ]; then \
 	  if [ "$(CUDA_AVAILABLE)" = 1 ]; then echo "MODE=$(MODE) (CUDA GPU found; use MODE=quick for the few-minute CPU version)"; \
 	  else echo "MODE=$(MODE) (no CUDA GPU found; use MODE=full on a GPU for paper-size runs)"; fi; \
@@ -182,7 +217,18 @@ figures: $(NB_OUT)
 # notebooks/NAME.py --jupytext--> build/nb_in/NAME.ipynb --papermill--> book/notebooks/NAME.ipynb
 # papermill writes into a temporary file beside the target, renamed when the run succeeds:
 # an interrupted or failed run never leaves a notebook that looks complete.
-book/notebooks/%.ipynb: notebooks/%.py paperlib/artifact/booktags.py requirements-lock.txt $(PARAMS_STAMP) | $(KERNEL_SPEC) $(ENV_TARGET)
+# A result a notebook wrote that can no longer be read back (truncated, corrupted, deleted)
+# re-runs that notebook: `python -m paperlib.artifact.resultcheck` (system python, standard
+# library only; once per make) removes the file, says so, and touches
+# build/results-check/NAME.stamp and, when it touched any, build/results-check/all.txt.
+RESULTS_CHECK := build/results-check/all.txt
+RESULT_STAMPS := $(addprefix build/results-check/,$(addsuffix .stamp,$(NB_NAMES)))
+$(RESULTS_CHECK): FORCE
+	@$(PYTHON) -m paperlib.artifact.resultcheck stamps --dir $(dir $@) $(NB_NAMES)
+$(RESULT_STAMPS): build/results-check/%.stamp: $(RESULTS_CHECK)
+	@:
+
+book/notebooks/%.ipynb: notebooks/%.py paperlib/artifact/booktags.py requirements-lock.txt $(PARAMS_STAMP) build/results-check/%.stamp | $(KERNEL_SPEC) $(ENV_TARGET)
 	@grep -Eq '^# %%.*tags=\[[^]]*"parameters"' $< || { echo "error: $< has no cell tagged \"parameters\" (write '# %% tags=[\"parameters\"]' above MODE/DEVICE/SEED)" >&2; exit 1; }
 	@mkdir -p build/nb_in $(dir $@)
 	@echo "== executing $< (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"

@@ -739,6 +739,20 @@ def render_text(g: dict) -> str:
     return "\n".join(lines)
 
 
+def _read_grade(path: Path) -> dict | None:
+    """A grade written by :func:`main`, or ``None`` if the file is not one (truncated, corrupted)."""
+    try:
+        g = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(g, dict) and isinstance(g.get("claims"), list) and isinstance(g.get("counts"), dict)
+          and all(isinstance(g["counts"].get(v), int) for v in VERDICTS) and "results_dir" in g
+          and all(isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("id", "item", "verdict", "mode",
+                                                                                  "paper", "measured"))
+                  for c in g["claims"]))
+    return g if ok else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m paperlib.artifact.claims", description=__doc__.split("\n")[0])
     ap.add_argument("--results", default=None, help="results directory (default: $PAPERLIB_RESULTS or ./results)")
@@ -753,7 +767,12 @@ def main(argv: list[str] | None = None) -> int:
     rd = Path(args.results) if args.results else pv.results_dir()
     if args.show:
         path = Path(args.json) if args.json else rd / "grade.json"
-        g = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else grade(rd)
+        g = _read_grade(path) if path.is_file() else None
+        if g is None:
+            if path.is_file():
+                print(f"note: {path} is unreadable (truncated or not a grade); graded afresh from {rd} "
+                      "(make grade rewrites it)", file=sys.stderr)
+            g = grade(rd)
         print(render_text(g))
         return 0
     g = grade(rd)

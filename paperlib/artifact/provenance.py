@@ -309,10 +309,13 @@ def save_result(
 def load_result(name: str, params: dict) -> Any | None:
     """Return the cached ``data`` of ``results/<name>.json`` if it was made with *params*.
 
-    Returns ``None`` (a cache miss) when the file does not exist, is not valid JSON
-    (e.g. written by hand), its stored key differs from ``result_key(params)``, or it
-    was made by other code (its ``code`` differs from
-    :func:`paperlib.artifact.deps.code_fingerprint`).
+    Returns ``None`` (a cache miss) when the file does not exist, is not valid UTF-8
+    JSON (truncated, corrupted, written by hand), is not a record (an object with a
+    ``data`` field), its stored key differs from ``result_key(params)``, or it was made
+    by other code (its ``code`` differs from
+    :func:`paperlib.artifact.deps.code_fingerprint`). The caller then recomputes and
+    :func:`save_result` replaces the file; ``make`` also finds such files before it runs
+    the notebooks (:mod:`paperlib.artifact.resultcheck`).
 
     Raises
     ------
@@ -328,6 +331,8 @@ def load_result(name: str, params: dict) -> Any | None:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:  # binary garbage: as unreadable as invalid JSON
         return None
     try:
         record = json.loads(text)
