@@ -92,6 +92,18 @@ def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", s
                          f"{estimate}); pass --yes to run it anyway")
 
 
+#: integer options are exact in float64 up to 2^53 (N q, T (n - 1), ... are formed in floats)
+MAX_INTEGER = 2**53
+
+
+def _check_integers(args) -> None:
+    """Every integer option of the command at most :data:`MAX_INTEGER` (one line naming it)."""
+    for name in ("N", "n", "rounds", "trials"):
+        v = getattr(args, name, None)
+        if isinstance(v, int) and v > MAX_INTEGER:
+            raise ValueError(f"{name} must be an integer <= 2^53 (exact in floating point), got {v}")
+
+
 def _audit_cost(N: int, n: int, trials: int, distinguishers: int = 1) -> tuple[float, float]:
     """Rough (seconds, bytes) of a worst-case audit (module constants; a guide, not a promise)."""
     elements = (N + 1) * n
@@ -187,6 +199,7 @@ def run_audit(args) -> dict:
     """``audit``: worst-case data (D = N copies of C u, added point -C u), balanced game, Eq. 3."""
     from paperlib.audit import audit_worst_case
 
+    _check_integers(args)
     check_int(args.N, "N", 1)
     check_rate(args.q)
     check_positive(args.sigma, "sigma")
@@ -235,6 +248,7 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
 
 def run_audit_implementation(args) -> dict:
     """``audit-implementation``: one step of a real implementation, white-box game, Eq. 3."""
+    _check_integers(args)
     check_int(args.N, "N", 1)
     if args.N > 12:
         raise ValueError(f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
@@ -277,6 +291,7 @@ def run_audit_implementation(args) -> dict:
 
 
 def _validate(args) -> None:
+    _check_integers(args)
     check_int(args.N, "N", 1)
     check_rate(args.q)
     check_positive(args.sigma, "sigma")
