@@ -52,7 +52,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from paperlib.fdp.tails import hockey_from_logs, ncx2_logcdf, ncx2_logsf
+from paperlib.fdp.tails import TINY, _ncx2_log, hockey_from_logs, ncx2_log_deep
 from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = [
@@ -141,11 +141,16 @@ class LRFamily:
         lpu, lqu, _, _ = self.log_tails(np.atleast_1d(np.asarray(logt, dtype=float)))
         return np.exp(lpu), np.exp(lqu)
 
+    def log_side(self, logt, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(log P[L > lt], log Q[L > lt])`` (``upper``) or ``(log P[L <= lt], log Q[L <= lt])``."""
+        lpu, lqu, lpl, lql = self.log_tails(logt)
+        return (lpu, lqu) if upper else (lpl, lql)
+
     def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
         """``(delta_1(eps), delta_2(eps))``, weighted hockey-stick divergences (module docstring)."""
         e = _check_eps(eps)
-        lpu, lqu, _, _ = self.log_tails(e)
-        _, _, lpl, lql = self.log_tails(-e)
+        lpu, lqu = self.log_side(e, True)
+        lpl, lql = self.log_side(-e, False)
         with np.errstate(over="ignore", invalid="ignore"):
             d1 = hockey_from_logs(lqu, e + lpu)
             d2 = hockey_from_logs(lpl, e + lql)
@@ -224,25 +229,39 @@ class GaussVarFamily(LRFamily):
         accurate far into the tails); ``R <= 0`` (``lt`` above the supremum ``l_max``)
         gives ``P[L > lt] = Q[L > lt] = 0``.
         """
+        return self.log_side(logt, True) + self.log_side(logt, False)
+
+    def log_side(self, logt, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One side of :meth:`log_tails`: ``(log P[L > lt], log Q[L > lt])`` when ``upper``, else
+        ``(log P[L <= lt], log Q[L <= lt])`` (half the work when only one side is needed)."""
         lt = np.atleast_1d(np.asarray(logt, dtype=float))
-        r = self.radius2(lt)
         keep = self.weights > 0
-        comp = np.flatnonzero(keep)
+        r = self.radius2(lt)[keep]
         logw = np.log(self.weights[keep])
-        out = [np.full((comp.size, lt.size), -np.inf) for _ in range(2)] + \
-              [np.zeros((comp.size, lt.size)) for _ in range(2)]
-        for row, i in enumerate(comp):
-            ri = r[i]
-            pos = ri > 0
-            if not pos.any():
-                continue
-            rp, rq = ri[pos], ri[pos] / self.s2
-            lp, lq = float(self.lam_p[i]), float(self.lam_q[i])
-            out[0][row, pos] = ncx2_logcdf(rp, self.n, lp)
-            out[1][row, pos] = ncx2_logcdf(rq, self.n, lq)
-            out[2][row, pos] = ncx2_logsf(rp, self.n, lp)
-            out[3][row, pos] = ncx2_logsf(rq, self.n, lq)
+        shape = r.shape
+        fill = -np.inf if upper else 0.0  # R <= 0: L > lt never happens
+        out = [np.full(shape, fill), np.full(shape, fill)]
+        pos = r > 0
+        if pos.any():
+            # L > lt  <=>  ||X - c||^2 < R: a cdf for the upper side, an sf for the lower one
+            for o, lam, scale in ((out[0], self.lam_p, 1.0), (out[1], self.lam_q, self.s2)):
+                lam_full = np.broadcast_to(lam[keep][:, None], shape)
+                o[pos] = _ncx2_log(r[pos] / scale, self.n, lam_full[pos], upper=not upper, deep=False)
+                self._fill_deep(o, logw, r / scale, lam_full, upper=not upper)
         return tuple(_weighted_logsum(logw, o) for o in out)
+
+    def _fill_deep(self, o, logw, x, lam, upper):
+        """Evaluate the entries below TINY (NaN) that can matter: a term whose bound
+        ``w_i * TINY`` is below e^-50 of the column's other terms is left out (set to -inf)."""
+        deep = np.isnan(o)
+        if not deep.any():
+            return
+        total = _weighted_logsum(logw, np.where(deep, -np.inf, o))  # the column without its deep terms
+        for i, g in zip(*np.nonzero(deep)):
+            if logw[i] + math.log(TINY) < total[g] - 50.0:
+                o[i, g] = -np.inf
+            else:
+                o[i, g] = ncx2_log_deep(float(x[i, g]), float(self.n), float(lam[i, g]), upper)
 
     def logt_bracket(self) -> tuple[float, float]:
         """A range of ``log t`` holding all but a negligible part of each component's mass."""

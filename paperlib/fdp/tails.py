@@ -413,51 +413,57 @@ def _ncx2_deep(x: float, k: float, lam: float, upper: bool) -> float:
     )
 
 
-def _scipy_ncx2(fn, x: np.ndarray, k: float, lam: float) -> np.ndarray:
+def _scipy_ncx2(fn, x: np.ndarray, k: float, lam: np.ndarray) -> np.ndarray:
     """scipy's ncx2 cdf/sf; where Boost overflows (far tails) the value is marked 0 (deep)."""
     with np.errstate(over="ignore", invalid="ignore"):
         try:
             return np.asarray(fn(x, k, lam), dtype=float)
         except (OverflowError, FloatingPointError, ValueError):
             out = np.zeros(x.shape)
-            for i, xi in enumerate(x):
+            for i, (xi, li) in enumerate(zip(x, lam)):
                 try:
-                    out[i] = float(fn(xi, k, lam))
+                    out[i] = float(fn(xi, k, li))
                 except (OverflowError, FloatingPointError, ValueError):
                     out[i] = 0.0
             return out
 
 
-def _ncx2_log(x, k: float, lam: float, upper: bool) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    if lam == 0:
-        return chi2_logsf(x, k) if upper else chi2_logcdf(x, k)
-    out = np.empty(x.shape)
-    flat = x.ravel()
-    res = out.ravel()
-    zero = flat <= 0
-    inf = np.isposinf(flat)
+def _ncx2_log(x, k: float, lam, upper: bool, deep: bool = True) -> np.ndarray:
+    """Both public functions; with ``deep=False`` the values below :data:`TINY` are left NaN
+    (the caller evaluates only those that matter, with :func:`ncx2_log_deep`)."""
+    x, lam = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(lam, dtype=float))
+    flat, lflat = x.ravel(), lam.ravel()
+    res = np.empty(flat.shape)
+    central = lflat == 0
+    if central.any():
+        res[central] = chi2_logsf(flat[central], k) if upper else chi2_logcdf(flat[central], k)
+    nc = ~central
+    zero = nc & (flat <= 0)
+    inf = nc & np.isposinf(flat)
     res[zero] = 0.0 if upper else -np.inf
     res[inf] = -np.inf if upper else 0.0
-    rest = ~(zero | inf)
+    rest = nc & ~(zero | inf)
     if rest.any():
-        xr = flat[rest]
-        c = _scipy_ncx2(stats.ncx2.cdf, xr, k, lam)
-        s = _scipy_ncx2(stats.ncx2.sf, xr, k, lam)
-        c = np.clip(np.nan_to_num(c, nan=0.0), 0.0, 1.0)
-        s = np.clip(np.nan_to_num(s, nan=0.0), 0.0, 1.0)
-        mine, other = (s, c) if upper else (c, s)
+        xr, lr = flat[rest], lflat[rest]
+        # the side asked for, computed directly; its complement only where that side is > 1/2
+        mine = _scipy_ncx2(stats.ncx2.sf if upper else stats.ncx2.cdf, xr, k, lr)
+        mine = np.clip(np.nan_to_num(mine, nan=0.0), 0.0, 1.0)
         with np.errstate(divide="ignore"):
-            val = np.where(mine <= 0.5, np.log(np.maximum(mine, 1e-320)), np.log1p(-np.minimum(other, 0.5)))
-        deep = mine < TINY
-        for i in np.flatnonzero(deep):
-            val[i] = _ncx2_deep(float(xr[i]), float(k), float(lam), upper)
+            val = np.log(np.maximum(mine, 1e-320))
+        big = mine > 0.5
+        if big.any():
+            other = _scipy_ncx2(stats.ncx2.cdf if upper else stats.ncx2.sf, xr[big], k, lr[big])
+            val[big] = np.log1p(-np.clip(np.nan_to_num(other, nan=0.0), 0.0, 0.5))
+        is_deep = mine < TINY
+        for i in np.flatnonzero(is_deep):
+            val[i] = _ncx2_deep(float(xr[i]), float(k), float(lr[i]), upper) if deep else np.nan
         res[rest] = val
     return res.reshape(x.shape)
 
 
-def ncx2_logcdf(x, k: float, lam: float) -> np.ndarray:
-    """``log P[X <= x]`` for ``X ~ chi'^2(k, lam)`` (``k > 0`` dof, noncentrality ``lam >= 0``).
+def ncx2_logcdf(x, k: float, lam) -> np.ndarray:
+    """``log P[X <= x]`` for ``X ~ chi'^2(k, lam)`` (``k > 0`` dof, noncentrality ``lam >= 0``;
+    ``x`` and ``lam`` broadcast together).
 
     scipy's (Boost's) value where it is at least :data:`TINY`; below, the Poisson mixture
     ``sum_j e^{-lam/2} (lam/2)^j / j! P(k/2 + j, x/2)`` in log space (values below e^-800
@@ -465,9 +471,17 @@ def ncx2_logcdf(x, k: float, lam: float) -> np.ndarray:
     would need more than :data:`MAX_POISSON_TERMS` terms (noncentrality ~1e10 and a tail
     below :data:`TINY`).
     """
-    return _ncx2_log(x, float(k), float(lam), upper=False)
+    return _ncx2_log(x, float(k), lam, upper=False)
 
 
-def ncx2_logsf(x, k: float, lam: float) -> np.ndarray:
+def ncx2_logsf(x, k: float, lam) -> np.ndarray:
     """``log P[X > x]`` for ``X ~ chi'^2(k, lam)`` (see :func:`ncx2_logcdf`)."""
-    return _ncx2_log(x, float(k), float(lam), upper=True)
+    return _ncx2_log(x, float(k), lam, upper=True)
+
+
+def ncx2_log_deep(x: float, k: float, lam: float, upper: bool) -> float:
+    """``log P[X > x]`` (``upper``) or ``log P[X <= x]`` by the log-space Poisson sum (for values
+    below :data:`TINY`; see :func:`ncx2_logcdf`)."""
+    if lam == 0:
+        return float((chi2_logsf if upper else chi2_logcdf)(np.array([x]), k)[0])
+    return _ncx2_deep(float(x), float(k), float(lam), upper)
