@@ -659,7 +659,8 @@ def audit_worst_case(mechanism, N: int, q: float, sigma: float, n: int, *, C: fl
         raise ValueError(f"N = {N} > {kwargs.get('max_N', MAX_N_EXACT)}: the exact distinguishers enumerate 2^N subsets")
     n = check_int(n, "n", 1)
     C = check_positive(C, "C")
-    ds = kwargs.get("seed", 0) if data_seed is None else data_seed
+    ds = check_seed(kwargs.get("seed", 0) if data_seed is None else data_seed,
+                    "seed" if data_seed is None else "data_seed")
     v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=ds)
     label = "worst-case" if kind == "worst" else "random"
     return audit(v, mechanism, q, sigma, C, trials=trials, distinguisher=distinguisher,

@@ -313,6 +313,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
     halves = {"cal": (trials // 2, trials - trials // 2), "count": (trials // 2, trials - trials // 2)}
+    if mode == "quick" and trials < 20:  # the check needs 10 implementation steps per dataset
+        raise ValueError(f"trials must be >= 20 in quick mode (10 checked implementation steps per dataset), "
+                         f"got {trials}")
     if check_trials is None:
         check_trials = min(200, trials // 2)
     check_trials = min(check_int(check_trials, "check_trials", 10), trials // 2)

@@ -1,0 +1,652 @@
+"""The bad-input and fault campaign of issue 11 as a table: input -> exit code (or exception) and
+the parameter the one-line message names.
+
+Kinds of rows (each a parametrised test below):
+
+* ``CLI`` -- ``python -m paperlib ARGS`` run in-process (``paperlib.cli.main(argv)`` with
+  capsys): exit status 2 for invalid input (argparse's status too), 1 for a computation
+  that fails on valid input ("could not compute X for these parameters (reason)"). Every
+  error row: nothing on stdout, exactly one stderr line, it names the parameter (as a
+  word: ``N``, ``--N``, ``N*q``), no "Traceback". Rows whose answer depends on numerics
+  another part of the library may still improve (tiny ``sigma``) accept either a finite
+  answer (status 0) or the one-line "could not compute" (status 1), never an error that
+  names a parameter the user did not give.
+* ``API`` -- a Python call -> the exception type and the parameter named in its message.
+* ``DATA`` -- a state of the data folder (files written in ``tmp_path`` in torchvision's
+  layout, the download mirrors unreachable) -> the error and the file it names.
+* ``RESULTS`` -- a damaged result file or grade -> what ``load_result``,
+  ``paperlib.artifact.resultcheck`` (the check ``make`` runs before the notebooks) and
+  ``python -m paperlib.artifact.claims --show`` do with it.
+* ``MAKE`` -- ``make -n help VAR=...`` in the repository: MODE/SEED/DEVICE are checked when
+  the Makefile is read, before any notebook runs (status 2, one line naming the variable).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paperlib import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TR = ["tradeoff", "--mechanism", "easgm", "--bound", "guarantee", "--N", "3", "--q", "0.5", "--sigma", "2",
+      "--n", "20", "--alpha", "0.1"]
+EP = ["epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "3", "--q", "0.5", "--sigma", "2",
+      "--n", "20", "--delta", "1e-5"]
+AU = ["audit", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2", "--C", "1", "--n", "20",
+      "--trials", "200", "--distinguisher", "optimal", "--seed", "0"]
+AI = ["audit-implementation", "--implementation", "dpsur", "--model", "cnn-mnist", "--dataset", "synthetic",
+      "--N", "4", "--q", "0.7", "--sigma", "10", "--C", "0.1", "--trials", "100", "--seed", "0"]
+
+
+def _with(base, **opts):
+    """``base`` with options replaced (``N="0"``) or added (``rounds="2"``); ``yes=True`` adds a flag."""
+    argv = list(base)
+    for key, value in opts.items():
+        opt = "--" + key.rstrip("_")
+        if value is True:
+            argv.append(opt)
+        elif opt in argv:
+            argv[argv.index(opt) + 1] = value
+        else:
+            argv += [opt, value]
+    return argv
+
+
+def _without(base, opt):
+    argv = list(base)
+    i = argv.index(opt)
+    del argv[i:i + 2]
+    return argv
+
+
+def run_main(argv, capsys):
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def names(line: str, param: str) -> bool:
+    """``param`` appears in ``line`` as a word (``N`` in "--N", "N*q" or "N = 3", not in "NaN")."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", line) is not None
+
+
+def assert_one_line_error(code, out, err, expected_code, param):
+    assert code == expected_code, (code, err)
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("paperlib: error: ")
+    if param is not None:
+        assert names(lines[0], param), (param, lines[0])
+    return lines[0]
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover
+        return False
+
+
+# ============================================================================ CLI: invalid input -> 2
+BIG = str(10**21)
+CLI_INVALID = [
+    # --- tradeoff / epsilon: N, q, sigma, n, rounds, alpha, delta, tol, mechanism, bound
+    ("N-nan", _with(TR, N="nan"), "N"),
+    ("N-negative", _with(TR, N="-1"), "N"),
+    ("N-zero", _with(TR, N="0"), "N"),
+    ("N-fraction", _with(TR, N="1.5"), "N"),
+    ("N-wrong-type", _with(TR, N="three"), "N"),
+    ("N-above-2^53", _with(TR, N=BIG, bound="upper"), "N"),
+    ("N-guarantee-size-limit", _with(TR, N="1000000000"), "N"),
+    ("q-nan", _with(TR, q="nan"), "q"),
+    ("q-inf", _with(TR, q="inf"), "q"),
+    ("q-zero", _with(TR, q="0"), "q"),
+    ("q-negative", _with(TR, q="-0.1"), "q"),
+    ("q-above-1", _with(TR, q="1.5"), "q"),
+    ("q-wrong-type", _with(TR, q="half"), "q"),
+    ("sigma-nan", _with(TR, sigma="nan"), "sigma"),
+    ("sigma-inf", _with(TR, sigma="inf"), "sigma"),
+    ("sigma-zero", _with(TR, sigma="0"), "sigma"),
+    ("sigma-negative", _with(TR, sigma="-1"), "sigma"),
+    ("n-zero", _with(TR, n="0"), "n"),
+    ("n-negative", _with(TR, n="-5"), "n"),
+    ("n-fraction", _with(TR, n="2.5"), "n"),
+    ("n-above-2^53", _with(TR, n=BIG), "n"),
+    ("rounds-zero", _with(TR, rounds="0"), "rounds"),
+    ("rounds-negative", _with(TR, rounds="-1"), "rounds"),
+    ("rounds-nan", _with(TR, rounds="nan"), "rounds"),
+    ("alpha-nan", _with(TR, alpha="nan"), "alpha"),
+    ("alpha-inf", _with(TR, alpha="inf"), "alpha"),
+    ("alpha-above-1", _with(TR, alpha="1.5"), "alpha"),
+    ("alpha-negative", _with(TR, alpha="-0.1"), "alpha"),
+    ("alpha-missing", _without(TR, "--alpha"), "alpha"),
+    ("delta-zero", _with(EP, delta="0"), "delta"),
+    ("delta-one", _with(EP, delta="1"), "delta"),
+    ("delta-nan", _with(EP, delta="nan"), "delta"),
+    ("delta-negative", _with(EP, delta="-1e-5"), "delta"),
+    ("delta-above-1", _with(EP, delta="2"), "delta"),
+    ("delta-wrong-type", _with(EP, delta="small"), "delta"),
+    ("tol-zero", _with(TR, tol="0"), "tol"),
+    ("tol-nan", _with(TR, tol="nan"), "tol"),
+    ("mechanism-unknown", _with(TR, mechanism="dpsgd"), "mechanism"),
+    ("bound-unknown", _with(TR, bound="lower"), "bound"),
+    ("bound-clt-for-sgm", _with(TR, mechanism="sgm", bound="clt"), "bound"),
+    ("n-clt-needs-2", _with(TR, bound="clt", n="1"), "n"),
+    ("N-feasgm-floor-zero", _with(TR, mechanism="feasgm", N="1"), "N"),
+    ("N-missing", _without(TR, "--N"), "N"),
+    ("option-unknown", TR + ["--foo", "1"], "foo"),
+    ("claimed-sigma-nan", _with(EP, sigma="nan", claimed=True), "sigma"),
+    # --- audit: seed, trials, n, N, C, q, delta, distinguisher, device
+    ("audit-seed-negative", _with(AU, seed="-1"), "seed"),
+    ("audit-seed-2^70", _with(AU, seed=str(2**70)), "seed"),
+    ("audit-seed-2^63", _with(AU, seed=str(2**63)), "seed"),
+    ("audit-seed-wrong-type", _with(AU, seed="abc"), "seed"),
+    ("audit-seed-fraction", _with(AU, seed="1.5"), "seed"),
+    ("audit-trials-one", _with(AU, trials="1"), "trials"),
+    ("audit-trials-zero", _with(AU, trials="0"), "trials"),
+    ("audit-trials-float-notation", _with(AU, trials="1e9"), "trials"),
+    ("audit-trials-size-limit", _with(AU, trials="1000000000"), "trials"),
+    ("audit-trials-above-2^53-with-yes", _with(AU, trials=BIG, yes=True), "trials"),
+    ("audit-n-size-limit", _with(AU, n="1000000000"), "n"),
+    ("audit-N-13", _with(AU, N="13"), "N"),
+    ("audit-N-zero", _with(AU, N="0"), "N"),
+    ("audit-C-zero", _with(AU, C="0"), "C"),
+    ("audit-C-nan", _with(AU, C="nan"), "C"),
+    ("audit-C-negative", _with(AU, C="-1"), "C"),
+    ("audit-q-zero", _with(AU, q="0"), "q"),
+    ("audit-sigma-negative", _with(AU, sigma="-2"), "sigma"),
+    ("audit-delta-zero", _with(AU, delta="0"), "delta"),
+    ("audit-distinguisher-unknown", _with(AU, distinguisher="bayes"), "distinguisher"),
+    ("audit-device-unknown", _with(AU, device="tpu"), "device"),
+    ("audit-feasgm-floor-zero", _with(AU, mechanism="feasgm", N="1"), "q"),
+    # --- audit-implementation: seed, trials (both modes), N, implementation, model, dataset, mode
+    ("impl-seed-negative", _with(AI, seed="-1"), "seed"),
+    ("impl-seed-2^64", _with(AI, seed=str(2**64)), "seed"),
+    ("impl-trials-size-limit", _with(AI, trials="100000000"), "trials"),
+    ("impl-trials-full-mode-limit", _with(AI, trials="100000", mode="full"), "trials"),
+    ("impl-trials-one", _with(AI, trials="1"), "trials"),
+    ("impl-trials-below-quick-check", _with(AI, trials="10"), "trials"),
+    ("impl-N-13", _with(AI, N="13"), "N"),
+    ("impl-q-above-1", _with(AI, q="1.5"), "q"),
+    ("impl-C-zero", _with(AI, C="0"), "C"),
+    ("impl-implementation-unknown", _with(AI, implementation="opacus-9.9"), "implementation"),
+    ("impl-model-unknown", _with(AI, model="resnet"), "model"),
+    ("impl-dataset-unknown", _with(AI, dataset="imagenet"), "dataset"),
+    ("impl-mode-unknown", _with(AI, mode="medium"), "mode"),
+]
+
+
+@pytest.mark.parametrize("argv,param", [pytest.param(a, p, id=i) for i, a, p in CLI_INVALID])
+def test_cli_invalid_input_is_one_line_naming_the_parameter(argv, param, capsys):
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    if "size limit" in line:  # refused sizes say what they would cost and how to go on
+        assert "estimated" in line and "--yes" in line
+
+
+@pytest.mark.skipif(_cuda(), reason="a CUDA GPU is present: --device cuda is valid here")
+def test_cli_device_cuda_without_gpu(capsys):
+    code, out, err = run_main(_with(AU, device="cuda"), capsys)
+    assert_one_line_error(code, out, err, 2, "device")
+
+
+# ============================================================================ CLI: valid input, numerics
+# (argv, what) -- a finite answer, or "could not compute ..." (status 1); never an input error
+CLI_NUMERIC = [
+    ("tradeoff-easgm-sigma-1e-6", _with(TR, sigma="1e-6")),
+    ("tradeoff-feasgm-sigma-1e-6", _with(TR, mechanism="feasgm", sigma="1e-6")),
+    ("epsilon-sgm-sigma-1e-6", _with(EP, mechanism="sgm", sigma="1e-6")),
+    ("epsilon-claimed-sigma-1e-6", _with(EP, sigma="1e-6", claimed=True)),
+    ("audit-sigma-1e-6", _with(AU, sigma="1e-6")),
+    ("epsilon-delta-1e-300", _with(EP, delta="1e-300")),
+    ("tradeoff-guarantee-2-rounds", _with(TR, rounds="2")),
+    ("epsilon-asgm-upper-1e9-rounds", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000")),
+]
+
+
+@pytest.mark.parametrize("argv", [pytest.param(a, id=i) for i, a in CLI_NUMERIC])
+def test_cli_valid_input_gives_an_answer_or_could_not_compute(argv, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code in (0, 1), err
+    assert "Traceback" not in err
+    if code == 0:
+        res = json.loads(out)
+        for key in ("beta", "epsilon", "eps_lower"):
+            vals = res.get(key)
+            vals = vals if isinstance(vals, list) else [vals]
+            for v in vals:
+                assert v is None or math.isfinite(v)
+        for b in res.get("beta", []):
+            assert b is None or 0.0 <= b <= 1.0
+    else:
+        line = assert_one_line_error(code, out, err, 1, None)
+        assert "could not compute" in line
+        # the reason may say anything, but never blame an option that was not given
+        assert not re.search(r"eps_for_delta|tail_tol|function value at x", line.split("(", 1)[0])
+
+
+def test_cli_audit_with_a_vacuous_claim_does_not_blame_eps_for_delta(capsys):
+    code, out, err = run_main(_with(AU, sigma="1e-6"), capsys)
+    assert "eps_for_delta" not in err
+
+
+# ============================================================================ CLI: faults inside
+FAULTS = [
+    ("memory-error-tradeoff", TR, "guarantee", MemoryError(), 2, "N"),
+    ("memory-error-rounds", _with(TR, bound="upper", rounds="3"), "rounds_curve", MemoryError(), 2, "rounds"),
+    ("internal-value-error", TR, "guarantee", ValueError("eps_for_delta must be a finite number >= 0, got None"),
+     1, None),
+    ("scipy-root-nan", TR, "guarantee", ValueError("The function value at x=-5.6e10 is NaN; solver cannot continue."),
+     1, None),
+    ("overflow", TR, "guarantee", OverflowError("math range error"), 1, None),
+    ("runtime-error", TR, "guarantee", RuntimeError("did not converge"), 1, None),
+]
+
+
+@pytest.mark.parametrize("argv,target,exc,code,param", [pytest.param(*r[1:], id=r[0]) for r in FAULTS])
+def test_cli_internal_failures_are_one_line(argv, target, exc, code, param, capsys, monkeypatch):
+    def boom(*a, **k):
+        raise exc
+
+    if target == "rounds_curve":
+        import paperlib.mechanisms.multiround as mr
+
+        monkeypatch.setattr(mr, "rounds_curve", boom)
+    else:
+        monkeypatch.setattr(cli, target, boom)
+    c, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(c, out, err, code, param)
+    if code == 1:
+        assert "could not compute the EASGM guarantee for these parameters" in line
+    else:
+        assert "out of memory" in line
+
+
+@pytest.mark.parametrize("exc,param", [(MemoryError(), "n"), (RuntimeError("DefaultCPUAllocator: can't allocate "
+                                                                          "memory: you tried to allocate 80 GB"), "n")])
+def test_cli_audit_out_of_memory_names_the_size_parameter(exc, param, capsys, monkeypatch):
+    import paperlib.audit as audit_mod
+
+    def boom(*a, **k):
+        raise exc
+
+    monkeypatch.setattr(audit_mod, "audit_worst_case", boom)
+    code, out, err = run_main(_with(AU, n="10000000", N="3"), capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    assert "out of memory" in line
+
+
+# ============================================================================ API: exception + parameter
+def _api_rows():
+    from paperlib import audit_worst_case, guarantee, practitioner_report, rounds_curve, sgm_claim, upper_bound
+    from paperlib.implementations.datasets import load_points
+    from paperlib.implementations.real_audit import audit_implementation
+    from paperlib.mechanisms.multiround import sgm_claim_epsilon
+    from paperlib.validation import check_seed
+
+    aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
+    return [
+        ("guarantee-N-zero", lambda: guarantee("easgm", 0, 0.5, 2.0, 20), ValueError, "N"),
+        ("guarantee-mechanism", lambda: guarantee("dpsgd", 3, 0.5, 2.0, 20), ValueError, "mechanism"),
+        ("guarantee-q-nan", lambda: guarantee("easgm", 3, float("nan"), 2.0, 20), ValueError, "q"),
+        ("guarantee-sigma-inf", lambda: guarantee("easgm", 3, 0.5, float("inf"), 20), ValueError, "sigma"),
+        ("upper-n-zero", lambda: upper_bound("easgm", 3, 0.5, 2.0, 0), ValueError, "n"),
+        ("claim-q-zero", lambda: sgm_claim(0.0, 2.0), ValueError, "q"),
+        ("claim-sigma-negative", lambda: sgm_claim(0.5, -1.0), ValueError, "sigma"),
+        ("claim-epsilon-delta-zero", lambda: sgm_claim(0.5, 2.0).epsilon(0.0), ValueError, "delta"),
+        ("claim-alpha-above-1", lambda: sgm_claim(0.5, 2.0)(1.5), ValueError, "alpha"),
+        ("rounds-zero", lambda: rounds_curve("easgm", "upper", 3, 0.5, 2.0, 20, rounds=0), ValueError, "rounds"),
+        ("accountant-unknown", lambda: sgm_claim_epsilon(0.01, 1.0, rounds=10, delta=1e-5, accountant="moments"),
+         ValueError, "accountant"),
+        ("audit-seed-negative", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "seed": -1}),
+         ValueError, "seed"),
+        ("audit-seed-2^63", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "seed": 2**63}),
+         ValueError, "seed"),
+        ("audit-trials-one", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "trials": 1}),
+         ValueError, "trials"),
+        ("audit-N-13", lambda: audit_worst_case("easgm", 13, 0.5, 2.0, 20, **aw), ValueError, "N"),
+        ("audit-C-zero", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "C": 0.0}), ValueError, "C"),
+        ("practitioner-prv-9-TiB", lambda: practitioner_report(60000, 256, 1, 1e-3, 26010), ValueError,
+         "noise_multiplier"),
+        ("practitioner-N_train", lambda: practitioner_report(1, 256, 1, 1.0, 100), ValueError, "N_train"),
+        ("practitioner-delta", lambda: practitioner_report(60000, 256, 1, 1.0, 100, delta=0.0), ValueError, "delta"),
+        ("practitioner-version", lambda: practitioner_report(60000, 256, 1, 1.0, 100, "banana"), ValueError,
+         "opacus_version"),
+        ("check-seed-bool", lambda: check_seed(True), ValueError, "seed"),
+        ("load-points-name", lambda: load_points("imagenet", 5), ValueError, "name"),
+        ("load-points-k", lambda: load_points("synthetic", 0), ValueError, "k"),
+        ("load-points-seed", lambda: load_points("synthetic", 5, seed=-1), ValueError, "seed"),
+        ("real-audit-seed", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0, C=1.0,
+                                                         trials=100, seed=-1), ValueError, "seed"),
+        ("real-audit-mode", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0, C=1.0,
+                                                         trials=100, mode="medium"), ValueError, "mode"),
+        ("real-audit-dataset", lambda: audit_implementation("dpsur", "tiny", "svhn", N=4, q=0.5, sigma=1.0, C=1.0,
+                                                            trials=100), ValueError, "dataset"),
+    ]
+
+
+API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guarantee-sigma-inf", "upper-n-zero",
+           "claim-q-zero", "claim-sigma-negative", "claim-epsilon-delta-zero", "claim-alpha-above-1", "rounds-zero",
+           "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
+           "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-N_train", "practitioner-delta",
+           "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
+           "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
+
+
+@pytest.mark.parametrize("row", API_IDS)
+def test_api_bad_input_raises_naming_the_parameter(row):
+    rows = {r[0]: r[1:] for r in _api_rows()}
+    call, exc_type, param = rows[row]
+    with pytest.raises(exc_type) as info:
+        call()
+    msg = str(info.value)
+    assert len(msg.strip().splitlines()) == 1, msg
+    assert names(msg, param), (param, msg)
+
+
+def test_api_rows_are_all_listed():
+    assert [r[0] for r in _api_rows()] == API_IDS
+
+
+# ============================================================================ DATA: the data folder
+UNREACHABLE = "http://127.0.0.1:9/"
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Download mirrors unreachable and any use of the network an error."""
+    torchvision = pytest.importorskip("torchvision")
+    import urllib.request
+
+    monkeypatch.setattr(torchvision.datasets.MNIST, "mirrors", [UNREACHABLE])
+    monkeypatch.setattr(torchvision.datasets.FashionMNIST, "mirrors", [UNREACHABLE])
+    monkeypatch.setattr(torchvision.datasets.CIFAR10, "url", UNREACHABLE + "cifar-10-python.tar.gz")
+
+    def no_network(*a, **k):
+        raise AssertionError("the network was used")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    monkeypatch.setattr(urllib.request, "urlretrieve", no_network)
+
+
+def write_mnist(root: Path, n_images=12, labels=None, truncate=0, magic=0x00000803, folder="MNIST", seed=0):
+    raw = root / folder / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "t10k"):
+        imgs = np.random.default_rng(seed).integers(0, 256, size=(n_images, 28, 28), dtype=np.uint8)
+        data = struct.pack(">IIII", magic, n_images, 28, 28) + imgs.tobytes()
+        (raw / f"{split}-images-idx3-ubyte").write_bytes(data[:len(data) - truncate])
+        lab = np.arange(n_images) % 10 if labels is None else np.asarray(labels)
+        (raw / f"{split}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x00000801, len(lab))
+                                                         + lab.astype(np.uint8).tobytes())
+    return raw
+
+
+DATA_ROWS = [
+    ("labels-shorter-than-images", dict(labels=np.arange(8) % 10), "train-labels-idx1-ubyte", "labels"),
+    ("label-outside-0-9", dict(labels=[252] * 12), "train-labels-idx1-ubyte", "252"),
+    ("images-truncated", dict(truncate=7), "train-images-idx3-ubyte", "truncated"),
+    ("images-not-idx", dict(magic=0x00000802), "train-images-idx3-ubyte", "magic"),
+]
+
+
+@pytest.mark.parametrize("state,file,word", [pytest.param(*r[1:], id=r[0]) for r in DATA_ROWS])
+def test_data_files_are_validated_one_line_naming_the_file(state, file, word, tmp_path, offline):
+    from paperlib.implementations.datasets import DatasetUnavailable, load_points
+
+    raw = write_mnist(tmp_path, **state)
+    with pytest.raises(DatasetUnavailable) as info:
+        load_points("mnist", 5, 0, root=tmp_path, download=False)
+    first = str(info.value).splitlines()[0]
+    assert str(raw / file) in first and word in first, first
+
+
+def test_data_intact_files_load(tmp_path, offline):
+    from paperlib.implementations.datasets import load_points
+
+    write_mnist(tmp_path)
+    X, y = load_points("mnist", 5, 0, root=tmp_path, download=False)
+    assert tuple(X.shape) == (5, 1, 28, 28) and int(y.min()) >= 0 and int(y.max()) <= 9
+
+
+def test_data_cli_quick_mode_never_downloads_and_missing_folder_is_one_line(tmp_path, offline, monkeypatch, capsys):
+    """``PAPERLIB_DATA`` at a folder that does not exist: status 2 naming the dataset, no download,
+    and no cached result reused (the points are loaded before the cache is read)."""
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "does-not-exist"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_with(AI, dataset="mnist"), capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert "download=False" in line and str(tmp_path / "does-not-exist") in line
+    assert not (tmp_path / "does-not-exist").exists()
+
+
+class _RecordingCache:
+    """A result store that answers every lookup with a hit and records the parameters asked for."""
+
+    def __init__(self):
+        self.params = []
+
+    def key(self, params):
+        from paperlib.artifact.provenance import result_key
+
+        return result_key(params)
+
+    def load(self, name, params):
+        self.params.append(params)
+        return {"hit": True}
+
+    def save(self, *a, **k):  # pragma: no cover - never reached: every lookup hits
+        raise AssertionError("save called")
+
+
+def test_data_cache_key_holds_the_resolved_folder_and_the_points(tmp_path, offline, monkeypatch):
+    from paperlib.implementations.datasets import DatasetUnavailable
+    from paperlib.implementations.real_audit import audit_implementation
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_mnist(a, seed=0)
+    write_mnist(b, seed=1)  # same layout and labels, other pixels
+    cache = _RecordingCache()
+    kw = dict(N=4, q=0.5, sigma=1.0, C=1.0, trials=100, seed=0, cache=cache, progress=False)
+    for folder in (a, b, a):
+        monkeypatch.setenv("PAPERLIB_DATA", str(folder))  # data_root=None: $PAPERLIB_DATA, resolved
+        assert audit_implementation("dpsur", "cnn-mnist", "mnist", **kw) == {"hit": True, "cached": True}
+    pa, pb, pa2 = cache.params
+    assert pa["data_root"] == str(a.resolve()) and pb["data_root"] == str(b.resolve())
+    assert pa["points_sha256"] != pb["points_sha256"] and pa == pa2
+    assert len(pa["points_sha256"]) == 64
+    # the same points under another folder name: same hash, other key (the folder is part of it)
+    shutil.copytree(a, tmp_path / "c")
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "c"))
+    audit_implementation("dpsur", "cnn-mnist", "mnist", **kw)
+    assert cache.params[-1]["points_sha256"] == pa["points_sha256"] and cache.key(cache.params[-1]) != cache.key(pa)
+    # a folder that does not exist is an error, never a hit
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "missing"))
+    n_before = len(cache.params)
+    with pytest.raises(DatasetUnavailable):
+        audit_implementation("dpsur", "cnn-mnist", "mnist", **kw)
+    assert len(cache.params) == n_before
+
+
+def test_data_resolve_dataset_names_the_folder_it_used(tmp_path, offline, monkeypatch):
+    """Notebook 06 prints the folder resolve_dataset returns: the $PAPERLIB_DATA folder itself."""
+    from paperlib.implementations.datasets import resolve_dataset
+
+    write_mnist(tmp_path / "env")
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "env"))
+    name, root, note = resolve_dataset("mnist", 5, 0, mode="quick", extra_roots=[])
+    assert (name, note) == ("mnist", None) and root == (tmp_path / "env").resolve()
+
+
+# ============================================================================ RESULTS: damaged files
+def _record(tmp_results, name="03_figure5_readout"):
+    from paperlib.artifact import provenance as pv
+
+    pv.save_result(name, {"mode": "smoke"}, {"x": 1}, mode="smoke", seed=0, wall_time=0.1)
+    return tmp_results / f"{name}.json"
+
+
+DAMAGE = [
+    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:40]), "not valid JSON"),
+    ("binary-garbage", lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not UTF-8"),
+    ("wrong-schema-list", lambda p: p.write_text("[1, 2, 3]"), "not a result record"),
+    ("wrong-schema-no-data", lambda p: p.write_text(json.dumps({"key": "k", "code": "c", "params": {},
+                                                                "provenance": {}})), "'data'"),
+    ("empty-file", lambda p: p.write_bytes(b""), "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize("damage,reason", [pytest.param(*r[1:], id=r[0]) for r in DAMAGE])
+def test_results_damaged_file_is_a_miss_and_reruns_its_notebook(damage, reason, results, tmp_path, monkeypatch):
+    from paperlib.artifact import provenance as pv
+    from paperlib.artifact import resultcheck as rc
+
+    path = _record(results)
+    assert pv.load_result("03_figure5_readout", {"mode": "smoke"}) == {"x": 1}
+    damage(path)
+    assert pv.load_result("03_figure5_readout", {"mode": "smoke"}) is None  # the notebook recomputes
+    # make's check: the file is removed, its notebook's stamp touched, one line says so
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "book" / "notebooks").mkdir(parents=True)
+    (tmp_path / "book" / "notebooks" / "03_figure5_upper_bounds.ipynb").write_text("{}")
+    (tmp_path / "paperlib" / "resources").mkdir(parents=True)
+    shutil.copy(ROOT / "paperlib" / "resources" / "opacus_table2.json", tmp_path / "paperlib" / "resources")
+    import io
+
+    stream = io.StringIO()
+    assert rc.stamps(["03_figure5_upper_bounds", "04_audit_figure2"], tmp_path / "stamps", results,
+                     stream=stream) == 0
+    lines = stream.getvalue().strip().splitlines()
+    assert lines and str(path) in lines[0] and reason in lines[0] and "re-run" in lines[0]
+    assert not path.exists()
+    st = tmp_path / "stamps"
+    assert (st / "03_figure5_upper_bounds.stamp").stat().st_mtime > 0  # newer than the notebook: it re-runs
+    assert (st / "04_audit_figure2.stamp").stat().st_mtime == 0  # nothing wrong there: never triggers
+    assert (st / "all.txt").stat().st_mtime > 0
+
+
+def test_results_intact_files_leave_the_stamps_alone(results, tmp_path, monkeypatch):
+    from paperlib.artifact import resultcheck as rc
+
+    _record(results, "01_tradeoff_basics")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "book" / "notebooks").mkdir(parents=True)
+    (tmp_path / "book" / "notebooks" / "01_tradeoff_basics.ipynb").write_text("{}")
+    assert rc.stamps(["01_tradeoff_basics"], tmp_path / "stamps", results) == 0
+    assert (tmp_path / "stamps" / "01_tradeoff_basics.stamp").stat().st_mtime == 0
+    assert (tmp_path / "stamps" / "all.txt").stat().st_mtime == 0
+
+
+def test_results_broken_committed_table_fails_with_the_fix(results, tmp_path, monkeypatch):
+    import io
+
+    from paperlib.artifact import resultcheck as rc
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "paperlib" / "resources").mkdir(parents=True)
+    (tmp_path / "paperlib" / "resources" / "opacus_table2.json").write_text('{"releases": [')
+    stream = io.StringIO()
+    assert rc.stamps(["08_opacus_code_audit"], tmp_path / "stamps", results, stream=stream) == 1
+    lines = stream.getvalue().strip().splitlines()
+    assert len(lines) == 1 and "paperlib/resources/opacus_table2.json" in lines[0]
+    assert "git checkout -- paperlib/resources/opacus_table2.json" in lines[0]
+
+
+def test_results_truncated_grade_does_not_crash_show(results, capsys):
+    from paperlib.artifact import claims
+
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "grade.json").write_text('{"schema": 1, "claims": [{"id": "C1"')
+    assert claims.main(["--show", "--results", str(results)]) == 0
+    out, err = capsys.readouterr()
+    assert "C8" in out and "not run" in out
+    assert len(err.strip().splitlines()) == 1 and "grade.json" in err and "Traceback" not in err
+
+
+def test_results_wrong_schema_grade_does_not_crash_show(results, capsys):
+    from paperlib.artifact import claims
+
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "grade.json").write_text('{"claims": "none", "counts": {}}')
+    assert claims.main(["--show", "--results", str(results)]) == 0
+    out, _ = capsys.readouterr()
+    assert "C1" in out
+
+
+# ============================================================================ MAKE: variables up front
+MAKE_ROWS = [
+    ("SEED-abc", ["SEED=abc"], 2, "SEED"),
+    ("SEED-negative", ["SEED=-1"], 2, "SEED"),
+    ("SEED-fraction", ["SEED=1.5"], 2, "SEED"),
+    ("SEED-float-notation", ["SEED=1e3"], 2, "SEED"),
+    ("SEED-empty", ["SEED="], 2, "SEED"),
+    ("SEED-2^63", [f"SEED={2**63}"], 2, "SEED"),
+    ("SEED-20-digits", ["SEED=12345678901234567890"], 2, "SEED"),
+    ("SEED-leading-zero", ["SEED=007"], 2, "SEED"),
+    ("SEED-two-words", ["SEED=1 2"], 2, "SEED"),
+    ("DEVICE-tpu", ["DEVICE=tpu"], 2, "DEVICE"),
+    ("DEVICE-two-words", ["DEVICE=cpu cuda"], 2, "DEVICE"),
+    ("MODE-unknown", ["MODE=medium"], 2, "MODE"),
+    ("SEED-2^63-1-ok", [f"SEED={2**63 - 1}"], 0, None),
+    ("SEED-zero-ok", ["SEED=0"], 0, None),
+    ("DEVICE-cpu-ok", ["DEVICE=cpu", "SEED=7"], 0, None),
+]
+
+
+def _make(*variables):
+    if shutil.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SEED", "DEVICE",
+                                                             "MODE")}
+    return subprocess.run(["make", "--no-print-directory", "-n", "help", *variables], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("variables,code,var", [pytest.param(*r[1:], id=r[0]) for r in MAKE_ROWS])
+def test_make_variables_checked_before_anything_runs(variables, code, var):
+    r = _make(*variables)
+    assert r.returncode == code, r.stderr
+    if code:
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"{var}=" in lines[0] and "not allowed" in lines[0]
+        assert "papermill" not in r.stdout and "executing" not in r.stdout
+
+
+@pytest.mark.skipif(_cuda(), reason="a CUDA GPU is present: DEVICE=cuda is valid here")
+def test_make_device_cuda_without_gpu():
+    r = _make("DEVICE=cuda")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "DEVICE=cuda" in lines[0]
+    assert "torch.cuda.is_available()" in lines[0]
+
+
+def test_make_notebooks_depend_on_the_results_check():
+    """Each executed notebook depends on its results-check stamp, which the check touches."""
+    if shutil.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "--no-print-directory", "-p", "-n", "help"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    db = r.stdout
+    assert re.search(r"^book/notebooks/%\.ipynb:.*build/results-check/%\.stamp", db, re.M)
+    assert re.search(r"^build/results-check/all\.txt: FORCE", db, re.M)
