@@ -140,6 +140,9 @@ def _check_guarantee_size(args) -> None:
     seconds = comps * values * _SECONDS_PER_COMPONENT
     _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {_fmt_seconds(seconds)}; --bound upper "
                  "takes seconds", shown=args.N, hint=f"the guarantee mixes {comps:,} batch sizes of Bin(N, q), ")
+    if seconds > 10 and sys.stderr.isatty():  # no bar inside the mixture: say what to expect
+        sys.stderr.write(f"paperlib: the {args.mechanism.upper()} guarantee mixes {comps:,} batch sizes: "
+                         f"at least {_fmt_seconds(seconds)} (--bound upper takes seconds)\n")
 
 
 class _Parser(argparse.ArgumentParser):
