@@ -316,9 +316,12 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if mode == "quick" and trials < 20:  # the check needs 10 implementation steps per dataset
         raise ValueError(f"trials must be >= 20 in quick mode (10 checked implementation steps per dataset), "
                          f"got {trials}")
-    if check_trials is None:
-        check_trials = min(200, trials // 2)
-    check_trials = min(check_int(check_trials, "check_trials", 10), trials // 2)
+    if mode == "quick":
+        if check_trials is None:
+            check_trials = min(200, trials // 2)
+        check_trials = min(check_int(check_trials, "check_trials", 10), trials // 2)
+    else:  # full mode checks nothing: every round is an implementation step
+        check_trials = 0
     seed = check_seed(seed)
     dists = list(distinguishers)
     from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
