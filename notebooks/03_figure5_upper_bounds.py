@@ -389,7 +389,7 @@ for i, n in enumerate(N_PARAMS):
         ub = bounds["easgm"][f"{n}/{N}"]
         c = bounds["claim"]["easgm"]
         cc = clt_bound("easgm", N, Q_EASGM, SIGMA, n)
-        up, mu, gamma = cc(a_clt), cc.mu, cc.gamma
+        up, mu, gamma = cc.raw(a_clt), cc.mu, cc.gamma
         exact = curve(ub)(a_clt)
         inside = np.isfinite(up)
         gap = float(np.max((up - exact)[inside]))

@@ -60,6 +60,8 @@ CASES = {
     "BoundView/upper": (lambda: _pld("upper"), 0.0),
     "BoundView/lower": (lambda: _pld("lower"), 1e-4),
     "CLTTradeOff": (lambda: clt.clt_bounds(0.5, 0.8, 400).as_tradeoff(), TOL),
+    "CLTCurve/EASGM": (lambda: __import__("paperlib.mechanisms.clt").mechanisms.clt.clt_bound("easgm", 4, 0.5, 1.0, 400), TOL),
+    "CLTCurve/ASGM": (lambda: __import__("paperlib.mechanisms.clt").mechanisms.clt.clt_bound("asgm", 4, 0.7, 1.0, 400), TOL),
 }
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from paperlib.fdp.clt import CLTTradeOff
 from paperlib.fdp.compare import max_excess, ordering_violation
 from paperlib.fdp.tradeoff import TradeOffCurve, gaussian_tradeoff
 from paperlib.mechanisms import clt as mclt
@@ -76,15 +77,20 @@ def test_clt_bound_easgm_matches_the_theorem_and_reads_out():
     cc = mclt.clt_bound("easgm", 999, 0.005, 10.0, 26_010)
     ref = mclt.clt_upper_bound_easgm(A, 999, 26_010)
     inside = np.isfinite(ref.upper)
-    np.testing.assert_allclose(cc(A)[inside], np.minimum(ref.upper, 1 - A)[inside], rtol=1e-12)
-    assert np.all(np.isnan(cc(A)[~inside]))
+    np.testing.assert_allclose(cc.raw(A)[inside], np.minimum(ref.upper, 1 - A)[inside], rtol=1e-12)
+    assert np.all(np.isnan(cc.raw(A)[~inside]))
+    # as a trade-off function: defined everywhere, never above the theorem's bound, a valid curve
+    f = cc(A)
+    assert np.all(np.isfinite(f)) and np.all(f <= np.where(inside, cc.raw(A), 1.0) + 1e-9)
+    assert np.all(np.diff(f) <= 1e-12) and np.all(f <= 1 - A + 1e-12)
+    assert 0 < cc.epsilon(1e-5) < 10
     assert (cc.mu, cc.gamma) == (ref.mu, ref.gamma)
     # the read-out against a dense grid search of the same curve
     x = cc.fpr_at_fnr(0.5)
     grid = np.linspace(cc.gamma, 1 - cc.gamma, 200_001)
-    vals = cc(grid)
+    vals = cc.raw(grid)
     assert x == pytest.approx(grid[np.argmax(vals <= 0.5)], abs=1e-5)
-    assert float(cc(np.array([x]))[0]) == pytest.approx(0.5, abs=1e-9)
+    assert float(cc.raw(np.array([x]))[0]) == pytest.approx(0.5, abs=1e-9)
 
 
 def test_clt_bound_asgm_is_mixed_as_eq14():
@@ -92,7 +98,8 @@ def test_clt_bound_asgm_is_mixed_as_eq14():
     cc = mclt.clt_bound("asgm", N, q, None, n)
     w = q - q * (1 - q) ** N
     base = np.minimum(mclt.clt_upper_bound_easgm(A, N, n).upper, 1 - A)
-    np.testing.assert_allclose(cc(A), w * base + (1 - w) * (1 - A), rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(cc.raw(A), w * base + (1 - w) * (1 - A), rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(cc(A), w * CLTTradeOff(cc.mu, cc.gamma)(A) + (1 - w) * (1 - A), atol=1e-9)
     with pytest.raises(ValueError, match="rounds"):
         mclt.clt_bound("asgm", N, q, None, n, rounds=2)
     with pytest.raises(ValueError, match="sgm"):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from paperlib.fdp.clt import CLTBound, _check_alpha, _check_int, _check_real, clt_bounds
+from paperlib.fdp.clt import CLTBound, CLTTradeOff, _check_alpha, _check_int, _check_real, clt_bounds
+from paperlib.fdp.mixture import PointwiseMixture
+from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
 from paperlib.validation import check_positive, check_probability, check_rate
@@ -101,13 +103,22 @@ def clt_upper_bound_feasgm(alpha, N: int, q: float, n: int, rounds: int = 1) -> 
                       one_minus_s=1.0 / (K + 1))
 
 
-class CLTCurve:
+class CLTCurve(TradeOff):
     """The CLT upper curve of a mechanism's one- or T-round upper bound (Figure 5's dashed lines).
 
-    ``curve(alpha)`` is ``min(G_mu(alpha - gamma) + gamma, 1 - alpha)`` on ``[gamma, 1 - gamma]``
-    and NaN outside (the theorem says nothing there); for ASGM it is mixed as Eq. 14:
-    ``w * that + (1 - w)(1 - alpha)`` with ``w = q - q(1-q)^N``. Build it with :func:`clt_bound`.
-    Attributes: ``mu``, ``gamma``, ``weight`` (1 except for ASGM), ``label``, ``meta``.
+    Two readings of the same bound:
+
+    * :meth:`raw` — the theorem's curve as the paper draws it:
+      ``min(G_mu(alpha - gamma) + gamma, 1 - alpha)`` on ``[gamma, 1 - gamma]`` and NaN outside
+      (the theorem says nothing there); for ASGM mixed as Eq. 14,
+      ``w * that + (1 - w)(1 - alpha)`` with ``w = q - q(1-q)^N``.
+    * the trade-off interface (``curve(alpha)``, :meth:`curve`, :meth:`delta`, :meth:`epsilon`,
+      ...) — the greatest trade-off function below that bound
+      (:class:`~paperlib.fdp.clt.CLTTradeOff`, the lower convex hull with ``(0, 1)`` and
+      ``(1, 0)``), mixed the same way for ASGM: defined on all of ``[0, 1]``.
+
+    Build it with :func:`clt_bound`. Attributes: ``mu``, ``gamma``, ``weight`` (1 except for
+    ASGM), ``label``, ``meta``.
     """
 
     def __init__(self, mechanism: Mechanism, N: int, q: float | None, n: int, rounds: int):
@@ -122,8 +133,23 @@ class CLTCurve:
         self.label = f"{mechanism.title} upper bound, CLT ({rounds} round{'s' if rounds > 1 else ''})"
         self.meta = {"mechanism": mechanism.value, "bound": "clt", "N": N, "q": q, "n": n, "rounds": rounds,
                      "mu": self.mu, "gamma": self.gamma, "weight_chi2": self.weight}
+        hull = CLTTradeOff(self.mu, self.gamma, label=self.label, meta=self.meta)
+        self._tradeoff = hull if self.weight == 1.0 else PointwiseMixture(
+            [(self.weight, hull), (1.0 - self.weight, "identity")], label=self.label, meta=self.meta)
 
-    def __call__(self, alpha) -> np.ndarray:
+    # ---------------------------------------------------------------- the trade-off interface
+    def __call__(self, alpha):
+        return self._tradeoff(alpha)
+
+    def curve(self, tol: float = 1e-6) -> TradeOffCurve:
+        return self._tradeoff.curve(tol)
+
+    def delta(self, eps):
+        return self._tradeoff.delta(eps)
+
+    # ---------------------------------------------------------------- the theorem's curve
+    def raw(self, alpha) -> np.ndarray:
+        """The bound as the theorem states it (NaN outside ``[gamma, 1 - gamma]``; see the class)."""
         a = np.asarray(_check_alpha(alpha), dtype=float)
         up = np.minimum(np.asarray(self.bounds(a).upper, dtype=float), 1.0 - a)  # a trade-off is <= 1 - alpha
         return self.weight * up + (1.0 - self.weight) * (1.0 - a)
@@ -134,7 +160,7 @@ class CLTCurve:
         return self._theorem(alpha)
 
     def fpr_at_fnr(self, beta: float) -> float:
-        """The FPR at which the curve reaches FNR ``beta`` (root finding, to 1e-12).
+        """The FPR at which :meth:`raw` reaches FNR ``beta`` (root finding, to 1e-12).
 
         ``gamma`` when the curve is already at or below ``beta`` at ``alpha = gamma`` (the
         left end of its range); NaN when it is still above ``beta`` at ``1 - gamma``.
@@ -145,7 +171,7 @@ class CLTCurve:
             return float("nan")
 
         def h(x):
-            return float(self(np.array([x]))[0]) - beta
+            return float(self.raw(np.array([x]))[0]) - beta
 
         if h(lo) <= 0:
             return lo
