@@ -322,12 +322,18 @@ def _curve(args):
             raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
         return clt_bound(mech, args.N, args.q, args.sigma, args.n, rounds=T)
     if T > 1:
-        # T rounds (paperlib.fdp.composition): easgm/feasgm upper exact (chi-square with T(n-1)
-        # coordinates), asgm upper by numerical composition of Eq. 14, sgm f_q^(xT); the
-        # T-round guarantee of easgm/asgm/feasgm has no closed form (clear error there)
+        # T rounds (paperlib.mechanisms.multiround): easgm/feasgm upper exact (chi-square with T(n-1)
+        # coordinates), asgm upper by PLD composition of Eq. 14, sgm f_q^(xT); guarantee: the
+        # certified T-round guarantee (paperlib.mechanisms.certified), PLD with its error bracket
         from paperlib.mechanisms.multiround import rounds_curve
 
-        return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, rounds=T)
+        try:
+            return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, rounds=T)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "dp_accounting":
+                raise
+            raise ValueError("rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
+                             "installed): pip install 'paperlib[accounting]'") from None
     if bound == "guarantee":
         return guarantee(mech, args.N, args.q, args.sigma, args.n)
     return upper_bound(mech, args.N, args.q, args.sigma, args.n)
@@ -348,6 +354,8 @@ def run_tradeoff(args) -> dict:
         out.update(alpha=alpha.tolist(), beta=[_jsonnum(b) for b in res.upper], mu=curve.mu, gamma=curve.gamma,
                    note="CLT upper bound, defined on [gamma, 1 - gamma]; null outside")
     else:
+        if hasattr(curve, "beta_bounds"):
+            curve.beta_bounds(alpha)  # a PLD composition: refine its grid to the accuracy target first
         beta = curve(alpha) if not isinstance(curve, LRMixture) else curve(alpha, tol=args.tol)
         out.update(alpha=alpha.tolist(), beta=[float(b) for b in beta], label=getattr(curve, "label", ""))
         meta = getattr(curve, "meta", {})
@@ -360,6 +368,15 @@ def run_tradeoff(args) -> dict:
                 out["method"] = "sampled curve (tangent envelope)"
             else:
                 out["method"] = "exact: common threshold solved per alpha"
+        if hasattr(curve, "lower") and hasattr(curve, "upper") and hasattr(curve, "epsilon_bounds"):
+            # a PLD composition: the true curve lies between its two ends at every alpha
+            lo, hi = curve.lower(alpha), curve.upper(alpha)
+            out.update(beta_bracket=[[float(a), float(b)] for a, b in zip(lo, hi)],
+                       accounting_error=float(max(hi - lo)), method="PLD composition (dp_accounting)",
+                       accounting=_accounting_summary(curve))
+            if float(max(hi - lo)) > ACCOUNTING_TOLERANCE * max(float(max(hi)), 0.1):
+                sys.stderr.write(f"paperlib: warning: the composed curve is known to {float(max(hi - lo)):.3g} "
+                                 f"only (beta_bracket), more than {ACCOUNTING_TOLERANCE:.0%} of it\n")
     if args.rounds == 1:
         out["sgm_claim_beta"] = [float(b) for b in sgm_claim(args.q, args.sigma)(alpha)]
     return out
@@ -390,9 +407,38 @@ def run_epsilon(args) -> dict:
     out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta, "curve": label,
            "mechanism": args.mechanism, "bound": "claim" if args.claimed else args.bound,
            "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
+    if hasattr(curve, "epsilon_bounds"):
+        # a PLD composition: the exact epsilon lies in the bracket; "epsilon" is its safe end
+        # (upper for a guarantee or claim, lower for an upper bound of a guarantee)
+        lo, hi = curve.epsilon_bounds(delta)
+        out.update(epsilon_bracket=[_jsonnum(lo), _jsonnum(hi)],
+                   accounting_error=_jsonnum(hi - lo) if math.isfinite(hi) else None,
+                   accounting=_accounting_summary(curve))
+        if args.bound == "guarantee" and args.rounds > 1 and args.mechanism != "sgm":
+            from paperlib.mechanisms.certified import forced_epsilon
+
+            f = forced_epsilon(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds, delta=delta,
+                               certified=curve)
+            out.update(pair=[args.N, args.N + 1], epsilon_forced=_jsonnum(f["epsilon_forced"]),
+                       epsilon_forced_bracket=[_jsonnum(v) for v in f["epsilon_forced_bracket"]],
+                       forced_by=f["forced_label"])
+        if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
+            sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
+                             f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
     if not math.isfinite(eps):
         out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
     return out
+
+
+#: relative width of a PLD bracket above which the CLI warns (of max(value, 0.1))
+ACCOUNTING_TOLERANCE = 0.01
+
+
+def _accounting_summary(curve) -> dict:
+    """Grid, passes and accuracy of a PLD composition (paperlib.fdp.pld), for the JSON output."""
+    acc = curve.meta.get("pld") or curve.accounting()
+    return {"engine": acc.get("engine"), "step": acc.get("step"), "passes": len(acc.get("passes", [])),
+            "rel_tol": acc.get("rel_tol"), "accuracy_met": acc.get("accuracy_met")}
 
 
 def _what(args) -> str:

@@ -102,7 +102,7 @@ TRUNCATION = 1e-15
 #: Largest composed PMF length (complex FFT of this length: ~130 MB per array).
 DEFAULT_MAX_LENGTH = 2**23
 #: Coarsest grid the adaptive search starts from.
-START_STEP = 0.05
+START_STEP = 0.5
 #: Finest grid the adaptive search goes to.
 MIN_STEP = 1e-7
 #: Largest number of grid passes.
@@ -273,13 +273,7 @@ class ScaleShiftLaw(_Law):
         return ("ScaleShiftLaw", self.x, self.mu)
 
     def log4(self, v):
-        v = np.asarray(v, dtype=float)
-        with np.errstate(invalid="ignore"):
-            yq = 2.0 * (self.A - v) / self.d
-        yq = np.where(np.isnan(yq), 0.0, yq)
-        q_le, q_gt = _sq_shift_logtails(yq, self.m_q)
-        p_le, p_gt = _sq_shift_logtails(yq * self.s2, self.m_p)
-        return q_le, q_gt, p_le, p_gt
+        return _scale_shift_log4(np.asarray(v, dtype=float), self.A, self.d, self.s2, self.m_q, self.m_p)
 
     def span(self, tail):
         z = _tail_z(tail) + 1.0
@@ -288,6 +282,16 @@ class ScaleShiftLaw(_Law):
             ends.append(self.A - scale * (m + z) ** 2)
             ends.append(self.A - scale * max(m - z, 0.0) ** 2)
         return min(ends), max(ends)
+
+
+def _scale_shift_log4(v, A, d, s2, m_q, m_p):
+    """:meth:`ScaleShiftLaw.log4` with the law's constants as arrays broadcast against ``v`` (batches)."""
+    with np.errstate(invalid="ignore"):
+        yq = 2.0 * (A - v) / d
+    yq = np.where(np.isnan(yq), 0.0, yq)
+    q_le, q_gt = _sq_shift_logtails(yq, m_q)
+    p_le, p_gt = _sq_shift_logtails(yq * s2, m_p)
+    return q_le, q_gt, p_le, p_gt
 
 
 class Chi2Law(_Law):
@@ -505,16 +509,37 @@ class _Values:
     i_hi: int
 
 
-def _law_values(law: _Law, step: float, tail: float, max_cells: int) -> _Values:
+def _grid_range(law: _Law, step: float, tail: float, max_cells: int) -> tuple[int, int]:
     lo, hi = law.span(tail)
     i_lo = int(math.floor(lo / step))
     i_hi = max(int(math.ceil(hi / step)), i_lo + 1)
     if i_hi - i_lo + 1 > max_cells:
         raise _TooLarge(i_hi - i_lo + 1)
+    return i_lo, i_hi
+
+
+def _law_values(law: _Law, step: float, tail: float, max_cells: int) -> _Values:
+    i_lo, i_hi = _grid_range(law, step, tail, max_cells)
     t0, t1 = 2 * i_lo - 1, 2 * i_hi + 1
     v = np.arange(t0, t1 + 1) * (step / 2.0)
     q_le, q_gt, p_le, p_gt = law.log4(v)
     return _Values(t0, q_le, q_gt, p_le, p_gt, i_lo, i_hi)
+
+
+def _batch_values(laws: list, step: float, tail: float, max_cells: int) -> dict:
+    """:func:`_law_values` for many :class:`ScaleShiftLaw` at once (one vectorised evaluation)."""
+    ranges = [_grid_range(f, step, tail, max_cells) for f in laws]
+    lens = np.array([2 * (hi - lo) + 3 for lo, hi in ranges])
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    t = np.concatenate([np.arange(2 * lo - 1, 2 * hi + 2) for lo, hi in ranges])
+    rep = np.repeat(np.arange(len(laws)), lens)
+    const = {k: np.array([getattr(f, k) for f in laws])[rep] for k in ("A", "d", "s2", "m_q", "m_p")}
+    vals = _scale_shift_log4(t * (step / 2.0), const["A"], const["d"], const["s2"], const["m_q"], const["m_p"])
+    out = {}
+    for j, (f, (lo, hi)) in enumerate(zip(laws, ranges)):
+        sl = slice(starts[j], starts[j] + lens[j])
+        out[f.key()] = _Values(2 * lo - 1, *(a[sl] for a in vals), lo, hi)
+    return out
 
 
 def _directed(vals: _Values, direction: str):
@@ -732,6 +757,9 @@ class _Engine:
         max_cells = self.max_length
         up, low, shift, info = {}, {}, {}, {}
         values: dict = {}  # each law evaluated once, on a half-grid both directions share
+        batch = {f.key(): f for _, fs in law.parts for f in fs if isinstance(f, ScaleShiftLaw)}
+        if batch:
+            values.update(_batch_values(list(batch.values()), step, tail, max_cells))
         for direction in ("QP", "PQ"):
             discs = {}
             entries = []
@@ -777,8 +805,9 @@ class _Engine:
             pu = pld_pmf.DensePLDPmf(step, i_u, p_u, min(inf_up, 1.0), True)
             pl = pld_pmf.DensePLDPmf(step, i_l, p_l, 0.0, False)
             if T > 1:
-                pu = pu.self_compose(T, tail_mass_truncation=TRUNCATION)
-                pl = pl.self_compose(T, tail_mass_truncation=TRUNCATION)
+                with np.errstate(all="ignore"):
+                    pu = pu.self_compose(T, tail_mass_truncation=TRUNCATION)
+                    pl = pl.self_compose(T, tail_mass_truncation=TRUNCATION)
             total_shift = T * max(factor_count, 1) * c
             common_info = []
             for cf in law.common:
@@ -793,8 +822,9 @@ class _Engine:
                 cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], 0.0, False)
                 if pu.size + cu.size > self.max_length:
                     raise _TooLarge(pu.size + cu.size)
-                pu = pu.compose(cu, tail_mass_truncation=TRUNCATION)
-                pl = pl.compose(cl, tail_mass_truncation=TRUNCATION)
+                # no truncation: the result is only queried (dp_accounting's truncation loops in Python)
+                pu = pu.compose(cu, tail_mass_truncation=0.0)
+                pl = pl.compose(cl, tail_mass_truncation=0.0)
                 total_shift += c_r
                 common_info.append({"law": str(claw.key()), "cells": d.info["cells"], "shift": c_r,
                                     "tail_to_inf": d.up_inf})
@@ -806,11 +836,12 @@ class _Engine:
                                "shift_per_round": float(c), "lower_shift": float(total_shift),
                                "common": common_info}
         # the lower end's self_compose adds TRUNCATION as infinity mass and may alias as much
-        slack = 2 * TRUNCATION * (1 + len(law.common)) if T > 1 else 2 * TRUNCATION * len(law.common)
+        slack = 2 * TRUNCATION if T > 1 else 0.0
         return _State(step=step, up=up, low=low, shift=shift, slack=slack, info=info)
 
     def _composed_length(self, common, probs, T) -> int:
-        lb, ub = common.compute_self_convolve_bounds(probs, T, TRUNCATION)
+        with np.errstate(all="ignore"):  # its Chernoff bound overflows harmlessly for large orders
+            lb, ub = common.compute_self_convolve_bounds(probs, T, TRUNCATION)
         return int(ub - lb + 1)
 
     # ------------------------------------------------------------ adaptive grid
@@ -845,8 +876,9 @@ class _Engine:
         if self.fixed_step or len(self.passes) >= MAX_PASSES:
             return False
         st = self.state
-        ratio = 0.8 * math.sqrt(tol / width) if width > 0 and math.isfinite(width) else 0.5
-        new = max(st.step * min(max(ratio, 0.1), 0.7), MIN_STEP)
+        # the bracket shrinks like step^2: aim at half the tolerance, so that one more pass suffices
+        ratio = math.sqrt(0.5 * tol / width) if width > 0 and math.isfinite(width) else 0.5
+        new = max(st.step * min(max(ratio, 0.03), 0.7), MIN_STEP)
         if new >= st.step:
             return False
         grown = max(st.info[d]["composed_length"] for d in ("QP", "PQ")) * st.step / new
@@ -1051,6 +1083,25 @@ class PLDComposition(TradeOff):
 
     def __call__(self, alpha) -> np.ndarray:
         return self.lower(alpha) if self.side == "guarantee" else self.upper(alpha)
+
+    def beta_bounds(self, alpha) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower(alpha), upper(alpha))``, refining the grid (when not fixed) until their largest gap is
+        at most ``rel_tol * max(beta, 0.1)``; ``meta['pld']['accuracy_met']`` says whether it was reached."""
+        a = check_alpha_array(alpha)
+        e = self._engine
+        e.ensure()
+        while True:
+            lo, hi = self.lower(a), self.upper(a)
+            width = float(np.max(hi - lo))
+            tol = e.rel_tol * max(float(np.max(hi)), EPS_SCALE_FLOOR)
+            if width <= tol:
+                e.accuracy_met = True
+                break
+            if not e.refine(width, tol):
+                e.accuracy_met = False
+                break
+        self._meta_update()
+        return lo, hi
 
     def max_error(self, grid: int = 2001) -> float:
         """Largest ``upper - lower`` on an alpha grid: the discretisation error of the curve."""
