@@ -1059,11 +1059,22 @@ class PLDComposition(TradeOff):
 
     # ------------------------------------------------------------ curves (ordered pair T(P, Q))
     def _chains(self):
+        """Vertices of the pessimistic curve (a lower bound of ``T(P, Q)``) and of an upper bound.
+
+        The upper bound: the optimistic pair's curve, thinned (its chord only rises), capped by
+        ``1 - alpha`` and replaced by its lower convex envelope: every step stays above the true
+        (convex) trade-off function, which lies below both ``1 - alpha`` and the optimistic curve.
+        """
         st = self._state()
         key = ("chains", st.step)
         if key not in self._curves:
             a_lo, b_lo = st.up["QP"].chain()
-            a_up, b_up = st.low["QP"].chain(st.shift["QP"])
+            a, b = st.low["QP"].chain(st.shift["QP"])
+            idx = _thin(a, b)
+            a, b = a[idx], b[idx]
+            grid = np.union1d(np.clip(a, 0.0, 1.0), [0.0, 1.0])
+            yb = np.clip(np.minimum(np.interp(grid, a, b), 1.0 - grid), 0.0, 1.0)
+            a_up, b_up = lower_convex_envelope(grid, yb)
             self._curves[key] = ((a_lo, b_lo), (a_up, b_up))
         return self._curves[key]
 
@@ -1122,23 +1133,22 @@ class PLDComposition(TradeOff):
             return self._curves[key]
         (al, bl), (au, bu) = self._chains()
         a, b = (al, bl) if self.side == "guarantee" else (au, bu)
-        if self.side == "bound":
-            grid = np.union1d(np.clip(a, 0.0, 1.0), [0.0, 1.0])
-            yb = np.minimum(np.interp(grid, a, b), 1.0 - grid)
-            a, b = lower_convex_envelope(grid, np.clip(yb, 0.0, 1.0))
-        else:
+        if self.side == "guarantee":
             if a[-1] < 1.0:
                 a, b = np.append(a, 1.0), np.append(b, 0.0)
             keep = np.ones(a.size, dtype=bool)
             keep[1:] = (np.diff(a) > 0) | (np.diff(b) != 0)
             a, b = a[keep], b[keep]
-        idx = _thin(a, b)
-        a, b = a[idx], b[idx]
         slope = None
         if self.side == "guarantee":
+            # the outgoing segment's slope of the full (convex) chain: a subgradient at each vertex
             with np.errstate(divide="ignore", invalid="ignore"):
                 s = np.diff(b) / np.diff(a)
-            slope = np.concatenate([np.where(np.isfinite(s), s, -np.inf), [0.0]])
+            full_slope = np.concatenate([np.where(np.isfinite(s), s, -np.inf), [0.0]])
+        idx = _thin(a, b)
+        a, b = a[idx], b[idx]
+        if self.side == "guarantee":
+            slope = full_slope[idx]
         meta = dict(self.meta)
         meta.update(side=self.side, max_error=self.max_error(), step=st.step)
         c = TradeOffCurve(a, np.clip(b, 0.0, 1.0), slope, label=self.label, meta=meta)
