@@ -44,6 +44,57 @@ from paperlib.fdp.mixture import LRMixture
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
 
 BOUNDS = ("guarantee", "upper", "clt")
+#: tradeoff/epsilon stop after this many seconds (--max-seconds) and offer the fast upper bound
+DEFAULT_MAX_SECONDS = 40.0  # a long library call can overrun it by ~15 s: the answer stays under a minute
+
+
+class _OutOfTime(Exception):
+    """The time budget of --max-seconds ran out."""
+
+
+def _with_budget(seconds: float, fn):
+    """``fn()``, interrupted by :class:`_OutOfTime` after ``seconds`` (> 0) of wall time.
+
+    A SIGALRM timer (Unix, main thread); elsewhere ``fn()`` runs without a limit.
+    """
+    import signal
+    import threading
+
+    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        return fn()
+
+    def _expire(signum, frame):
+        raise _OutOfTime()
+
+    old = signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _out_of_time_message(args) -> str:
+    """One line: what did not finish, and the upper bound's answer (Theorems 3.8/3.10/A.4, fast)."""
+    msg = (f"could not compute {_what(args)} within --max-seconds {args.max_seconds:g} (large N makes the "
+           "exact guarantee slow: it sums over the batch sizes)")
+    if args.bound == "guarantee" and args.rounds == 1 and args.mechanism != "sgm":
+        try:
+            ub = upper_bound(args.mechanism, args.N, args.q, args.sigma, args.n)
+            if args.command == "epsilon":
+                hint = f"its upper bound (--bound upper) gives epsilon {ub.epsilon(args.delta):.6g} at this delta"
+            else:
+                hint = "its upper bound (--bound upper) answers in seconds"
+            msg += f"; {hint}, or raise --max-seconds"
+        except (ValueError, RuntimeError):
+            msg += "; raise --max-seconds"
+    else:
+        msg += "; raise --max-seconds"
+    return msg
+
+
 #: packages of the optional [audit] extra: a command that needs one says so in one line
 AUDIT_EXTRA = ("torch", "torchvision", "opacus", "tqdm")
 
@@ -162,6 +213,8 @@ def _curve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=1, help="number of training rounds T >= 1")
     p.add_argument("--tol", type=float, default=1e-6, help="largest interpolation error in beta (default 1e-6)")
     p.add_argument("--yes", action="store_true", help="run even above the size limits (see python -m pydoc paperlib.cli)")
+    p.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS,
+                   help=f"give up after this many seconds and say so (default {DEFAULT_MAX_SECONDS:g}; 0: no limit)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,6 +354,8 @@ def _validate(args) -> None:
     check_int(args.n, "n", 1)
     check_int(args.rounds, "rounds", 1)
     check_positive(args.tol, "tol")
+    if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
+        raise ValueError(f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
     if args.mechanism == "feasgm":
         K, _ = feasgm_floors(args.N, args.q)
         if K == 0:
@@ -495,7 +550,11 @@ def main(argv=None) -> int:
             out = run_audit_implementation(args)  # validates its own options
         else:
             _validate(args)
-            out = run_tradeoff(args) if args.command == "tradeoff" else run_epsilon(args)
+            run = run_tradeoff if args.command == "tradeoff" else run_epsilon
+            try:
+                out = _with_budget(args.max_seconds, lambda: run(args))
+            except _OutOfTime:
+                return _fail(_out_of_time_message(args), 1)
     except MemoryError:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise

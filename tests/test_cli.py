@@ -176,3 +176,28 @@ def test_feasgm_floor_zero_exits_2(capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
     assert "N*q" in err and len(err.strip().splitlines()) == 1
+
+
+def test_time_budget_refuses_with_the_upper_bound_offered():
+    """A guarantee that does not finish in --max-seconds is one line (status 1) that offers the
+    fast upper bound and its epsilon (issue: large-N guarantees answer or say they will not)."""
+    import time
+
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
+                        "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5",
+                        "--max-seconds", "3"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    wall = time.perf_counter() - t0
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "within --max-seconds 3" in lines[0] and "--bound upper" in lines[0], lines
+    ub = float(lines[0].split("gives epsilon ")[1].split()[0])
+    ref = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "upper",
+                          "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert abs(ub - json.loads(ref.stdout)["epsilon"]) <= 1e-5 * ub
+    assert wall < 60
+    bad = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5",
+                          "--sigma", "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "-1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert bad.returncode == 2 and "max-seconds" in bad.stderr
