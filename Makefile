@@ -261,7 +261,14 @@ grade: figures | $(ENV_TARGET)
 appendix: grade | $(ENV_TARGET)
 	$(PY) -m paperlib.artifact.appendix
 
+# book/build_info.md (git-ignored, included by the landing page): which mode, device, seed and
+# commit built this book, and when.
 book: grade appendix | $(ENV_TARGET)
+	@commit=$$(git -C $(ROOT) rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	dirty=$$(git -C $(ROOT) status --porcelain --untracked-files=no 2>/dev/null | head -1); \
+	printf '%s\n' '```{admonition} How this copy of the book was built' ':class: note' \
+	  "\`make all MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED)\` at commit \`$$commit\`$${dirty:+ (with uncommitted changes)}, $$(date -u '+%Y-%m-%d %H:%M UTC'). Every figure's caption repeats its own mode and commit." \
+	  '```' > book/build_info.md
 	@echo "== building the book (jupyter-book, warnings are errors)"
 	@start=$$(date +%s); \
 	$(JB) build book -q -W -n --all; \
@@ -293,7 +300,7 @@ test: lint sync test-book browser-deps | $(ENV_TARGET)
 test-book: | $(ENV_TARGET)
 	@rm -rf $(TESTBOOK) && mkdir -p $(TESTBOOK)/book
 	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md CITATION.cff notebooks paperlib $(TESTBOOK)/
-	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md) $(TESTBOOK)/book/
+	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md -e build_info.md) $(TESTBOOK)/book/
 	@echo "== building the test book (MODE=smoke) in $(TESTBOOK), then again from the results cache"
 	@for pass in compute cached; do \
 	  if [ $$pass = cached ]; then touch $(TESTBOOK)/notebooks/[0-9]*.py; fi; \
@@ -368,7 +375,7 @@ device-check: | $(ENV_TARGET)
 # ================================================================ end of device check
 
 clean:
-	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md
+	rm -rf build results figures book/_build book/notebooks book/grade.md book/appendix.md book/build_info.md
 
 distclean: clean
 	rm -rf .venv
