@@ -413,9 +413,73 @@ class _Disc:
     up: np.ndarray  # pessimistic (split) PMF
     up_inf: float  # its mass at +inf
     mass: np.ndarray  # U-mass of the centred cells (same indices as ``up``)
-    logt: np.ndarray  # log E[e^{v_j - L} | cell] (the atom at v_j is c above the merged loss iff logt > c)
+    lmass: np.ndarray  # the other distribution's mass of the same cells
     top: float  # U-mass above the last centred cell (put on the last point, lower end)
     info: dict
+    step_: float
+    _garbling: "_Garbling | None" = None
+
+    @property
+    def garbling(self) -> "_Garbling":
+        if self._garbling is None:
+            self._garbling = _garble(self.i0, self.mass, self.lmass, self.top, self.step_)
+        return self._garbling
+
+
+def _centred_logt(i0: int, mass: np.ndarray, lmass: np.ndarray, step: float, bound: float | None = None) -> np.ndarray:
+    """``log E[e^{v_j - L} | cell j]`` (``-inf`` for empty cells): ``> 0`` when the merged loss lies below
+    ``v_j``. For plain centred cells it lies in ``[-step/2, step/2]`` (``bound``; a guard against round-off)."""
+    v = (i0 + np.arange(mass.size)) * step
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lt = v + np.log(lmass) - np.log(mass)
+    b = step / 2 if bound is None else bound
+    return np.where(mass > 0, np.clip(np.where(np.isfinite(lt), lt, b), -b, b), -np.inf)
+
+
+def _garble(i0: int, mass: np.ndarray, lmass: np.ndarray, top: float, step: float, passes: int = 3) -> "_Garbling":
+    """The lower-end garbling of centred cells, after merging the cells it cannot balance into a neighbour.
+
+    A deficit cell with no higher-loss mass to take, or a surplus cell with no lower-loss mass, would be
+    rounded down, shifting the loss by ``mass * offset`` in every round. Merging it into its heavier
+    neighbour (post-processing) keeps the first moment instead; the merged outcome is then balanced
+    like any other cell. A few passes; cells whose neighbour is itself being merged wait for the next.
+    """
+    m, lm = mass.astype(float).copy(), lmass.astype(float).copy()
+    bound = step / 2
+    g = _Garbling(i0, m, _centred_logt(i0, m, lm, step, bound), top, step)
+    for _ in range(passes):
+        bad = g.fallback | g.unhelped_surplus
+        bad &= m > 1e-300
+        if not bad.any():
+            break
+        left = np.concatenate([[0.0], m[:-1]])
+        right = np.concatenate([m[1:], [0.0]])
+        target = np.where(right >= left, 1, -1)
+        idx = np.flatnonzero(bad)
+        tgt = idx + target[idx]
+        ok = (tgt >= 0) & (tgt < m.size)
+        idx, tgt = idx[ok], tgt[ok]
+        ok = ~bad[tgt] & (m[tgt] > 0)  # into a cell that stays where it is
+        idx, tgt = idx[ok], tgt[ok]
+        if idx.size == 0:
+            break
+        np.add.at(m, tgt, m[idx])
+        np.add.at(lm, tgt, lm[idx])
+        m[idx] = 0.0
+        lm[idx] = 0.0
+        bound += step  # a merged cell's loss may now lie up to one more step from its point
+        g = _Garbling(i0, m, _centred_logt(i0, m, lm, step, bound), top, step)
+    return g
+
+
+@dataclass
+class _Garbling:
+    """Lower-end construction on centred cells: masses ``mass`` (U) with merged-loss offsets ``logt``."""
+
+    i0: int
+    mass: np.ndarray
+    logt: np.ndarray
+    top: float  # U-mass above the last cell (on the last point)
     step_: float
 
     def __post_init__(self):
@@ -459,6 +523,7 @@ class _Disc:
         helped[:-1] |= give_left[1:] > 0
         helped[1:] |= give_right[:-1] > 0
         self.fallback = deficit & ~helped  # deficit cells nobody helped: the shift must cover them
+        self.unhelped_surplus = surplus & ~helped  # rounded down (valid), at a first-order cost
 
     def lower(self, c: float) -> tuple[int, np.ndarray]:
         """Lower-end PMF (index offset, probabilities) for the shift bound ``c``.
@@ -473,11 +538,15 @@ class _Disc:
         received[:-1] += self.give_left[1:] * m[1:]
         received[1:] += self.give_right[:-1] * m[:-1]
         down = self.fallback & (self.logt > c)
-        out = np.zeros(m.size + 1)
-        out[1:] += np.where(down, 0.0, own) + received
-        out[:-1] += np.where(down, own, 0.0)
+        # a deficit cell not covered by c goes to the largest grid point at most its merged loss + c
+        k = np.where(down, np.ceil(np.where(down, self.logt - c, 0.0) / self.step_ - 1e-12), 0).astype(np.int64)
+        k = np.where(down, np.maximum(k, 1), 0)
+        pad = int(k.max()) if k.size else 0
+        out = np.zeros(m.size + pad)
+        out[pad:] += np.where(down, 0.0, own) + received
+        np.add.at(out, pad + np.arange(m.size) - k, np.where(down, own, 0.0))
         out[-1] += self.top
-        return self.i0 - 1, out
+        return self.i0 - pad, out
 
     def shift_entries(self):
         """``(logt, mass)`` of the fallback cells: what the shift bound ``c`` must cover."""
@@ -575,12 +644,9 @@ def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
     # ---- lower end: centred cells (v_j - step/2, v_j + step/2] = half-cells 2j, 2j+1
     mass = uh[0:2 * K + 2:2] + uh[1:2 * K + 2:2]
     lmass = lh[0:2 * K + 2:2] + lh[1:2 * K + 2:2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lt = v + np.log(lmass) - np.log(mass)
-    lt = np.where(mass > 0, np.clip(np.where(np.isfinite(lt), lt, step / 2), -step / 2, step / 2), -np.inf)
     top = float(np.exp(lSU[2 * K + 2]))
     info = {"below": below, "above": up_inf, "dropped_below": float(np.exp(lFU[0])), "cells": K + 1}
-    return _Disc(i_lo, up, up_inf, mass, lt, top, info, step)
+    return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step)
 
 
 class _TooLarge(Exception):
@@ -763,26 +829,49 @@ class _Engine:
         for direction in ("QP", "PQ"):
             discs = {}
             entries = []
-            factor_count = 0
             for w, factors in law.parts:
-                factor_count = max(factor_count, len(factors))
                 for f in factors:
                     k = f.key()
                     if k not in discs:
                         if k not in values:
                             values[k] = _law_values(f, step, tail, max_cells)
                         discs[k] = _discretise(values[k], direction, step)
-            for w, factors in law.parts:
+            # lower end: one-factor components and identity atoms are garbled together (merging
+            # outcomes of different components is post-processing too, and cells narrower than the
+            # grid then find neighbours); products are garbled factor by factor
+            single = [(w, f[0] if f else None) for w, f in law.parts if len(f) <= 1]
+            multi = [(w, f) for w, f in law.parts if len(f) > 1]
+            joint = None
+            if single:
+                lo_i = min(discs[f.key()].i0 if f is not None else 0 for _, f in single)
+                hi_i = max(discs[f.key()].i0 + discs[f.key()].mass.size if f is not None else 1 for _, f in single)
+                jm, jl, tops = np.zeros(hi_i - lo_i), np.zeros(hi_i - lo_i), []
+                for w, f in single:
+                    if f is None:  # identity: loss 0 under both
+                        jm[-lo_i] += w
+                        jl[-lo_i] += w
+                        continue
+                    d = discs[f.key()]
+                    jm[d.i0 - lo_i:d.i0 - lo_i + d.mass.size] += w * d.mass
+                    jl[d.i0 - lo_i:d.i0 - lo_i + d.mass.size] += w * d.lmass
+                    tops.append((d.i0 + d.mass.size - 1, w * d.top))
+                joint = _garble(lo_i, jm, jl, 0.0, step)
+                entries.append(joint.shift_entries())
+            for w, factors in multi:
                 for f in factors:
-                    lt_f, m_f = discs[f.key()].shift_entries()
+                    lt_f, m_f = discs[f.key()].garbling.shift_entries()
                     entries.append((lt_f, w * m_f))
-            c = _choose_shift(entries, max(factor_count, 1), step)
+            factor_count = max([len(f) for _, f in multi] + [1])
+            c = _choose_shift(entries, factor_count, step)
             items_up, items_low = [], []
             inf_up = law.dropped
+            if joint is not None:
+                j0, arr = joint.lower(c)
+                items_low.append((j0, arr, 1.0))
+                items_low.extend((i, np.array([m]), 1.0) for i, m in tops if m > 0)
             for w, factors in law.parts:
                 if not factors:
                     items_up.append((0, np.array([1.0]), w))
-                    items_low.append((0, np.array([1.0]), w))
                     continue
                 i_up, a_up, finite = 0, np.array([1.0]), 1.0
                 i_lw, a_lw = 0, np.array([1.0])
@@ -791,12 +880,14 @@ class _Engine:
                     a_up = _conv(a_up, d.up)
                     i_up += d.i0
                     finite *= 1.0 - d.up_inf
-                    j0, arr = d.lower(c)
-                    a_lw = _conv(a_lw, arr)
-                    i_lw += j0
+                    if len(factors) > 1:
+                        j0, arr = d.garbling.lower(c)
+                        a_lw = _conv(a_lw, arr)
+                        i_lw += j0
                 inf_up += w * (1.0 - finite)
                 items_up.append((i_up, a_up, w))
-                items_low.append((i_lw, a_lw, w))
+                if len(factors) > 1:
+                    items_low.append((i_lw, a_lw, w))
             i_u, p_u = _assemble(items_up)
             i_l, p_l = _assemble(items_low)
             length = self._composed_length(common, p_u, T) if T > 1 else p_u.size
@@ -808,16 +899,16 @@ class _Engine:
                 with np.errstate(all="ignore"):
                     pu = pu.self_compose(T, tail_mass_truncation=TRUNCATION)
                     pl = pl.self_compose(T, tail_mass_truncation=TRUNCATION)
-            total_shift = T * max(factor_count, 1) * c
+            total_shift = T * factor_count * c
             common_info = []
             for cf in law.common:
                 claw = cf.composed(T)
                 if claw.key() not in values:
                     values[claw.key()] = _law_values(claw, step, tail, max_cells)
                 d = _discretise(values[claw.key()], direction, step)
-                c_r = _choose_shift([d.shift_entries()], 1, step)
+                c_r = _choose_shift([d.garbling.shift_entries()], 1, step)
                 cu = pld_pmf.DensePLDPmf(step, d.i0, d.up, d.up_inf, True)
-                j0, arr = d.lower(c_r)
+                j0, arr = d.garbling.lower(c_r)
                 nz = np.flatnonzero(arr > 0)
                 cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], 0.0, False)
                 if pu.size + cu.size > self.max_length:
