@@ -266,3 +266,27 @@ def test_no_runtime_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         P.PLDComposition(_sgm_law(0.005, 1.0), 2000).epsilon_bounds(DELTA)
+
+
+@pytest.mark.parametrize("build", [lambda: MR.sgm_claim_rounds(0.1, 1.0, rounds=20),
+                                   lambda: MR.asgm_rounds_upper_bound(99, 0.3, None, 50, rounds=10)])
+def test_the_trade_off_interface(build):
+    """What tests/test_fdp_interface.py asks of every curve type, for the PLD composition."""
+    from paperlib.fdp.tradeoff import TradeOff, from_dict
+
+    f = build()
+    assert isinstance(f, TradeOff) and f.label and isinstance(f.meta, dict)
+    eps = np.array([0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 800.0, 1e6])
+    d = f.delta(eps)
+    assert d.shape == eps.shape and np.all(np.isfinite(d)) and np.all(np.diff(d) <= 1e-15)
+    assert d[-1] <= f.delta_limit() + 1e-15 and f.delta_floor() == P.PLD_DELTA_FLOOR
+    for target in (1e-2, 1e-5):
+        e = f.epsilon(target)
+        assert f.delta(e) <= target * (1 + 0.01)
+    a = np.array([[0.1, 0.2], [0.5, 0.9]])
+    assert f(a).shape == a.shape
+    for g in (f.inverse(), f.symmetrised()):
+        assert check_tradeoff(g.alpha, g.beta) is None
+    back = from_dict(json.loads(json.dumps(f.to_dict())))
+    grid = np.linspace(0, 1, 11)
+    assert np.allclose(back(grid), f.curve()(grid), atol=1e-12) and f.curve(1e-5) is f.curve()
