@@ -24,8 +24,8 @@ A.4 and Figure 7). Three kinds of curves meet:
    ``alpha`` the alternative rejects with probability ``(1 - w) alpha + w (1 - beta_PQ)``,
    so ``T(P, (1-w)P + wQ)(alpha) = w T(P,Q)(alpha) + (1 - w)(1 - alpha)`` — the same
    construction that gives ``f_q = q G + (1 - q) Id`` for SGM (:class:`DilutedFamily`).
-   Its T-fold power is therefore the trade-off of a product of such pairs, which
-   :class:`ComposedPLD` composes by FFT convolution. The same per-round bound holds for
+   Its T-fold power is therefore the trade-off of a product of such pairs, composed by
+   FFT convolution (now by :mod:`paperlib.fdp.pld`; :class:`ComposedPLD` below is the older engine). The same per-round bound holds for
    every fixed previous transcript (Eq. 14 does not depend on the gradients), so the
    argument of Theorem A.6 carries over and ``f̄^{⊗T}`` bounds the T-round ASGM guarantee.
 
@@ -58,6 +58,13 @@ A numerical ``f̄`` must therefore never be *understated* (drawn too low), and a
 
 The width of the bracket (``epsilon_upper - epsilon_lower <= T * step`` plus the tail
 term) is the discretisation error, reported with every result.
+
+Superseded for every multi-round result: :mod:`paperlib.fdp.pld` (dp_accounting's PLD with
+a second-order discretisation on both ends) now composes the SGM claim, the ASGM bound, the
+FEASGM floors-agree case and the certified guarantee; its bracket is ``O(step^2)`` where this
+one is ``T * step`` (at ``q = 0.005``, ``sigma = 1``, 10,000 rounds this engine printed 38.6
+against the true 2.80). :class:`ComposedPLD` and :class:`BoundView` stay as a second,
+independent engine for tests; nothing in the library uses them.
 
 Numerics of the chi-square distribution
 ---------------------------------------
