@@ -290,3 +290,55 @@ def test_the_trade_off_interface(build):
     back = from_dict(json.loads(json.dumps(f.to_dict())))
     grid = np.linspace(0, 1, 11)
     assert np.allclose(back(grid), f.curve()(grid), atol=1e-12) and f.curve(1e-5) is f.curve()
+
+
+def _revealed_shift_delta(comps, T, eps):
+    """Exact profile of T rounds of an index-revealed mixture of G_mu's (mu = 0: identity): the mixture over
+    component paths of G_{sqrt(sum mu^2)} (Dong, Roth, Su 2022, Corollary 2), enumerated."""
+    import itertools
+
+    tot = np.zeros(np.shape(eps))
+    for path in itertools.product(range(len(comps)), repeat=T):
+        w = np.prod([comps[i][1] for i in path])
+        mu = math.sqrt(sum(comps[i][0] ** 2 for i in path))
+        if mu > 0:
+            tot = tot + w * gaussian_delta(eps, mu)
+    return tot
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_revealed_mixtures_bracket_the_exact_composition(seed):
+    """Validity at any grid (odd seeds: a fixed coarse grid) against an exact enumeration."""
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(1, 4))
+    mus, ws = rng.uniform(0.05, 2.5, K), rng.dirichlet(np.ones(K + 1))  # the last weight: identity
+    T = int(rng.integers(1, 5))
+    law = P.RoundLaw([(float(w), (P.ShiftLaw(float(m)),)) for m, w in zip(mus, ws[:-1])] + [(float(ws[-1]), ())])
+    comps = list(zip(list(mus) + [0.0], ws))
+    delta = float(10 ** rng.uniform(-8, -2))
+    exact = epsilon_from_delta(lambda e: float(_revealed_shift_delta(comps, T, e)), delta)
+    c = P.PLDComposition(law, T, step=float(10 ** rng.uniform(-3, -1)) if seed % 2 else None)
+    lo, hi = c.epsilon_bounds(delta)
+    assert lo <= exact * (1 + 1e-9) + 1e-12 and exact <= hi * (1 + 1e-9) + 1e-12
+    e = np.array([0.3, 1.0, 1.5]) * exact
+    d_lo, d_hi = c.delta_bounds(e)
+    ref = _revealed_shift_delta(comps, T, e)
+    assert np.all(d_lo <= ref * (1 + 1e-9) + 1e-15) and np.all(ref <= d_hi * (1 + 1e-9) + 1e-15)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_one_round_mixtures_bracket_the_exact_curve_and_profile(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, x = int(rng.choice([1, 2, 5, 20, 300])), float(rng.choice([0.7, 2.0, 10.0, 200.0]))
+    K = int(rng.integers(1, 4))
+    w = rng.dirichlet(np.ones(K + 2))
+    mix = LRMixture([GaussVarFamily(n, x, rng.uniform(0, 2.0, K), w[:K]), IdentityFamily(float(w[K])),
+                     GaussShiftFamily([float(rng.uniform(0.1, 2))], [float(w[K + 1])])])
+    delta = float(10 ** rng.uniform(-8, -2))
+    exact = mix.epsilon(delta)
+    c = P.PLDComposition(mix, 1, step=float(10 ** rng.uniform(-3, -0.5)) if seed % 2 else None)
+    lo, hi = c.epsilon_bounds(delta)
+    assert lo <= exact * (1 + 1e-9) + 1e-12 and exact <= hi * (1 + 1e-9) + 2e-12
+    a = np.linspace(0, 1, 51)
+    f = mix.beta_exact(a)
+    assert np.all(c.lower(a) <= f + 1e-8) and np.all(c.upper(a) >= f - 1e-8)

@@ -38,14 +38,21 @@ Discretisation (grid ``step``, losses ``j * step``)
   (Blackwell): its ``T``-fold composition dominates the true composition. Mass below the
   grid is moved up to its first point, mass above it goes to ``+inf`` (dp_accounting's
   ``infinity_mass``). The error is of second order in ``step``.
-* **Lower end (optimistic).** Merging each centred cell ``(v_j - step/2, v_j + step/2]`` into
-  one outcome is post-processing; the merged outcome's loss ``L*_j`` differs from ``v_j`` by
-  ``O(step^2)``. It is put at ``v_j`` when ``L*_j >= v_j - c`` and at ``v_{j-1}`` otherwise; mass
-  below the grid is dropped and mass above it put on the last point. Every atom then lies at
-  most ``c`` above its true loss, so shifting the composed losses down by
-  ``shift = T c (per factor)`` gives a pair that the true one dominates: ``delta_low(eps) =
-  delta_grid(eps + shift)`` and ``eps_low(delta) = eps_grid(delta) - shift``. ``c`` is chosen to
-  balance the shift against the mass rounded down.
+* **Lower end (optimistic).** Merging the outcomes of each centred cell
+  ``(v_j - step/2, v_j + step/2]`` into one is post-processing; the merged loss ``L*_j`` differs
+  from ``v_j`` by ``O(step^2)``. A further garbling puts it exactly on ``v_j``: a cell whose merged
+  loss lies below ``v_j`` takes the small fraction of its right neighbour (higher loss) that brings
+  it up to ``v_j``, a cell above ``v_j`` the fraction of its left neighbour that brings it down
+  (computed so that it never overshoots: the remainder is rounded down, which is valid). Cells
+  no neighbour can balance are first merged into their heavier neighbour (again post-processing),
+  and one-factor components and identity atoms are garbled together (merging outcomes of
+  different components is post-processing too). The first moment of the loss is kept to first
+  order, so no bias accumulates over ``T`` rounds. Deficit cells still unbalanced are put at
+  the largest grid point at most ``L*_j + c``; shifting the composed losses
+  down by ``shift = T c (per factor)`` then gives a pair that the true one dominates:
+  ``delta_low(eps) = delta_grid(eps + shift)`` and ``eps_low(delta) = eps_grid(delta) - shift``
+  (``c`` balances the shift against the mass rounded down; it is usually 0). Mass below the grid
+  is dropped and mass above it put on the last point.
 * Both are composed with dp_accounting's ``DensePLDPmf.self_compose`` (FFT, its Chernoff
   truncation ``tail_mass_truncation`` is added to the infinity mass on the upper end and
   subtracted twice on the lower end) and ``compose`` (the common factor).
