@@ -282,7 +282,7 @@ sync: | $(ENV_TARGET)
 # tests/ plus every paired notebook executed once by nbval with its own parameters cell
 # (quick-mode defaults), in this environment's kernel; outputs go to build/test/. Before
 # that, the whole pipeline (papermill, grade, appendix, jupyter-book -W) builds the book
-# in smoke mode in a copy under build/testbook/, which tests/test_book_browser.py opens in
+# in smoke mode in a copy under build/testbook/, which tests/artifact/test_book_browser.py opens in
 # headless Chromium (screenshots in build/screenshots/).
 TESTBOOK := $(ROOT)/build/testbook
 test: lint sync test-book browser-deps | $(ENV_TARGET)

@@ -15,7 +15,7 @@ instead of 20,000), and
 2. measures per-trial and per-point costs and extrapolates the full-mode cost of every
    notebook (and of ``make all MODE=full``) from them and the full-mode work of each
    notebook (:data:`NOTEBOOK_PARAMS`, :func:`full_mode_work`: the counts are written
-   here, each with the notebook line it comes from; ``tests/test_device_check.py``
+   here, each with the notebook line it comes from; ``tests/artifact/test_device_check.py``
    re-reads the notebooks and fails when they drift);
 3. writes ``results/device_check.json`` (``$PAPERLIB_RESULTS``), the same tables as
    markdown in ``results/device_check.md``, and prints them.
@@ -74,7 +74,7 @@ from pathlib import Path
 
 # ============================================================================ full-mode work
 # The parameters of each notebook's full mode, copied from the notebook (file and variable
-# named in each comment; tests/test_device_check.py reads the notebooks with `ast` and
+# named in each comment; tests/artifact/test_device_check.py reads the notebooks with `ast` and
 # fails when one of these differs). "full" values are the `full=` of a `pf.pick(...)`.
 NOTEBOOK_PARAMS = {
     "04_audit_figure2": {

@@ -1,5 +1,7 @@
-"""Fixtures the test files share (grouped by layer: tests/test_<module>.py follow
-paperlib's layers, see README "Layout")."""
+"""Fixtures the test files share. The tests are grouped like paperlib's layers (README
+"Layout"): tests/fdp/, tests/mechanisms/, tests/audit/, tests/implementations/,
+tests/artifact/; the command line, the bad-input table, the layering rules and the README
+examples are tested here at the top."""
 
 import subprocess
 import sys

@@ -466,7 +466,7 @@ def test_planted_wheel_through_the_cli_is_one_line(cache, tmp_path):
     r = subprocess.run([sys.executable, "-m", "paperlib", "audit-implementation", "--implementation", "opacus-0.15.0",
                         "--model", "cnn-mnist", "--dataset", "synthetic", "--N", "4", "--q", "0.6", "--sigma", "1",
                         "--C", "1", "--trials", "20", "--seed", "0"],
-                       capture_output=True, text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]))
+                       capture_output=True, text=True, env=env, cwd=str(Path(__file__).resolve().parents[2]))
     assert r.stderr == f"paperlib: error: {mismatch_line(wheel)}\n" and r.returncode == 2
     assert not cache["witness"].exists()
 

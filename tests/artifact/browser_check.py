@@ -1,8 +1,8 @@
 """Open a built jupyter-book (static HTML) in headless Chromium and list what is broken.
 
-Used by tests/test_book_browser.py; can also be run by hand:
+Used by tests/artifact/test_book_browser.py; can also be run by hand:
 
-    python tests/browser_check.py book/_build/html build/screenshots
+    python tests/artifact/browser_check.py book/_build/html build/screenshots
 
 ``check_site(html_dir, screenshots_dir)`` starts at ``index.html`` (following its redirect),
 collects every local page linked from the sidebar navigation (and the in-page tables of

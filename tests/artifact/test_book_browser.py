@@ -2,7 +2,7 @@
 
 Fails on a missing/broken image, a broken internal link or anchor, a cell that shows an
 error, an unresolved reference/glue marker, a formula MathJax did not typeset, and a local
-resource that failed to load (the checks are in tests/browser_check.py). Every page reachable
+resource that failed to load (the checks are in tests/artifact/browser_check.py). Every page reachable
 from the sidebar navigation is opened; screenshots of the start page and of a page with a
 figure go to build/screenshots/ (index.png, figure_page.png).
 
@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser_check  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "screenshots"
 REQUIRE = os.environ.get("PAPERLIB_REQUIRE_BROWSER", "") == "1"
 

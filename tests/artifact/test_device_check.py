@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "device_check.py"
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.py"))
 

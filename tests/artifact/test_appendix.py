@@ -8,7 +8,7 @@ import pytest
 
 from paperlib.artifact import appendix, claims, provenance as pv, runlog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
