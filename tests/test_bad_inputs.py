@@ -650,3 +650,40 @@ def test_make_notebooks_depend_on_the_results_check():
     db = r.stdout
     assert re.search(r"^book/notebooks/%\.ipynb:.*build/results-check/%\.stamp", db, re.M)
     assert re.search(r"^build/results-check/all\.txt: FORCE", db, re.M)
+
+
+# ----------------------------------------------------------------------------- the campaign's silent wrong answers
+# Each finding of the bad-input campaign that used to give a valid-looking wrong number, with
+# the value it must give now (references: 60-digit mpmath, dp_accounting's PLD, closed forms).
+WRONG_BEFORE = [
+    # (id, argv, JSON key, expected value, relative tolerance)
+    ("delta-1e-300-claimed", _with(EP, delta="1e-300", claimed=True), "epsilon", 17.887714, 1e-6),  # was 3.4965
+    ("delta-1e-17-moves", _with(EP, delta="1e-17"), "epsilon", 46.46, 1e-3),  # was 42.92 for every delta < 1e-17
+    ("sgm-10000-rounds", ["epsilon", "--mechanism", "sgm", "--N", "200000", "--q", "0.005", "--sigma", "1", "--n",
+                          "1000", "--rounds", "10000", "--delta", "1e-5"], "epsilon", 2.801, 0.01),  # was 38.63
+    ("sgm-3000-rounds", ["epsilon", "--mechanism", "sgm", "--N", "200000", "--q", "0.005", "--sigma", "1", "--n",
+                         "1000", "--rounds", "3000", "--delta", "1e-5"], "epsilon", 1.483, 0.01),  # was 4.234
+]
+
+
+@pytest.mark.parametrize("case", WRONG_BEFORE, ids=[c[0] for c in WRONG_BEFORE])
+def test_formerly_wrong_answers_are_right(case, capsys):
+    _, argv, key, expected, rtol = case
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    got = json.loads(out)[key]
+    assert got == pytest.approx(expected, rel=rtol)
+    if "--rounds" in argv:  # multi-round results carry their accounting error
+        lo, hi = json.loads(out)["epsilon_bracket"]
+        assert lo <= got <= hi and (hi - lo) <= 0.01 * hi
+
+
+def test_tiny_q_claim_is_a_tradeoff_function(capsys):
+    """q = 1e-8 gave beta(0.1) = 0.9000047 > 1 - alpha; q = 1e-12 gave 0.943."""
+    for q in ("1e-8", "1e-12"):
+        code, out, err = run_main(["tradeoff", "--mechanism", "sgm", "--N", "10", "--q", q, "--sigma", "1", "--n",
+                                   "5", "--alpha", "0.1", "0.5"], capsys)
+        assert code == 0, err
+        beta = json.loads(out)["sgm_claim_beta"]
+        assert beta[0] <= 0.9 and beta[1] <= 0.5
+        assert beta[0] == pytest.approx(0.9, abs=1e-6) and beta[1] == pytest.approx(0.5, abs=1e-6)
