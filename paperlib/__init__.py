@@ -30,6 +30,8 @@ _EXPORTS = {
     "upper_bound": "paperlib.mechanisms.guarantees",
     "rounds_curve": "paperlib.mechanisms.multiround",
     "sgm_claim_epsilon": "paperlib.mechanisms.multiround",
+    "certified_interval": "paperlib.mechanisms.certified",
+    "certified_for_training_set": "paperlib.mechanisms.certified",
     "practitioner_report": "paperlib.practitioner",
     "audit_worst_case": "paperlib.audit",
     "clopper_pearson": "paperlib.audit.stats",
