@@ -42,7 +42,7 @@
 # 4. composes the ASGM bound (Eq. 14) over $T$ rounds numerically — the case the paper
 #    leaves open.
 #
-# The functions used are in `paperlib.fdp.composition`; their docstrings give the
+# The functions used are in `paperlib.mechanisms.multiround` (the numerics in `paperlib.fdp`); their docstrings give the
 # arguments.
 
 # %% tags=["parameters"]
@@ -124,7 +124,7 @@ glue("nb09_K", K, display=False)
 # $\alpha = F_{\chi^2_m}(\tau)$, $\beta = 1 - F_{\chi^2_m}(\tau / s^2)$.
 # For $n = 1{,}485{,}217$, $m \approx 3\cdot 10^8$; scipy's chi-square distribution
 # function is inaccurate in its lower tail at that size (off by tens of percent five
-# standard deviations out), so `paperlib.fdp.composition.chi2_logcdf` uses Temme's uniform
+# standard deviations out), so `paperlib.fdp.tails.chi2_logcdf` uses Temme's uniform
 # expansion there (tested against 30-digit quadrature).
 #
 # The CLT bound of Theorem A.7 is $G_\mu(\alpha - \gamma) + \gamma$ on
@@ -327,15 +327,16 @@ display_table
 #
 # Discretising the privacy loss needs care about direction. An *upper* bound must not
 # be drawn too low (that would overstate the case against the claim), and its
-# $\varepsilon$ must not be overstated. The usual "pessimistic" rounding does the
-# opposite, so `paperlib.fdp.composition.ComposedPLD` keeps both sides: replacing each
-# round's output by the bin of its privacy loss is post-processing, so the exact curve
-# of the binned pair lies *above* the true $\bar f^{\otimes T}$ (the side used for the
-# bound), and since the true loss sits within $T\Delta$ of the binned one, a curve
-# $e^{\mp T\Delta}$-close to it lies *below*. The two sides bracket the truth; their
-# distance is the discretisation error, shown as a band. The same code composes
-# $f_q$ for the tight claim (section 2) and reproduces $G_{\sqrt{T}\mu}$ from $G_\mu$
-# in the tests.
+# $\varepsilon$ must not be overstated; a guarantee needs the opposite. So
+# `paperlib.fdp.pld` keeps both sides on one grid and composes them with dp_accounting's
+# privacy-loss convolution: merging the outputs that fall in one cell of the loss grid is
+# post-processing, so the curve of the merged pair lies *above* the true
+# $\bar f^{\otimes T}$ (the side used for the bound), while splitting each cell's mass
+# between its two end points gives a pair that dominates the true one (the side a
+# guarantee uses). The two sides bracket the truth; their distance is the discretisation
+# error, shown as a band, and the grid is refined until it is at most 1% in
+# $\varepsilon$. The same code composes $f_q$ for the tight claim (section 2) and is
+# checked against dp_accounting's own subsampled-Gaussian accountant in the tests.
 #
 # Setting: the DPSUR model of the paper's Figure 5 ($n = 26{,}010$, $q = 0.7$) with
 # $\sigma = 10$ and $T = 200$, for $|D| = 999$ and for the full MNIST training set less
