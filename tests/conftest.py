@@ -38,3 +38,16 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """``python -m paperlib ARGS`` in a fresh interpreter from the repository root."""
     return subprocess.run([sys.executable, "-m", "paperlib", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=timeout)
+
+
+def run_main(argv, capsys):
+    """``paperlib.cli.main(argv)`` in this process: ``(exit code, stdout, stderr)``; argparse's
+    usage errors (SystemExit) give their exit code too."""
+    from paperlib.cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from paperlib import cli
 
@@ -71,13 +72,6 @@ def _without(base, opt):
     return argv
 
 
-def run_main(argv, capsys):
-    try:
-        code = cli.main(argv)
-    except SystemExit as exc:  # argparse
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def names(line: str, param: str) -> bool:

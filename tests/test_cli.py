@@ -16,24 +16,17 @@ import subprocess
 import sys
 
 import numpy as np
+from conftest import run_main
 import pytest
 from scipy import optimize
 from scipy.stats import norm
 
-from paperlib.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = ["--mechanism", "easgm", "--bound", "guarantee", "--N", "3", "--q", "0.5", "--sigma", "2", "--n", "20"]
 
 
-def run(argv, capsys):
-    """main(argv) -> (exit code, stdout, stderr); argparse usage errors raise SystemExit."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+run = run_main  # main(argv) -> (exit code, stdout, stderr)
 
 
 def with_opt(name, value, base=BASE):

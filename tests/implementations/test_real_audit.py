@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from conftest import run_main
 import pytest
 import torch
 
 from paperlib.mechanisms import sampler as M
 from paperlib.audit import audit_distinguishers, audit_outputs
-from paperlib.cli import main
 from paperlib.implementations import real_audit as RA
 
 Q, SIGMA, C = 0.5, 10.0, 0.1
@@ -93,13 +93,7 @@ def test_audit_implementation_validates_before_loading():
         RA.audit_implementation("opacus-installed", "cnn-mnist", "mnist", N=3, q=0.2, sigma=10, C=0.1, trials=10)
 
 
-def _cli(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+_cli = run_main
 
 
 BASE = ["audit-implementation", "--implementation", "dpsur", "--model", "cnn-mnist", "--dataset", "mnist",
