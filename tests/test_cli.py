@@ -178,7 +178,7 @@ def test_time_budget_refuses_with_the_upper_bound_offered():
 
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
-                        "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5",
+                        "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20", "--delta", "1e-5",
                         "--max-seconds", "3"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     wall = time.perf_counter() - t0
     assert r.returncode == 1 and r.stdout == "", r.stderr
@@ -186,10 +186,15 @@ def test_time_budget_refuses_with_the_upper_bound_offered():
     assert len(lines) == 1 and "within --max-seconds 3" in lines[0] and "--bound upper" in lines[0], lines
     ub = float(lines[0].split("gives epsilon ")[1].split()[0])
     ref = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "upper",
-                          "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5"],
+                          "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20", "--delta", "1e-5"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert abs(ub - json.loads(ref.stdout)["epsilon"]) <= 1e-5 * ub
     assert wall < 60
+    # beyond the numerics' noncentrality limit the same question is refused at once, in one line
+    big = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
+                          "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert big.returncode == 1 and len(big.stderr.strip().splitlines()) == 1 and "upper bound" in big.stderr
     bad = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5",
                           "--sigma", "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "-1"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -157,6 +157,10 @@ class LRFamily:
         return d1, d2
 
 
+#: Largest noncentrality (mu^2 / (1 - s^2)^2) a :class:`GaussVarFamily` component accepts.
+MAX_NONCENTRALITY = 6e9
+
+
 class GaussVarFamily(LRFamily):
     """Components ``T(N(0, I_n), N(mu_i e_1, s^2 I_n))`` sharing ``n`` and ``s = x/(x+1)``.
 
@@ -189,6 +193,14 @@ class GaussVarFamily(LRFamily):
         self.log_inv_s = math.log1p(1.0 / x)  # -log s
         self.lam_p = self.mus**2 / self.one_minus_s2**2
         self.lam_q = self.mus**2 * self.s2 / self.one_minus_s2**2
+        lam = float(np.max(self.lam_p[self.weights > 0], initial=0.0))
+        if lam > MAX_NONCENTRALITY:
+            # measured: from 1e10 (x = 2e5, mu = 1) on, scipy's noncentral chi-square fails at some alpha (NaN; at 2.5e13 a
+            # silently wrong curve); up to 5.6e9 (x = 1.5e5) every alpha agrees with the G_mu limit to 1e-3
+            raise ValueError(
+                f"could not compute this trade-off: a component's noncentrality mu^2/(1-s^2)^2 = {lam:.3g} is "
+                f"above {MAX_NONCENTRALITY:.0e}, where the noncentral chi-square numerics are not accurate "
+                f"(x = {x:.6g}: the dataset is too large for this noise); use the upper bound instead")
         # log LR = L_max - (a/2) ||X - c||^2, with L_max its supremum
         self.l_max = self.n * self.log_inv_s + self.mus**2 / (2.0 * self.one_minus_s2)
 
