@@ -39,6 +39,7 @@ import re
 import sys
 
 from paperlib.mechanisms.clt import clt_bound
+from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
 from paperlib.fdp.mixture import LRMixture
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
@@ -356,10 +357,7 @@ def _validate(args) -> None:
     check_positive(args.tol, "tol")
     if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
         raise ValueError(f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
-    if args.mechanism == "feasgm":
-        K, _ = feasgm_floors(args.N, args.q)
-        if K == 0:
-            raise ValueError(f"N*q must be >= 1 for feasgm: floor(N*q) = 0 divides by zero (N={args.N}, q={args.q})")
+    Mechanism.parse(args.mechanism).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
     if args.command == "tradeoff":
         check_alpha_array(args.alpha)
     else:

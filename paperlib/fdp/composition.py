@@ -90,7 +90,7 @@ from paperlib.fdp.gaussian import LRFamily, diluted_hockey
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tails import TEMME_MIN_DOF, chi2_logcdf, chi2_logsf, chi2_ppf  # noqa: F401 (re-exported)
 from paperlib.fdp.tradeoff import DELTA_FLOOR, TradeOff, TradeOffCurve, checked_curve
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive
+from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_probability
 
 __all__ = [
     "chi2_logcdf",
@@ -236,10 +236,8 @@ class DilutedFamily(LRFamily):
     """
 
     def __init__(self, base, w: float):
-        if not (isinstance(w, (int, float, np.floating)) and math.isfinite(w) and 0 < w <= 1):
-            raise ValueError(f"w must be in (0, 1], got {w!r}")
         self.base = base
-        self.w = float(w)
+        self.w = check_probability(w, "w", open_left=True)
         self.log_w = math.log(self.w)
         self.log_1mw = math.log1p(-self.w) if self.w < 1 else -math.inf
         self.weights = np.array([1.0])

@@ -80,7 +80,7 @@ from scipy import signal, special, stats
 
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_probability, check_rate
 
 __all__ = [
     "ShiftLaw",
@@ -226,10 +226,8 @@ class DilutedLaw(_Law):
     """
 
     def __init__(self, base: _Law, w: float):
-        if not (isinstance(w, (int, float, np.floating)) and math.isfinite(w) and 0 < w <= 1):
-            raise ValueError(f"w must be in (0, 1], got {w!r}")
         self.base = base
-        self.w = float(w)
+        self.w = check_probability(w, "w", open_left=True)
         self.log_w = math.log(self.w)
         self.log_1mw = math.log1p(-self.w) if self.w < 1 else -math.inf
 
