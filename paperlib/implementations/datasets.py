@@ -70,6 +70,16 @@ __all__ = [
     "data_root",
     "load_points",
     "resolve_dataset",
+    "SOURCE_FULL",
+    "SOURCE_BUNDLED",
+    "SOURCE_SYNTHETIC",
+    "BUNDLE_SIZE",
+    "DATASET_TITLES",
+    "bundle_dir",
+    "bundle_info",
+    "load_bundled",
+    "build_bundle",
+    "describe_points",
 ]
 
 #: Input shape ``(C, H, W)`` of each dataset's images.
@@ -346,34 +356,224 @@ def load_points(name: str, k: int, seed: int = 0, *, root: str | os.PathLike | N
     return images, labels
 
 
-def _extra_roots() -> list[Path]:
-    """Local copies in torchvision's layout tried after the default folder: ``../shared/data``
-    beside a clone of the repository (the small MNIST/Fashion-MNIST samples), when present."""
-    repo = _repo_root()
-    return [] if repo is None else [p for p in [repo.parent / "shared" / "data"] if p.is_dir()]
+# ---------------------------------------------------------------------------- bundled real points
+#: What a result says about the data it ran on (``r["inputs"]["data"]``).
+SOURCE_FULL = "full dataset"
+SOURCE_BUNDLED = "bundled real points"
+SOURCE_SYNTHETIC = "synthetic stand-in"
+
+#: Points per dataset in the bundle (Figure 4 uses 5, Figure 6 uses 4; draws pick from these).
+BUNDLE_SIZE = 10
+#: The seed of the documented selection rule (see :func:`build_bundle`).
+BUNDLE_SEED = 2026
+#: Sizes of the official training splits: a data folder holding fewer images is not the full dataset.
+FULL_TRAIN_SIZE = {"mnist": 60_000, "fmnist": 60_000, "cifar10": 50_000}
+#: Per dataset: bundle file, source sample file in ``shared/data``, and the human-readable name.
+_BUNDLE_FILES = {"mnist": ("mnist.npz", "mnist_sample.npz", "MNIST"),
+                 "fmnist": ("fmnist.npz", "fashion_mnist_sample.npz", "Fashion-MNIST"),
+                 "cifar10": ("cifar10.npz", "cifar10_sample.npz", "CIFAR-10")}
+DATASET_TITLES = {k: v[2] for k, v in _BUNDLE_FILES.items()} | {"synthetic": "synthetic stand-in"}
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def bundle_dir() -> Path:
+    """The folder of the bundled points inside the package: ``paperlib/resources/points/``."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("paperlib") / "resources" / "points"))
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _bundle_sums(folder: Path) -> dict[str, str]:
+    sums = {}
+    path = folder / "SHA256SUMS"
+    try:
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as err:
+        raise DatasetUnavailable(f"bundled points: {path} cannot be read ({type(err).__name__}); "
+                                 "reinstall paperlib (or restore the file from the repository)") from None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and len(parts[0]) == 64:
+            sums[parts[1]] = parts[0]
+    return sums
+
+
+def bundle_info(name: str, folder: str | os.PathLike | None = None) -> dict:
+    """The bundled points of ``name`` (``"mnist"``, ``"fmnist"``, ``"cifar10"``), checked.
+
+    The file's SHA-256 is compared with ``SHA256SUMS`` in the same folder before it is
+    read (``np.load(..., allow_pickle=False)``). Returns ``{"pixels": uint8 [K, H, W] or
+    [K, H, W, C], "labels": uint8 [K], "indices": int64 [K] (indices in the source split),
+    "split": "test", "sha256": hex, "file": name}``.
+
+    Raises :class:`DatasetUnavailable` (one line naming the file) when the file is
+    missing, does not match its checksum, or does not hold what it should.
+    """
+    if name not in _BUNDLE_FILES:
+        raise ValueError(f"name: no bundled points for {name!r}; expected one of {', '.join(_BUNDLE_FILES)}")
+    folder = bundle_dir() if folder is None else Path(folder)
+    fname = _BUNDLE_FILES[name][0]
+    path = folder / fname
+    if not path.is_file():
+        raise DatasetUnavailable(f"bundled points: {path} is missing; reinstall paperlib (or restore the "
+                                 "file from the repository)")
+    want = _bundle_sums(folder).get(fname)
+    got = _sha256(path)
+    if want != got:
+        raise DatasetUnavailable(f"bundled points: {path} has sha256 {got[:16]}..., expected "
+                                 f"{(want or 'none stored')[:16]}... (SHA256SUMS); reinstall paperlib "
+                                 "(or restore the file from the repository)")
+    with np.load(path, allow_pickle=False) as z:
+        out = {k: z[k] for k in ("pixels", "labels", "indices", "split")}
+    C, H, W = DATASET_SHAPES[name]
+    shape = (H, W) if C == 1 else (H, W, C)
+    K = len(out["labels"])
+    if out["pixels"].shape != (K, *shape) or out["pixels"].dtype != np.uint8 or out["indices"].shape != (K,):
+        raise DatasetUnavailable(f"bundled points: {path} holds pixels of shape {out['pixels'].shape}, "
+                                 f"expected ({K}, {', '.join(map(str, shape))}) uint8")
+    return {"pixels": out["pixels"], "labels": out["labels"], "indices": out["indices"],
+            "split": str(out["split"]), "sha256": got, "file": fname}
+
+
+def load_bundled(name: str, k: int, seed: int = 0, *, folder=None) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """``k`` of the bundled real points of ``name``, drawn with ``seed`` as :func:`load_points`
+    draws from a full dataset (``numpy.random.default_rng(seed).choice(K, k, replace=False)``
+    over the ``K =`` :data:`BUNDLE_SIZE` bundled points, in that order).
+
+    Returns ``(images float32 [k, C, H, W], labels int64 [k], info)``; ``info`` holds
+    ``indices`` (the chosen points' indices in the source split), ``split``, ``sha256``
+    and ``file``. Raises ValueError naming ``k`` when ``k`` exceeds the bundle, and
+    :class:`DatasetUnavailable` as :func:`bundle_info`.
+    """
+    name, k, seed = _check_args(name, k, seed)
+    b = bundle_info(name, folder)
+    K = len(b["labels"])
+    if k > K:
+        raise ValueError(f"k: {k} is larger than the {K} bundled {DATASET_TITLES[name]} points; "
+                         f"put the full dataset into {data_root()} (or set {ENV_VAR})")
+    sel = np.random.default_rng(seed).choice(K, size=k, replace=False)
+    px = torch.from_numpy(np.ascontiguousarray(b["pixels"][sel]))
+    px = px.unsqueeze(1) if px.ndim == 3 else px.permute(0, 3, 1, 2)
+    info = {"indices": [int(i) for i in b["indices"][sel]], "split": b["split"], "sha256": b["sha256"],
+            "file": b["file"]}
+    return _normalise(px, name), torch.as_tensor(b["labels"][sel].astype(np.int64)), info
+
+
+def _write_npz(path: Path, arrays: dict) -> None:
+    """An ``.npz`` whose bytes depend only on the arrays (fixed zip dates, no compression)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        for key in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            z.writestr(info, buf.getvalue())
+
+
+def build_bundle(source: str | os.PathLike, out: str | os.PathLike | None = None) -> dict[str, str]:
+    """Regenerate the bundled points from the real samples in ``source`` (``shared/data``).
+
+    Rule: for each dataset the sample's test split (MNIST test images 0-999, Fashion-MNIST
+    test images 0-199, CIFAR-10 test images 0-999) is permuted with
+    ``numpy.random.default_rng(BUNDLE_SEED)``; the first :data:`BUNDLE_SIZE` positions,
+    sorted by their index in the official test split, are kept. Writes ``<name>.npz``
+    (``pixels``, ``labels``, ``indices``, ``split``) and ``SHA256SUMS`` into ``out``
+    (default :func:`bundle_dir`); the same input gives the same bytes. Returns the
+    checksums.
+    """
+    source = Path(source)
+    out = bundle_dir() if out is None else Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sums = {}
+    for name, (fname, sample, _) in _BUNDLE_FILES.items():
+        with np.load(source / sample, allow_pickle=False) as z:
+            images, labels, idx = z["images"], z["labels"], z["test_indices"]
+        pos = np.sort(np.random.default_rng(BUNDLE_SEED).permutation(len(labels))[:BUNDLE_SIZE])
+        _write_npz(out / fname, {"pixels": images[pos].astype(np.uint8), "labels": labels[pos].astype(np.uint8),
+                                 "indices": idx[pos].astype(np.int64), "split": np.array("test")})
+        sums[fname] = _sha256(out / fname)
+    (out / "SHA256SUMS").write_text("".join(f"{h}  {f}\n" for f, h in sums.items()), encoding="ascii")
+    return sums
+
+
+def _full_split(name: str, root: Path, download: bool) -> bool:
+    """Whether ``root`` holds (or, with ``download``, can fetch) the full training split of ``name``."""
+    try:
+        ds = _load_torchvision(name, root, True, download)
+    except DatasetUnavailable:
+        return False
+    return len(ds) >= FULL_TRAIN_SIZE[name]
 
 
 def resolve_dataset(name: str, k: int, seed: int = 0, *, mode: str = "quick",
-                    extra_roots=None) -> tuple[str, Path | None, str | None]:
-    """Which data a notebook can audit on: ``(dataset to use, root, note)``.
+                    extra_roots=None) -> tuple[str, Path | None, str]:
+    """Which real points a notebook audits: ``(dataset, root, source)``.
 
-    Tries the default data folder (:func:`data_root`: ``$PAPERLIB_DATA`` or
-    ``<repo>/data``), then ``extra_roots`` (default: ``../shared/data`` beside the clone),
-    loading ``k`` points of ``name``. ``root`` is the folder the points were loaded from,
-    resolved (an absolute path, also for the default folder), or ``None`` for the
-    synthetic stand-in. Only ``mode='full'`` downloads (into the default folder); there a
-    dataset that cannot be had raises :class:`DatasetUnavailable`. In other modes it
-    falls back to ``"synthetic"`` and ``note`` says why (one line), so the caller can
-    show it next to the result.
+    * the full dataset (the complete training split, :data:`FULL_TRAIN_SIZE`) in the
+      default data folder (:func:`data_root`: ``$PAPERLIB_DATA`` or ``<repo>/data``), or in
+      one of ``extra_roots``; ``mode='full'`` downloads it into the default folder when it
+      is missing: ``(name, resolved folder, SOURCE_FULL)`` -- points drawn from it with
+      ``seed``, as the paper did;
+    * otherwise the points bundled with the package (:func:`load_bundled`):
+      ``(name, None, SOURCE_BUNDLED)``;
+    * ``name="synthetic"``: ``("synthetic", None, SOURCE_SYNTHETIC)`` -- only when asked for.
+
+    Never falls back to the synthetic stand-in. Raises :class:`DatasetUnavailable` (one
+    line) when neither the full dataset nor the bundle can be had (e.g. a damaged bundle),
+    ValueError for a bad ``name``, ``k`` or ``seed``.
     """
-    roots = [None] + list(_extra_roots() if extra_roots is None else extra_roots)
-    err = None
+    name, k, seed = _check_args(name, k, seed)
+    if name == "synthetic":
+        return name, None, SOURCE_SYNTHETIC
+    roots = [None] + list(extra_roots or [])
     for root in roots:
-        try:
-            load_points(name, k, seed, root=root, download=(mode == "full" and root is None))
-            return name, Path(data_root() if root is None else root).expanduser().resolve(), None
-        except DatasetUnavailable as exc:
-            err = str(exc).splitlines()[0]
-    if mode == "full":
-        raise DatasetUnavailable(err)
-    return "synthetic", None, f"{name} unavailable ({err}); synthetic stand-in used"
+        folder = data_root() if root is None else Path(root).expanduser()
+        if _full_split(name, folder, download=(mode == "full" and root is None)):
+            return name, folder.resolve(), SOURCE_FULL
+    try:
+        load_bundled(name, k, seed)
+    except DatasetUnavailable as exc:
+        raise DatasetUnavailable(f"{name}: the full dataset is not in {data_root()} and "
+                                 + str(exc).splitlines()[0]) from None
+    return name, None, SOURCE_BUNDLED
+
+
+def describe_points(name: str, source: str, indices, *, split: str, sha_ok: bool | None = None,
+                    root: Path | None = None) -> str:
+    """One line for ``r["inputs"]["data_detail"]``: which points, from where."""
+    title = DATASET_TITLES.get(name, name)
+    if source == SOURCE_SYNTHETIC:
+        return f"synthetic stand-in (uniform random pixels of {title} shape, not real data)"
+    ids = ", ".join(str(int(i)) for i in indices)
+    tail = " (bundled, sha256 ok)" if source == SOURCE_BUNDLED and sha_ok else (
+        " (bundled)" if source == SOURCE_BUNDLED else "")
+    if source == SOURCE_FULL:
+        tail = " (full dataset in the data folder)"
+    return f"{title} {split} split, indices {ids}{tail}"
+
+
+def _main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m paperlib.implementations.datasets",
+                                description="Regenerate the bundled real points from the samples in SOURCE.")
+    p.add_argument("--build-bundle", metavar="SOURCE", required=True,
+                   help="folder holding mnist_sample.npz, fashion_mnist_sample.npz, cifar10_sample.npz")
+    p.add_argument("--out", default=None, help="output folder (default: paperlib/resources/points)")
+    a = p.parse_args(argv)
+    for f, h in build_bundle(a.build_bundle, a.out).items():
+        print(f"{h}  {f}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())
