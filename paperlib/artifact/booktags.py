@@ -1,17 +1,19 @@
 """Tag executed notebooks for the book: ``python -m paperlib.artifact.booktags NOTEBOOK.ipynb``.
 
 Run by ``make figures`` on each notebook that papermill has executed, before the book
-renders it. The default-values cell (tag ``parameters``) is removed from the page, since
-papermill's ``injected-parameters`` cell below it shows the values actually used; every
-other code cell gets ``hide-input``, so a reader sees prose, figures and tables first and
-opens the code with one click.
+renders it. The default-values cell (tag ``parameters``) is collapsed entirely
+(``hide-cell``: one click shows it), not removed: the visible code uses the names it
+defines, so every name stays on the page; papermill's ``injected-parameters`` cell below it
+shows the values actually used. Every other code cell gets ``hide-input``, so a reader
+sees prose, figures and tables first and opens the code with one click.
 
 Figures: :func:`paperlib.artifact.figures.show_figure` displays an inline copy of each figure for
 Jupyter readers; here those copies are dropped, because the book shows the figure
 through its numbered ``{glue:figure}`` directive. The caption of every such directive
 gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
 executed notebook appended, so every figure in the book states its mode, parameters,
-seed, commit and wall time and where it was drawn. The file is rewritten in place
+seed, commit and wall time and where it was drawn, and a download link to its vector copy
+(``figures/<name>.pdf``, copied to ``figures/`` beside the notebook) when there is one. The file is rewritten in place
 (atomically).
 """
 
@@ -31,13 +33,14 @@ _FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\
 PROV_MARK = "% paperlib: provenance line"  # a MyST comment: invisible, marks the caption as done
 
 
-def caption_provenance(source: str, notebook_stem: str) -> str:
+def caption_provenance(source: str, notebook_stem: str, vectors: dict[str, str] | None = None) -> str:
     """Append the provenance line and notebook link to each ``{glue:figure}`` caption.
 
     ``source`` is a Markdown cell; a directive opened by a line ```` ```{glue:figure} NAME````
     (or a ``:::`` fence) gets, before its closing fence, a paragraph with
     ``{glue:text}`NAME_prov``` and a ``{download}`` link to ``<notebook_stem>.ipynb``.
-    Idempotent (a marker comment records that it was done).
+    ``vectors`` maps a figure name to the path (relative to the notebook) of its vector copy,
+    which is linked too. Idempotent (a marker comment records that it was done).
 
     Raises
     ------
@@ -60,8 +63,10 @@ def caption_provenance(source: str, notebook_stem: str) -> str:
             raise ValueError(f"{notebook_stem}: the {{glue:figure}} {name} directive has no closing {fence}")
         body = lines[i:j]
         if PROV_MARK not in "\n".join(body):
+            vec = (vectors or {}).get(name)
+            link = f"; vector copy {{download}}`{Path(vec).name} <{vec}>`" if vec else ""
             body += ["", PROV_MARK, f"{{glue:text}}`{name}_prov` Drawn by "
-                     f"{{download}}`{notebook_stem}.ipynb <{notebook_stem}.ipynb>`."]
+                     f"{{download}}`{notebook_stem}.ipynb <{notebook_stem}.ipynb>`{link}."]
         out += body + [lines[j]]
         i = j + 1
     return "\n".join(out)
@@ -70,9 +75,11 @@ def caption_provenance(source: str, notebook_stem: str) -> str:
 def tag_notebook(path: str | os.PathLike) -> int:
     """Prepare the executed notebook ``path`` for the book; returns the cells changed.
 
-    Code cells get display tags (``remove-cell`` for the default parameters, else
+    Code cells get display tags (``hide-cell`` for the default parameters, else
     ``hide-input``) and lose the inline figure copies; Markdown cells with a
-    ``{glue:figure}`` get the provenance line (:func:`caption_provenance`).
+    ``{glue:figure}`` get the provenance line (:func:`caption_provenance`) and, where
+    ``<figures>/<name>.pdf`` exists (:func:`paperlib.artifact.plotting.figures_dir`), a link to
+    its copy in ``figures/`` beside the notebook.
     """
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
@@ -83,7 +90,7 @@ def tag_notebook(path: str | os.PathLike) -> int:
         if cell.get("cell_type") == "markdown":
             src = cell.get("source", "")
             src = "".join(src) if isinstance(src, list) else src
-            new = caption_provenance(src, stem)
+            new = caption_provenance(src, stem, _vector_copies(src, path.parent))
             if new != src:
                 cell["source"] = new
                 changed += 1
@@ -96,7 +103,10 @@ def tag_notebook(path: str | os.PathLike) -> int:
             cell["outputs"] = kept
             changed += 1
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        want = "remove-cell" if "parameters" in tags else "hide-input"
+        want = "hide-cell" if "parameters" in tags else "hide-input"
+        if "parameters" in tags and "remove-cell" in tags:  # tagged by an older booktags
+            tags.remove("remove-cell")
+            changed += 1
         if want not in tags:
             tags.append(want)
             changed += 1
@@ -106,6 +116,26 @@ def tag_notebook(path: str | os.PathLike) -> int:
         fh.write("\n")
     os.replace(tmp, path)
     return changed
+
+
+def _vector_copies(source: str, dest: Path) -> dict[str, str]:
+    """Copy the PDF of each ``{glue:figure}`` in ``source`` to ``dest/figures/``; name -> relative path."""
+    import shutil
+
+    from paperlib.artifact.plotting import figures_dir
+
+    out = {}
+    for line in source.split("\n"):
+        m = _FIG_OPEN.match(line)
+        if not m:
+            continue
+        name = m.group("name")
+        pdf = figures_dir() / f"{name}.pdf"
+        if pdf.is_file():
+            (dest / "figures").mkdir(exist_ok=True)
+            shutil.copyfile(pdf, dest / "figures" / pdf.name)
+            out[name] = f"figures/{pdf.name}"
+    return out
 
 
 def main(argv=None) -> int:

@@ -191,20 +191,24 @@ def style_axes(ax, title: str | None = None, *, labels: bool = True):
         ax.set_ylabel("FNR (β)")
     ax.grid(True, alpha=0.3, linewidth=0.5)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     return ax
 
 
 def new_grid(nrows: int, ncols: int, titles=None, *, panel: float = 3.3):
     """``(fig, axes)`` with ``nrows x ncols`` trade-off panels (``axes`` a 2-D array).
 
-    Each panel is styled by :func:`style_axes`; only the outer panels carry axis labels.
+    Panels are square, ``panel`` inches wide, or narrower so that the figure is at most
+    :data:`paperlib.artifact.plotting.FIG_WIDTH` (the book's column) wide. Each panel is styled by :func:`style_axes`; only the outer panels carry axis labels.
     ``titles`` is an optional flat list (row-major) of panel titles.
     """
     import matplotlib.pyplot as plt
 
+    # As wide as the book's column at most (plotting.FIG_WIDTH), so the fonts are shown at
+    # their size; more panels per row make each panel smaller, never the fonts.
+    side = min(float(panel), plotting.FIG_WIDTH / ncols)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(panel * ncols, panel * nrows + 0.3), squeeze=False, constrained_layout=True
+        nrows, ncols, figsize=(side * ncols, side * nrows + 0.45), squeeze=False, constrained_layout=True
     )
     titles = list(titles or [])
     for i in range(nrows):
@@ -258,7 +262,10 @@ class Table:
 
     Made by :func:`markdown_table`; ``headers`` and ``rows`` hold the formatted strings.
     The HTML form is what the book shows (myst-nb prefers ``text/html`` to
-    ``text/markdown``, and renders Markdown outputs as CommonMark, which has no tables).
+    ``text/markdown``, and renders Markdown outputs as CommonMark, which has no tables);
+    it wraps its cells within the page width (:func:`paperlib.artifact.tables.render_html`).
+    A table the prose refers to should be shown numbered, with a caption, by
+    :func:`paperlib.artifact.tables.show_table`.
     """
 
     def __init__(self, headers, rows):
@@ -271,11 +278,10 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from html import escape
+        # wraps instead of running off the page (see paperlib.artifact.tables)
+        from paperlib.artifact.tables import render_html
 
-        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
-        body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in r) + "</tr>" for r in self.rows)
-        return f'<table class="table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        return render_html(self.headers, self.rows)
 
     def __repr__(self) -> str:
         return self._repr_markdown_()

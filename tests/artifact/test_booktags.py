@@ -4,7 +4,7 @@ import pytest
 from paperlib.artifact.booktags import tag_notebook
 
 
-def test_tags_parameters_removed_and_code_hidden(tmp_path):
+def test_tags_parameters_collapsed_and_code_hidden(tmp_path):
     nb = {"cells": [
         {"cell_type": "markdown", "metadata": {}, "source": "# t"},
         {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "MODE = 'quick'", "outputs": []},
@@ -16,7 +16,7 @@ def test_tags_parameters_removed_and_code_hidden(tmp_path):
     assert tag_notebook(p) == 3
     cells = json.loads(p.read_text())["cells"]
     assert "tags" not in cells[0]["metadata"]
-    assert cells[1]["metadata"]["tags"] == ["parameters", "remove-cell"]
+    assert cells[1]["metadata"]["tags"] == ["parameters", "hide-cell"]  # collapsed, never removed
     assert cells[2]["metadata"]["tags"] == ["injected-parameters", "hide-input"]
     assert cells[3]["metadata"]["tags"] == ["hide-input"]
     assert tag_notebook(p) == 0  # idempotent
@@ -48,3 +48,24 @@ def test_inline_figure_copies_dropped_and_captions_get_provenance(tmp_path):
     assert caption_provenance(src, "04_audit") == src  # idempotent
     with pytest.raises(ValueError, match="no closing"):
         caption_provenance("```{glue:figure} x\n:name: y\ncaption", "nb")
+
+
+def test_caption_links_the_vector_copy(tmp_path, monkeypatch):
+    from paperlib.artifact import plotting
+
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "04_fig.pdf").write_bytes(b"%PDF-1.4\n")
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(figs))
+    cap = "```{glue:figure} 04_fig\n:name: fig-04-fig\n\nThe caption.\n```"
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": cap}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    book = tmp_path / "book"
+    book.mkdir()
+    p = book / "04_audit.ipynb"
+    p.write_text(json.dumps(nb))
+    tag_notebook(p)
+    src = json.loads(p.read_text())["cells"][0]["source"]
+    assert ("{glue:text}`04_fig_prov` Drawn by {download}`04_audit.ipynb <04_audit.ipynb>`; "
+            "vector copy {download}`04_fig.pdf <figures/04_fig.pdf>`.") in src
+    assert (book / "figures" / "04_fig.pdf").read_bytes() == b"%PDF-1.4\n"

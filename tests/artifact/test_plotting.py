@@ -37,3 +37,81 @@ def test_savefig_writes_files(tmp_path, monkeypatch):
     meta = json.loads((tmp_path / "figs" / "demo.json").read_text())
     assert meta["caption_meta"] == {"mode": "quick", "N": 10}
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["demo.json", "demo.pdf", "demo.png"]
+
+
+def test_savefig_png_wide_enough_and_fonts_readable(tmp_path, monkeypatch):
+    """A narrow figure gets more dpi (>= 1,200 px); a wide one with 6 pt legends gets them raised."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
+    fig, ax = plt.subplots(figsize=(3.0, 2.5))
+    ax.plot([1, 2], [3, 4], label="a")
+    ax.legend(fontsize=5)
+    plotting.savefig(fig, "narrow")
+    side = json.loads((tmp_path / "narrow.json").read_text())
+    assert side["png_px"][0] >= plotting.MIN_PNG_PX and side["dpi"] >= 400
+    assert side["min_font_pt"] >= plotting.MIN_FONT_PT
+    assert side["vector"] == "narrow.pdf" and (tmp_path / "narrow.pdf").read_bytes()[:5] == b"%PDF-"
+    plt.close(fig)
+
+    w = 2 * plotting.BOOK_WIDTH_IN  # shown at half size: every text needs >= 16 pt in the figure
+    fig, ax = plt.subplots(figsize=(w, 3))
+    ax.plot([1, 2], [3, 4], label="b")
+    ax.legend(fontsize=6)
+    ax.set_title("t", fontsize=7)
+    assert plotting.min_display_font_pt(fig) < 4
+    plotting.savefig(fig, "wide")
+    side = json.loads((tmp_path / "wide.json").read_text())
+    assert side["dpi"] == plotting.DPI and side["png_px"][0] == round(w * plotting.DPI)
+    assert side["min_font_pt"] >= plotting.MIN_FONT_PT - 1e-6
+    assert ax.get_legend().get_texts()[0].get_fontsize() >= 16 - 1e-9
+    assert min(t.get_fontsize() for t in ax.get_xticklabels()) >= 16 - 1e-9
+    plt.close(fig)
+
+
+def test_book_style_sizes():
+    assert matplotlib.rcParams["legend.fontsize"] >= plotting.MIN_FONT_PT
+    assert matplotlib.rcParams["xtick.labelsize"] >= plotting.MIN_FONT_PT
+    assert matplotlib.rcParams["savefig.dpi"] == plotting.DPI
+
+
+def test_series_style_distinct_and_colour_blind_safe():
+    import pytest
+
+    styles = [plotting.series_style(i) for i in range(9)]
+    assert len({c for c, _ in styles}) == 9 and len({m for _, m in styles}) == 9
+    assert "#F0E442" not in {c for c, _ in styles}  # Okabe-Ito yellow: unreadable on white
+    assert plotting.series_style(9)[1] != plotting.series_style(0)[1]
+    kw = plotting.series_kw(2)
+    assert kw["color"] == styles[2][0] and kw["marker"] == styles[2][1] and kw["linestyle"] == "-."
+    assert plotting.series_kw(1, line=False)["linestyle"] == "none"
+    for bad in (-1, 1.5, True, "0"):
+        with pytest.raises(ValueError, match="series index"):
+            plotting.series_style(bad)
+
+
+def test_plot_log_series_marks_zero_and_inf_at_the_edges():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots()
+    n = plotting.plot_log_series(ax, [1, 2, 3, 4, 5], [0.5, 0.0, 2.0, np.inf, np.nan], color="#0072B2", label="s",
+                                 line=True)
+    assert n == {"low": 1, "high": 1}
+    assert ax.get_yscale() == "log"
+    main, low, high = ax.get_lines()
+    y = np.asarray(main.get_ydata(), dtype=float)
+    assert np.isnan(y[1]) and np.isnan(y[3]) and y[0] == 0.5  # broken at off-scale values, no plateau
+    assert list(low.get_xdata()) == [2.0] and list(low.get_ydata()) == [0.0] and low.get_marker() == "v"
+    assert list(high.get_xdata()) == [4.0] and list(high.get_ydata()) == [1.0] and high.get_marker() == "^"
+    # drawn in axes coordinates: the limits come from the finite points only
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    assert 0.1 < lo < 0.5 and 2.0 < hi < 10
+    assert plotting.offscale_handle().get_marker() == "v"
+    plt.close(fig)
+
+
+def test_thousands():
+    assert plotting.thousands(59999) == "59,999" and plotting.thousands(999) == "999"
+    assert plotting.thousands(1e6) == "1,000,000"

@@ -1,0 +1,257 @@
+"""Tables a reader can read: :func:`show_table` shows rows as a numbered HTML table.
+
+The book shows a notebook's ``text/html`` output as it is, inside the content column; a
+plain ``<table>`` with many columns runs off the right edge there and hides the columns
+that carry the verdict. The tables made here never do:
+
+* fixed layout at 100 % of the column (``table-layout: fixed``), cells wrap at any
+  character if need be (``overflow-wrap: anywhere``), the font shrinks for many columns;
+  the style is inline, so it holds in Jupyter too, and ``book/_static/paperlib.css`` adds
+  the book's look (class ``paperlib-table``);
+* a caption ``"Table <chapter>.<k>: ..."`` numbered within its chapter: the chapter is the
+  two-digit prefix of the table's ``name`` (``"04_normality_tests"`` is in chapter 4, the
+  notebook ``04_...``), ``k`` counts the chapter's tables in the order they are shown
+  (Sphinx's ``numfig`` cannot number a table that a notebook prints, so a number typed in
+  the prose would drift; this one cannot);
+* numbers rounded to what the measurement supports: ``digits`` significant digits (per
+  column or for all), or a format per column (``formats``); ``inf`` is ``∞``, NaN ``–``.
+
+The HTML element has the id ``tab-<name>`` (``_`` as ``-``), for a link from the prose.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["show_table", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
+
+# name -> number "C.k", and the last k per chapter (the kernel's tables so far)
+_NUMBERS: dict[str, str] = {}
+_COUNT: dict[int, int] = {}
+
+_TABLE_STYLE = ("table-layout:fixed;width:100%;max-width:100%;border-collapse:collapse;"
+                "overflow-wrap:anywhere;word-break:normal;hyphens:auto;font-size:{size}")
+_CELL_STYLE = "padding:0.2em 0.4em;vertical-align:top;border-bottom:1px solid #ddd;text-align:{align}"
+
+
+def reset_numbering() -> None:
+    """Forget the tables shown so far (numbering restarts at ``k = 1`` in every chapter)."""
+    _NUMBERS.clear()
+    _COUNT.clear()
+
+
+def chapter_of(name: str) -> int:
+    """The chapter of a table or figure named ``"NN_..."``: ``int(NN)``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` does not start with two digits and ``_`` or uses characters other than
+        letters, digits, ``_`` and ``-``.
+    """
+    m = re.fullmatch(r"(\d{2})_[A-Za-z0-9_-]+", name) if isinstance(name, str) else None
+    if not m:
+        raise ValueError(f"table name must look like 'NN_words' (NN the notebook's two-digit number; "
+                         f"letters, digits, '_' and '-'), got {name!r}")
+    return int(m.group(1))
+
+
+def format_value(v: Any, spec: str | Callable[[Any], str] | None = None, digits: int | None = 3) -> str:
+    """One cell as text.
+
+    ``spec``: a format spec (``".2f"``, ``",d"``) or a callable, used for every non-missing
+    value. Otherwise floats get ``digits`` significant digits (``None``: ``str``), integers a
+    thousands separator; ``inf`` is ``∞``, NaN and ``None`` are ``–``; booleans ``yes``/``no``.
+    """
+    if v is None:
+        return "–"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "–"
+        if math.isinf(f):
+            return "∞" if f > 0 else "−∞"
+    if callable(spec):
+        return str(spec(v))
+    if spec is not None:
+        return format(v, spec)
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,d}"
+    if isinstance(v, (float, np.floating)):
+        if digits is None:
+            return str(float(v))
+        f = float(v)
+        if f != 0 and f.is_integer() and abs(f) < 10 ** digits:
+            return f"{int(f):,d}"
+        return _sig(f, digits)
+    return str(v)
+
+
+def _sig(f: float, digits: int) -> str:
+    if f == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(f)))
+    if -4 <= mag < 6:
+        decimals = max(digits - 1 - mag, 0)
+        return f"{round(f, decimals):,.{decimals}f}"
+    return f"{f:.{max(digits - 1, 0)}e}"
+
+
+def _cell_html(text: str, markup: bool) -> str:
+    if not markup:
+        return html.escape(text)
+    out = []
+    for i, part in enumerate(text.split("`")):  # odd parts are code
+        part = html.escape(part)
+        out.append(f"<code>{part}</code>" if i % 2 else re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part))
+    return "".join(out)
+
+
+def _numeric(text: str) -> bool:
+    return bool(re.fullmatch(r"[−+-]?[\d,.]+(e[−+-]?\d+)?%?|∞|−∞|–", text.strip()))
+
+
+def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str | None = None,
+                table_id: str | None = None, markup: bool = False) -> str:
+    """An HTML table of already formatted cells that wraps instead of overflowing its container.
+
+    ``markup``: cells may hold ```code``` and ``**bold**`` (rendered as such); otherwise
+    all text is escaped.
+    """
+    ncol = max(len(headers), 1)
+    size = "100%" if ncol <= 6 else ("90%" if ncol <= 9 else "80%")
+    numeric = [all(_numeric(r[j]) for r in rows if j < len(r)) and bool(rows) for j in range(len(headers))]
+    style = _TABLE_STYLE.format(size=size)
+    ident = f' id="{html.escape(table_id)}"' if table_id else ""
+    cap = (f'<caption style="caption-side:top;text-align:left;padding:0.3em 0">{html.escape(caption)}</caption>'
+           if caption else "")
+    head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left")}">'
+                   f"{_cell_html(h, markup)}</th>" for j, h in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f'<td style="{_CELL_STYLE.format(align="right" if j < len(numeric) and numeric[j] else "left")}">'
+                         f"{_cell_html(c, markup)}</td>" for j, c in enumerate(r)) + "</tr>"
+        for r in rows)
+    return (f'<div class="paperlib-table-wrap" style="max-width:100%;overflow-x:auto">'
+            f'<table class="paperlib-table"{ident} style="{style}">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+class HtmlTable:
+    """A formatted table: HTML for the book and Jupyter (:func:`render_html`), Markdown as text."""
+
+    def __init__(self, headers, rows, *, caption: str | None = None, table_id: str | None = None,
+                 markup: bool = False):
+        self.headers = [str(h) for h in headers]
+        self.rows = [[str(c) for c in r] for r in rows]
+        self.caption = caption
+        self.table_id = table_id
+        self.markup = markup
+
+    def _repr_html_(self) -> str:
+        return render_html(self.headers, self.rows, caption=self.caption, table_id=self.table_id,
+                           markup=self.markup)
+
+    def _repr_markdown_(self) -> str:
+        esc = lambda c: c.replace("|", "\\|")  # noqa: E731
+        lines = ([f"**{self.caption}**", ""] if self.caption else [])
+        lines += ["| " + " | ".join(map(esc, self.headers)) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self._repr_markdown_()
+
+
+def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *, name: str, caption: str,
+               digits: int | Mapping[str, int] | None = 3,
+               formats: Mapping[str, str | Callable[[Any], str]] | None = None,
+               markup: bool = False, display: bool = True) -> HtmlTable | None:
+    """Show ``rows`` as the next numbered table of its chapter ("Table <chapter>.<k>: caption").
+
+    Parameters
+    ----------
+    rows : list of dict, list of sequences, or an object with ``header``/``headers`` and ``rows``
+        One entry per row. For dicts, ``columns`` picks and orders the keys (default: the
+        first row's keys); for sequences, ``columns`` names the columns (required).
+    columns : sequence of str, or dict key -> header
+        The columns, or (a dict) the keys to show and the header of each.
+    name : str
+        ``"NN_words"``: NN is the chapter (the notebook's number); also the id ``tab-NN-words``.
+        Showing the same name again keeps its number.
+    caption : str
+        Plain text after "Table C.k: ".
+    digits : int, dict column -> int, or None
+        Significant digits of float cells (default 3), for all columns or per column (by key
+        or header); columns not in the dict get 3.
+    formats : dict column -> format spec or callable
+        Overrides ``digits`` for those columns (e.g. ``{"N": ",d", "ε_L": ".2f"}``).
+    markup : bool
+        Cells may hold ```code``` and ``**bold**``.
+    display : bool
+        Display the table (IPython) and return ``None`` (default); else return it.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is malformed, ``caption`` is empty, sequence rows come without
+        ``columns``, or a row has another number of cells than there are columns.
+    """
+    chapter = chapter_of(name)
+    if not isinstance(caption, str) or not caption.strip():
+        raise ValueError("caption must be a non-empty string (what the table shows)")
+    if hasattr(rows, "rows") and (hasattr(rows, "header") or hasattr(rows, "headers")):
+        heads = list(getattr(rows, "headers", None) or rows.header)
+        rows, columns = [list(r) for r in rows.rows], heads
+    rows = list(rows)
+    if rows and isinstance(rows[0], Mapping):
+        if columns is None:
+            columns = list(rows[0].keys())
+        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
+        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+        table = [[r.get(k) for k in keys] for r in rows]
+    else:
+        if columns is None:
+            raise ValueError("columns is required when rows are sequences (one header per cell)")
+        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
+        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+        table = [list(r) for r in rows]
+        for i, r in enumerate(table):
+            if len(r) != len(keys):
+                raise ValueError(f"row {i} has {len(r)} cells, expected {len(keys)} (one per column)")
+    formats = dict(formats or {})
+
+    def col_opt(opts, j, default):
+        if not isinstance(opts, Mapping):
+            return opts
+        for k in (keys[j], headers[j]):
+            if k in opts:
+                return opts[k]
+        return default
+
+    cells = [[format_value(v, col_opt(formats, j, None), col_opt(digits, j, 3)) for j, v in enumerate(r)]
+             for r in table]
+    if name not in _NUMBERS:
+        _COUNT[chapter] = _COUNT.get(chapter, 0) + 1
+        _NUMBERS[name] = f"{chapter}.{_COUNT[chapter]}"
+    out = HtmlTable(headers, cells, caption=f"Table {_NUMBERS[name]}: {caption.strip()}",
+                    table_id="tab-" + name.replace("_", "-"), markup=markup)
+    if not display:
+        return out
+    try:
+        from IPython import get_ipython
+        from IPython.display import display as ipy_display
+    except ImportError:
+        print(out._repr_markdown_())
+        return None
+    if get_ipython() is None:
+        print(out._repr_markdown_())
+    else:
+        ipy_display(out)
+    return None

@@ -1,0 +1,72 @@
+"""Tests for paperlib.artifact.tables (numbered tables that wrap within the page)."""
+
+import math
+
+import pytest
+
+from paperlib.artifact import tables
+
+
+@pytest.fixture(autouse=True)
+def _fresh_numbering():
+    tables.reset_numbering()
+    yield
+    tables.reset_numbering()
+
+
+def test_numbered_within_chapter_and_stable_per_name():
+    t1 = tables.show_table([{"a": 1}], name="04_first", caption="One.", display=False)
+    t2 = tables.show_table([{"a": 1}], name="04_second", caption="Two.", display=False)
+    t3 = tables.show_table([{"a": 1}], name="05_other", caption="Three.", display=False)
+    again = tables.show_table([{"a": 2}], name="04_first", caption="One again.", display=False)
+    assert t1.caption == "Table 4.1: One." and t2.caption == "Table 4.2: Two."
+    assert t3.caption == "Table 5.1: Three." and again.caption.startswith("Table 4.1:")
+    assert 'id="tab-04-first"' in t1._repr_html_()
+
+
+def test_rounding_per_column_and_special_values():
+    rows = [{"mech": "ASGM", "N": 59999, "eps": 0.123456, "fpr": 1.23456e-7, "g": math.inf, "x": math.nan,
+             "ok": True}]
+    t = tables.show_table(rows, {"mech": "mechanism", "N": "N", "eps": "ε_L", "fpr": "FPR", "g": "ε guarantee",
+                                 "x": "x", "ok": "verdict"},
+                          name="04_t", caption="c", digits={"ε_L": 2}, formats={"fpr": ".1e"}, display=False)
+    assert t.headers == ["mechanism", "N", "ε_L", "FPR", "ε guarantee", "x", "verdict"]
+    assert t.rows == [["ASGM", "59,999", "0.12", "1.2e-07", "∞", "–", "yes"]]
+    assert tables.format_value(3.14159) == "3.14" and tables.format_value(1234.5) == "1,234"
+    assert tables.format_value(2.0) == "2" and tables.format_value(0.0) == "0"
+    assert tables.format_value(1.5e-9) == "1.50e-09"
+
+
+def test_html_wraps_and_escapes():
+    t = tables.show_table([["<b>", "`code` and **bold**"]], ["h1", "h2"], name="08_x", caption="c",
+                          display=False)
+    h = t._repr_html_()
+    assert "table-layout:fixed" in h and "width:100%" in h and "overflow-wrap:anywhere" in h
+    assert "&lt;b&gt;" in h and "`code`" in h  # no markup unless asked
+    h = tables.show_table([["`code` and **bold**"]], ["h"], name="08_y", caption="c", markup=True,
+                          display=False)._repr_html_()
+    assert "<code>code</code>" in h and "<strong>bold</strong>" in h
+    assert "<caption" in h and "Table 8.2: c" in h
+
+
+def test_table_like_objects_and_bad_input():
+    class Obj:
+        header = ["a", "b"]
+        rows = [["1", "2"]]
+
+    assert tables.show_table(Obj(), name="08_obj", caption="c", display=False).rows == [["1", "2"]]
+    with pytest.raises(ValueError, match="table name"):
+        tables.show_table([{"a": 1}], name="table", caption="c")
+    with pytest.raises(ValueError, match="caption"):
+        tables.show_table([{"a": 1}], name="04_a", caption=" ")
+    with pytest.raises(ValueError, match="columns is required"):
+        tables.show_table([[1, 2]], name="04_a", caption="c")
+    with pytest.raises(ValueError, match="row 0 has 1 cells, expected 2"):
+        tables.show_table([[1]], ["a", "b"], name="04_a", caption="c")
+
+
+def test_markdown_table_html_wraps_too():
+    from paperlib.artifact.figures import markdown_table
+
+    h = markdown_table(["a", "b"], [[1.23456, "x"]])._repr_html_()
+    assert "table-layout:fixed" in h and ">1.235<" in h
