@@ -19,11 +19,24 @@ per problem, each naming the page and the broken thing:
   a Sphinx ``.xref`` that is not inside a link), a MathJax error (``mjx-merror``) or a
   formula MathJax did not typeset;
 * a local resource (script, stylesheet, font) the page failed to load, and an uncaught
-  JavaScript error on the page.
+  JavaScript error on the page;
+* a table or a cell output wider than its container (the element's ``scrollWidth`` above its
+  ``clientWidth``, or its box wider than its parent's ``clientWidth``): a column cut off;
+* a figure image (in a figure or a cell output) whose PNG/JPEG is narrower than
+  :data:`MIN_FIGURE_PX` (1,200 px);
+* a figure without its provenance line (:func:`paperlib.artifact.figures.provenance_text`:
+  "Mode <mode>, seed <seed>; ...; commit <sha>; <t> s wall time since the previous figure."
+  followed by "Drawn by <notebook>.ipynb", which booktags appends to every ``{glue:figure}``
+  caption), including an image shown in a cell output outside any figure;
+* literal Markdown markers in the rendered text (``**``, a backtick, ``$$``) outside code and
+  formulas;
+* an absolute path of the build machine in the page's text (collapsed code included): the
+  book's source checkout, ``/home/``, ``/work/``, ``/tmp/``, ``/root/``, ``/Users/``.
 
-It saves full-page screenshots ``index.png`` (the start page) and ``figure_page.png``
-(the first visited page with a loaded image in a cell output or figure) into
-``screenshots_dir``.
+It saves full-page screenshots ``index.png`` (the start page), ``figure_page.png`` (the
+first visited page with a loaded image in a cell output or figure) and, where those pages
+exist, ``grade.png`` (the grade page) and ``chapter04.png`` / ``chapter06.png``
+(:data:`SCREENSHOT_PAGES`) into ``screenshots_dir``.
 """
 from __future__ import annotations
 
@@ -58,12 +71,24 @@ ERROR_SELECTORS = [
 ]
 _ERROR_TEXT = r"Traceback \(most recent call last\)|\b\w*(Error|Exception)\b"
 
+#: Smallest natural width, in pixels, of a figure's PNG (paperlib.artifact.plotting.MIN_PNG_PX).
+MIN_FIGURE_PX = 1200
+
+#: Pages photographed besides the start page: a regular expression on the page's path
+#: relative to the book -> screenshot file name.
+SCREENSHOT_PAGES = {r"grade\.html": "grade.png", r"notebooks/04_[^/]*\.html": "chapter04.png",
+                    r"notebooks/06_[^/]*\.html": "chapter06.png"}
+
+#: Directory prefixes that betray the build machine when they appear in a page (besides the
+#: book's own checkout, found from the HTML directory).
+MACHINE_PREFIXES = ("/home/", "/work/", "/tmp/", "/root/", "/Users/")
+
 PAGE_TIMEOUT_MS = 20_000
 MATHJAX_TIMEOUT_MS = 15_000
 
 # Runs in the page once it has loaded: waits for MathJax and the images, then reports.
 _PAGE_JS = r"""
-async ([errorSelectors, errorText, mathjaxTimeout]) => {
+async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern]) => {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const text = (el) => el.innerText || el.textContent;
   const excerpt = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 200);
@@ -122,9 +147,75 @@ async ([errorSelectors, errorText, mathjaxTimeout]) => {
   if (untypeset.length) {
     errors.push(`${untypeset.length} formula(s) not typeset by MathJax, e.g. ${excerpt(text(untypeset[0]))}`);
   }
+  // ---- what a reader sees in the article (not the sidebars)
+  const art = document.querySelector("article.bd-article, main#main-content, [role=main], main") || document.body;
+  const faults = [];
+  // Tables and outputs wider than their container.
+  const cands = Array.from(art.querySelectorAll(
+    "table, .cell_output .output, .cell_output pre, .cell_output > div, .output_area, div.output"));
+  const wide = [];
+  for (const el of cands) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;  // not rendered (a collapsed cell)
+    const c = el.parentElement;
+    const own = el.scrollWidth - el.clientWidth;
+    const box = c ? r.width - c.clientWidth : 0;
+    const over = Math.max(el.tagName === "TABLE" ? 0 : own, box);
+    if (over > 1) wide.push([el, Math.round(over)]);
+  }
+  for (const [el, over] of wide) {
+    if (wide.some(([o]) => o !== el && el.contains(o))) continue;  // report the innermost
+    const what = el.tagName === "TABLE" ? "table" : (el.tagName === "PRE" ? "printed output" : "output");
+    faults.push(`${what} wider than its container by ${over} px: ${excerpt(text(el)).slice(0, 90)}`);
+  }
+  // Figure images: wide enough, and with their provenance line.
+  const provRe = /Mode \S+, seed [^;]*;.*commit [^;]*; [\d.]+ s wall time[^.]*\.\s*Drawn by/s;
+  const seenFig = new Set();
+  for (const img of art.querySelectorAll("img")) {
+    const fig = img.closest("figure, div.figure");
+    const inOutput = img.closest(".cell_output");
+    if (!fig && !inOutput) continue;
+    const src = img.getAttribute("src") || "";
+    const raster = /\.(png|jpe?g)(\?|#|$)/i.test(src) || src.startsWith("data:image/png");
+    if (raster && img.complete && img.naturalWidth > 0 && img.naturalWidth < minFigurePx)
+      faults.push(`figure image narrower than ${minFigurePx} px (${img.naturalWidth} px): src=${src.slice(0, 80)}`);
+    const key = fig || img;
+    if (seenFig.has(key)) continue;
+    seenFig.add(key);
+    const cap = fig ? fig.querySelector("figcaption, .caption") : null;
+    if (!cap || !provRe.test(cap.textContent.replace(/\s+/g, " "))) {
+      const label = fig && fig.id ? `#${fig.id}` : `src=${src.slice(0, 80)}`;
+      faults.push(`figure without its provenance line ("Mode ..., seed ...; commit ...; ... wall time ... Drawn by ..."): ${label}`);
+    }
+  }
+  // Literal Markdown markers in rendered text (outside code and formulas).
+  const skip = "code, pre, kbd, samp, script, style, textarea, tt, mjx-container, .math, .MathJax, " +
+               ".highlight, .literal, .cell_input, .xref";
+  const walker = document.createTreeWalker(art, NodeFilter.SHOW_TEXT);
+  let md = 0;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const p = n.parentElement;
+    if (!p || p.closest(skip)) continue;
+    const m = /\*\*|`|\$\$/.exec(n.nodeValue);
+    if (m && md++ < 5) {
+      const v = n.nodeValue, i = m.index;
+      faults.push(`literal Markdown marker ${JSON.stringify(m[0])} in the text: ` +
+                  `"${excerpt(v.slice(Math.max(0, i - 40), i + 40))}"`);
+    }
+  }
+  // Absolute paths of the build machine, anywhere in the page's text (collapsed cells too).
+  if (pathPattern) {
+    const pre = new RegExp(pathPattern, "g");
+    const body = Array.from(art.querySelectorAll("*")).length ? art.textContent : "";
+    let m, k = 0;
+    while ((m = pre.exec(body)) && k++ < 3) {
+      const i = m.index;
+      faults.push(`absolute path of the build machine in the page: "${excerpt(body.slice(Math.max(0, i - 30), i + 60))}"`);
+    }
+  }
   const ids = Array.from(document.querySelectorAll("[id]")).map((e) => e.id)
     .concat(Array.from(document.querySelectorAll("a[name]")).map((e) => e.getAttribute("name")));
-  return {url: location.href, images, links, nav, errors, ids};
+  return {url: location.href, images, links, nav, errors, ids, faults};
 }
 """
 
@@ -189,6 +280,26 @@ def launch_browser(playwright, executable: str | None = None):
     return playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS, headless=True)
 
 
+def machine_path_pattern(html_dir: Path) -> str:
+    """A JavaScript regular expression that finds the build machine's absolute paths.
+
+    :data:`MACHINE_PREFIXES` and the directories above ``html_dir`` up to its source checkout
+    (the first with a ``Makefile`` or ``_config.yml``; a ``.../book/_build/html`` is built from
+    ``...``). A prefix counts only where it starts a path (not after a letter, ``.``, ``:`` or
+    ``/``, so ``https://x.org/tmp/`` is not one).
+    """
+    html_dir = Path(html_dir).resolve()
+    roots = []
+    for p in [html_dir, *html_dir.parents]:
+        if (p / "Makefile").is_file() or (p / "_config.yml").is_file():
+            roots.append(str(p))
+        if (p / "Makefile").is_file():
+            break
+    prefixes = sorted(set(MACHINE_PREFIXES) | {r.rstrip("/") + "/" for r in roots if r != "/"}, key=len,
+                      reverse=True)
+    return r"(?<![\w.:/~-])(" + "|".join(re.escape(x) for x in prefixes) + ")"
+
+
 def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] | None = None
                ) -> list[str]:
     """Problems found in the static site ``html_dir`` (empty list: none).
@@ -197,6 +308,7 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
     ``visited``: if given, the pages opened (paths relative to ``html_dir``) are appended.
     """
     root = Path(html_dir).resolve()
+    path_pattern = machine_path_pattern(root)
     index = root / "index.html"
     if not index.is_file():
         return [f"{_rel(index, root)}: no index.html in {root}"]
@@ -248,7 +360,8 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                     except Exception:  # noqa: BLE001 - the refresh may point at the page itself
                         pass
                     page.wait_for_load_state("load")
-                info = page.evaluate(_PAGE_JS, [ERROR_SELECTORS, _ERROR_TEXT, MATHJAX_TIMEOUT_MS])
+                info = page.evaluate(_PAGE_JS, [ERROR_SELECTORS, _ERROR_TEXT, MATHJAX_TIMEOUT_MS,
+                                                MIN_FIGURE_PX, path_pattern])
             except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
                 problems.append(f"{name}: could not be opened/checked: {str(exc).splitlines()[0]}")
                 continue
@@ -262,6 +375,8 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
 
             for err in info["errors"]:
                 problems.append(f"{name}: error shown on the page: {err}")
+            for fault in dict.fromkeys(info["faults"]):
+                problems.append(f"{name}: {fault}")
             for img in info["images"]:
                 fp = _file_path(img["url"])
                 missing = fp is not None and not fp.is_file()
@@ -288,6 +403,10 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
             if shots is not None:
                 if path == index:
                     page.screenshot(path=str(shots / "index.png"), full_page=True)
+                rel = _rel(final, root)
+                for pattern, shot in SCREENSHOT_PAGES.items():
+                    if re.fullmatch(pattern, rel):
+                        page.screenshot(path=str(shots / shot), full_page=True)
                 if not figure_shot_done and any(
                         i["inFigure"] and i["naturalWidth"] > 0 for i in info["images"]):
                     page.screenshot(path=str(shots / "figure_page.png"), full_page=True)

@@ -1,10 +1,14 @@
 """The built book, opened in a real headless Chromium (Debian's chromium, driven by Playwright).
 
 Fails on a missing/broken image, a broken internal link or anchor, a cell that shows an
-error, an unresolved reference/glue marker, a formula MathJax did not typeset, and a local
-resource that failed to load (the checks are in tests/artifact/browser_check.py). Every page reachable
-from the sidebar navigation is opened; screenshots of the start page and of a page with a
-figure go to build/screenshots/ (index.png, figure_page.png).
+error, an unresolved reference/glue marker, a formula MathJax did not typeset, a local
+resource that failed to load, a table or output wider than its container, a figure PNG
+narrower than 1,200 px, a figure without its provenance line, literal Markdown markers
+(``**``, backticks, ``$$``) in the rendered text, and an absolute path of the build machine
+in a page (the checks are in tests/artifact/browser_check.py). Every page reachable from the
+sidebar navigation is opened; screenshots of the start page, a page with a figure, the
+grade page and chapters 4 and 6 go to build/screenshots/ (index.png, figure_page.png,
+grade.png, chapter04.png, chapter06.png).
 
 Where the book is: $PAPERLIB_BOOK_HTML (a directory with index.html), default
 book/_build/html. Without a built book, chromium or playwright the tests are skipped, or fail
@@ -64,7 +68,8 @@ def test_book_in_browser(browser):
     html = _book_dir()
     if not (html / "index.html").is_file():
         _unavailable(f"no built book at {html} (no index.html): build the book first: make book")
-    for old in ("index.png", "figure_page.png"):
+    shots = ["index.png", "figure_page.png", *browser_check.SCREENSHOT_PAGES.values()]
+    for old in shots:
         (SCREENSHOTS / old).unlink(missing_ok=True)
     visited: list[str] = []
     problems = browser_check.check_site(html, SCREENSHOTS, browser, visited=visited)
@@ -74,11 +79,16 @@ def test_book_in_browser(browser):
     assert (SCREENSHOTS / "index.png").is_file()
     assert (SCREENSHOTS / "figure_page.png").is_file(), \
         f"no page among {visited} shows a loaded figure (no figure_page.png)"
+    import re
+
+    for pattern, shot in browser_check.SCREENSHOT_PAGES.items():
+        if any(re.fullmatch(pattern, v) for v in visited):
+            assert (SCREENSHOTS / shot).is_file(), f"{shot} was not saved"
 
 
 # ---------------------------------------------------------------- the checker can fail
 
-def _png(w: int = 4, h: int = 3) -> bytes:
+def _png(w: int = 1200, h: int = 3) -> bytes:
     """A small valid RGB PNG."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
@@ -96,13 +106,23 @@ def _site(tmp_path: Path, bad: bool) -> Path:
     site = tmp_path / ("bad" if bad else "good")
     (site / "_images").mkdir(parents=True)
     (site / "_images" / "fig.png").write_bytes(_png())
+    (site / "_images" / "small.png").write_bytes(_png(846, 3))
     nav = '<a href="index.html">Home</a> <a href="good.html">Good</a>'
     if bad:
         nav += ' <a href="bad.html">Bad</a>'
     (site / "index.html").write_text(_PAGE.format(title="index", nav=nav, body="<h1 id='top'>Book</h1>"))
     (site / "good.html").write_text(_PAGE.format(title="good", nav=nav, body="""
 <section id="sec"><h1>Good</h1>
-<div class="cell_output docutils container"><img src="_images/fig.png" alt="fig"></div>
+<p>Some <strong>bold</strong> text, <code>`code`</code> and <code>**kwargs</code>; a path results/x.json
+and a link https://example.org/tmp/x.</p>
+<figure id="fig-good"><div class="cell_output docutils container"><img src="_images/fig.png" alt="fig"></div>
+<figcaption><p>Figure 1.1: A caption. Mode smoke, seed 0; N = 3; commit 1a2b3c4d5e; 1.2 s wall time since
+the previous figure. Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaption></figure>
+<div class="cell_output docutils container"><div class="output text_html">
+<table style="table-layout:fixed;width:100%"><tr><td>a long cell that wraps within the page</td></tr></table>
+</div></div>
+<div class="cell_output docutils container"><div class="output stream highlight-myst-ansi">
+<pre style="white-space:pre-wrap">a printed line</pre></div></div>
 <div class="cell_output docutils container">
   <div class="output stderr highlight-myst-ansi"><pre>UserWarning: a harmless warning</pre></div></div>
 <a href="#sec">here</a> <a href="index.html#top">top</a> <a href="https://example.org/x">ext</a>
@@ -111,6 +131,11 @@ def _site(tmp_path: Path, bad: bool) -> Path:
         (site / "bad.html").write_text(_PAGE.format(title="bad", nav=nav, body="""
 <h1>Bad</h1>
 <img src="_images/missing.png" alt="missing">
+<p>The verdict is **reproduced** and `code` not rendered; $$x$$.</p>
+<figure id="fig-small"><img src="_images/small.png" alt="small"><figcaption>Figure 2.1: no provenance.</figcaption></figure>
+<div class="cell_output docutils container"><div class="output stream highlight-myst-ansi">
+<pre style="white-space:pre;overflow-x:auto;width:300px">results -> /work/main/results and a very long line that runs far far far far far far far far far far far far away</pre></div></div>
+<div style="width:400px"><table style="width:900px"><tr><td>a table wider than its container</td></tr></table></div>
 <a href="#nope">dangling anchor</a>
 <div class="cell_output docutils container">
   <div class="output traceback highlight-ipythontb"><pre>Traceback (most recent call last)
@@ -130,7 +155,14 @@ def test_checker_reports_each_problem(browser, tmp_path):
     problems = browser_check.check_site(_site(tmp_path, bad=True), None, browser)
     text = "\n".join(problems)
     on_bad = [p for p in problems if p.startswith("bad.html:")]
-    assert len(on_bad) == len(problems) == 3, text
+    assert len(on_bad) == len(problems) == 9, text
     assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
+    assert any("narrower than 1200 px (846 px)" in p for p in on_bad), text
+    assert any("without its provenance line" in p and "#fig-small" in p for p in on_bad), text
+    assert sum("literal Markdown marker" in p for p in on_bad) == 1, text  # one text node, first marker
+    assert any('literal Markdown marker "**"' in p for p in on_bad), text
+    assert any("absolute path of the build machine" in p and "/work/main/results" in p for p in on_bad), text
+    assert any("printed output wider than its container" in p for p in on_bad), text
+    assert any("table wider than its container" in p for p in on_bad), text
     assert any("broken anchor" in p and "'#nope'" in p for p in on_bad), text
     assert any("error shown on the page" in p and "ValueError: boom" in p for p in on_bad), text
