@@ -286,7 +286,11 @@ def _neighbour(name, small, mech, version, batch_size, sample_rate, drop_last, q
 def _remedies(mech, version, N, batch_size, sample_rate, drop_last, neighbours):
     if all(e.get("claim_stands") for e in neighbours):
         return []
-    out = ["loss_reduction='sum' with the learning rate divided by the expected batch size: the update is then "
+    out = []
+    if any("different sampling rate" in e.get("why", "") for e in neighbours):
+        out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
+                   "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
+    out += ["loss_reduction='sum' with the learning rate divided by the expected batch size: the update is then "
            "SGM's, so the SGM claim holds (Opacus runs SGM with loss_reduction='sum')",
            f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds"]
     if version[0] >= 1 and batch_size is not None and sample_rate is None:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m paperlib {tradeoff,epsilon,audit,audit-implementation} ...``
+"""Command line: ``python -m paperlib {tradeoff,epsilon,audit,audit-implementation,check} ...``
 (the contract: README.md, section "Command line").
 
 Examples::
@@ -231,7 +231,87 @@ def build_parser() -> argparse.ArgumentParser:
     _audit_options(sub.add_parser("audit", help="audit one round on worst-case synthetic data (game, eps lower bound)"))
     _audit_implementation_options(sub.add_parser(
         "audit-implementation", help="audit one step of a real DP-SGD implementation on real data points"))
+    _check_options(sub.add_parser("check", help="check an Opacus run: claimed vs certified epsilon, per neighbour"))
     return p
+
+
+# ------------------------------------------------------------------------------------------- check
+#: library parameter -> option of ``check`` (messages of paperlib.check name the library's)
+CHECK_OPTIONS = {"opacus_version": "--opacus-version", "dataset_size": "--dataset-size", "batch_size": "--batch-size",
+                 "sample_rate": "--sample-rate", "epochs": "--epochs", "steps": "--steps",
+                 "noise_multiplier": "--noise-multiplier", "n_params": "--params", "loss_reduction": "--loss-reduction",
+                 "poisson": "--poisson", "delta": "--delta", "accountant": "--accountant", "drop_last": "--drop-last"}
+
+
+def _check_options(c: argparse.ArgumentParser) -> None:
+    """Options of ``python -m paperlib check`` (paperlib.check.check_run)."""
+    c.add_argument("--opacus-version", required=True, help="the Opacus release that ran, e.g. 1.6.0 or 0.15.0")
+    c.add_argument("--dataset-size", type=int, required=True, help="records in the training set, len(dataset) >= 2")
+    c.add_argument("--batch-size", type=int, help="the DataLoader's batch size (or give --sample-rate)")
+    c.add_argument("--sample-rate", type=float, help="Poisson sampling rate in (0, 1] (or give --batch-size)")
+    c.add_argument("--epochs", type=int, help="epochs (or give --steps)")
+    c.add_argument("--steps", type=int, help="optimiser steps in all (or give --epochs)")
+    c.add_argument("--noise-multiplier", type=float, required=True, help="noise multiplier sigma > 0")
+    c.add_argument("--params", type=int, required=True, help="number of trainable parameters >= 1")
+    c.add_argument("--loss-reduction", default="mean", choices=("mean", "sum"), help="as given to make_private")
+    c.add_argument("--poisson", action=argparse.BooleanOptionalAction, default=None,
+                   help="Poisson sampling (default: on for releases >= 0.12; --no-poisson is outside the analysis)")
+    c.add_argument("--drop-last", action="store_true", help="the DataLoader had drop_last=True (Opacus 1.x rule)")
+    c.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1) (default 1e-5)")
+    c.add_argument("--accountant", choices=("rdp", "prv"),
+                   help="what the run printed (default: the release's, prv from 1.3, rdp before)")
+    c.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+
+def _option_names(message: str) -> str:
+    """A message of paperlib.check with the library's parameter names turned into ``check``'s options."""
+    for name, opt in CHECK_OPTIONS.items():
+        if "_" in name:
+            message = re.sub(rf"(?<![\w-]){name}(?!\w)", opt, message)
+        else:  # plain words: only where they name the parameter (start, or "X or name")
+            message = re.sub(rf"^{name}(?!\w)|(?<=\bor ){name}(?=[ :])", opt, message)
+    return message
+
+
+def _json_clean(x):
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _json_clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_clean(v) for v in x]
+    return x
+
+
+def run_check(args) -> int:
+    """``check``: the report of :func:`paperlib.check.check_run`, as text or (``--json``) one JSON object."""
+    from paperlib.check import check_run, format_statement
+
+    try:
+        r = check_run(args.opacus_version, args.dataset_size, args.batch_size, sample_rate=args.sample_rate,
+                      epochs=args.epochs, steps=args.steps, noise_multiplier=args.noise_multiplier,
+                      n_params=args.params, loss_reduction=args.loss_reduction, poisson=args.poisson,
+                      delta=args.delta, accountant=args.accountant, drop_last=args.drop_last)
+    except ValueError as exc:
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        msg = _first_line(exc)
+        first = re.match(r"[A-Za-z_]+", msg)
+        if first and first.group(0) in CHECK_OPTIONS:
+            return _fail(_option_names(msg), 2)
+        return _fail(msg if msg.startswith("could not compute") else
+                     f"could not compute the check for these settings ({msg})", 1)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in AUDIT_EXTRA + ("dp_accounting",):
+            raise
+        return _fail(f"check needs {top} (not installed): pip install 'paperlib[audit,accounting]'", 2)
+    if args.json:
+        json.dump(_json_clean(r), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_statement(r) + "\n")
+    return 0
 
 
 def _audit_options(a: argparse.ArgumentParser) -> None:
@@ -541,6 +621,8 @@ def _first_line(exc: BaseException) -> str:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return run_check(args)
     try:
         if args.command == "audit":
             out = run_audit(args)  # validates its own options
