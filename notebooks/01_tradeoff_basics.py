@@ -263,8 +263,9 @@ pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mu
 q_demo, sigma_demo = 0.3, 0.5  # mu = 1/sigma = 2, large enough to see the asymmetry
 claim = guarantees.sgm_claim(q_demo, sigma_demo)
 a_f, b_f = pf.curve_points(claim)
-inv = claim.curve(1e-7).inverse()
-sym = guarantees.sgm_claim_symmetric(q_demo, sigma_demo, tol=1e-7)
+sym_tol = 1e-7  # chord error of the sampled curves
+inv = claim.curve(sym_tol).inverse()
+sym = guarantees.sgm_claim_symmetric(q_demo, sigma_demo, tol=sym_tol)
 
 # checks: closed form of f_q, C_q below both directions, C_q symmetric
 fq_formula = q_demo * tradeoff.gaussian_tradeoff(alpha, 1 / sigma_demo) + (1 - q_demo) * (1 - alpha)
@@ -272,10 +273,17 @@ err_formula = np.max(np.abs(claim(alpha, tol=1e-8) - fq_formula))
 c_sym = sym(alpha)
 gap_min = np.min(np.minimum(claim(alpha, tol=1e-8), inv(alpha)) - c_sym)
 asym = np.max(np.abs(sym.inverse()(alpha) - c_sym))
-print(f"|f_q (paperlib) - [q G + (1-q) Id]| <= {err_formula:.1e}")
-print(f"min over alpha of min(f_q, f_q^-1) - C_q = {gap_min:.1e}  (>= 0: C_q lies below both)")
-print(f"|C_q^-1 - C_q| <= {asym:.1e}  (C_q is symmetric)")
-print(f"largest asymmetry |f_q - f_q^-1| = {np.max(np.abs(claim(alpha) - inv(alpha))):.3f}")
+# the checks as one sentence of the page (rounded; a tiny negative gap is the chord error of the curves)
+glue("nb01_q_demo", f"{q_demo:g}", display=False)
+glue("nb01_sigma_demo", f"{sigma_demo:g}", display=False)
+glue("nb01_mu_demo", f"{1 / sigma_demo:g}", display=False)
+glue("nb01_demo_tol", f"{sym_tol:.0e}", display=False)
+glue("nb01_demo_checks",
+     f"On the {alpha.size} grid values of α, paperlib's f_q differs from q·G + (1−q)·Id by at most "
+     f"{err_formula:.1e}; C_q lies below both f_q and its inverse (the smallest gap, {gap_min:.0e}, is "
+     f"zero within the chord error {sym_tol:.0e} of the curves); C_q equals its own inverse to "
+     f"{asym:.0e}; and f_q and its inverse differ by up to {np.max(np.abs(claim(alpha) - inv(alpha))):.3f}.",
+     display=False)
 assert err_formula < 1e-6 and gap_min > -1e-7 and asym < 1e-5
 
 fig, ax = plotting.new_axes(rf"SGM claim, $q={q_demo}$, $\sigma={sigma_demo}$")
@@ -292,14 +300,16 @@ pf.show_figure(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "s
 # ```{glue:figure} 01_sgm_claim
 # :name: fig-01-sgm-claim
 #
-# The SGM claim for $q = 0.3$, $\sigma = 0.5$: $f_q$ (black solid), its
+# The SGM claim for $q$ = {glue:text}`nb01_q_demo`, $\sigma$ = {glue:text}`nb01_sigma_demo`: $f_q$ (black solid), its
 # inverse $f_q^{-1}$ (black dotted), their symmetrised lower envelope $C_q$ (wide grey
 # band; it follows $f_q$ for small $\alpha$, $f_q^{-1}$ for large $\alpha$, and
 # bridges the two with a straight piece across the diagonal) and, for reference, the
-# unsubsampled $G_{1/\sigma} = G_2$ (thin blue). $f_q$ starts at $(0,1)$ with the steep
-# slope of $G_2$ and ends along the line of slope $-(1-q)$; its inverse does the
-# opposite. Exact curves (chord error below $10^{-7}$).
+# unsubsampled $G_{1/\sigma}$, here $G_\mu$ with $\mu$ = {glue:text}`nb01_mu_demo` (thin blue). $f_q$ starts at $(0,1)$ with the steep
+# slope of $G_{1/\sigma}$ and ends along the line of slope $-(1-q)$; its inverse does the
+# opposite. Exact curves (chord error below {glue:text}`nb01_demo_tol`).
 # ```
+#
+# {glue:text}`nb01_demo_checks`
 
 # %% [markdown]
 # ## 4. Privacy profiles of the claim
@@ -320,6 +330,8 @@ pf.show_figure(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "s
 # %%
 sigma_prof = 1.0
 qs = [0.005, 0.05, 0.3, 1.0]
+glue("nb01_prof_qs", "{" + ", ".join(f"{q:g}" for q in qs) + "}", display=False)
+glue("nb01_prof_sigma", f"{sigma_prof:g}", display=False)
 
 
 def compute_claim_profiles():
@@ -377,7 +389,7 @@ pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": q
 # :name: fig-01-sgm-claim-profiles
 #
 # Privacy profiles $\delta(\varepsilon)$ of the SGM claim $f_q$ with
-# $\sigma = 1$ for $q \in \{0.005, 0.05, 0.3, 1\}$ (lighter grey for smaller $q$): the
+# $\sigma$ = {glue:text}`nb01_prof_sigma` for $q \in$ {glue:text}`nb01_prof_qs` (lighter grey for smaller $q$): the
 # exact profile (lines) and the subsampling formula $q\,\delta_{G_{1/\sigma}}(\varepsilon')$
 # (open squares). Subsampling lowers the whole profile; the dashed line marks
 # $\delta=10^{-5}$, where the table above reads off $\varepsilon$.

@@ -40,15 +40,14 @@ SEED = 0
 # mixture of `THEORY.md` §6) drawn under the bounds, and the resolution of the CLT
 # curves.
 #
-# - **smoke**: guarantees only for $N \le 999$ (EASGM) and $N \le 4$ (ASGM), tolerance
-#   $10^{-4}$; CLT curves on 201 points.
-# - **quick**: EASGM guarantees for all four $N$ (tolerance $10^{-5}$; the one for
-#   $N = 59{,}999$ and $n = 1{,}485{,}217$ alone takes about 10 s), ASGM guarantees for
-#   $N \le 999$; CLT curves on 1,001 points. The ASGM guarantee for $N = 59{,}999$ is
-#   left out: its mixture has about 1,600 components with different scales and takes
-#   minutes.
-# - **full**: as quick with tolerance $10^{-6}$, plus the ASGM guarantee for
-#   $N = 59{,}999$ at $n = 26{,}010$ (the DPSUR model); CLT curves on 4,001 points.
+# This run ({glue:text}`nb03_mode` mode) computes the exact EASGM guarantees for
+# $N \in$ {glue:text}`nb03_g_easgm_ns` and the exact ASGM guarantees for
+# {glue:text}`nb03_g_asgm_ns`, to tolerance {glue:text}`nb03_tolg`, and draws the CLT
+# curves on {glue:text}`nb03_nclt` points. The ASGM guarantee for $N = 59{,}999$ at
+# $n = 26{,}010$ (the DPSUR model) is computed in full mode only: its mixture has well over
+# a thousand components with different scales and takes minutes. The smoke mode leaves
+# out the $N = 59{,}999$ guarantees and uses a coarser tolerance and grid, the full mode a
+# finer one (the `pf.pick` lines of the code below list all three modes).
 #
 # Nothing is random (`SEED` is recorded only) and `DEVICE` is unused.
 
@@ -61,7 +60,7 @@ import numpy as np
 from myst_nb import glue
 
 from paperlib.fdp.compare import max_excess, ordering_violation
-from paperlib.fdp.tradeoff import TradeOffCurve
+from paperlib.fdp.tradeoff import EPS_MAX, TradeOffCurve
 from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms import guarantees
 from paperlib.artifact import plotting
@@ -88,7 +87,11 @@ G_ASGM_NS = pf.pick(MODE, smoke={26_010: [1, 4], 1_485_217: [1, 4]},
 N_CLT = pf.pick(MODE, smoke=201, quick=1001, full=4001)
 print(f"MODE={MODE} SEED={SEED}: guarantee tolerance {TOL_G:g}, CLT grid {N_CLT} points")
 print("results ->", results_dir().resolve())
-for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT}.items():
+for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT, "tolub": f"{TOL_UB:.0e}",
+             "eps_max": f"2^{math.log2(EPS_MAX):.0f} = {EPS_MAX:,.0f}",
+             "g_easgm_ns": "{" + ", ".join(f"{N:,}" for N in G_EASGM_NS) + "}",
+             "g_asgm_ns": "; ".join(f"N ∈ {{{', '.join(f'{N:,}' for N in Ns)}}} at n = {n:,}"
+                                    for n, Ns in G_ASGM_NS.items())}.items():
     glue(f"nb03_{k}", v, display=False)
 
 # %% [markdown]
@@ -122,7 +125,7 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT}.it
 # $\lVert x\rVert^2 < \tau$, so $\alpha = F_{\chi^2_{n-1}}(\tau)$ and
 # $\beta = 1 - F_{\chi^2_{n-1}}(\tau/s^2)$. `paperlib.mechanisms.guarantees.easgm_upper_bound` and
 # `asgm_upper_bound` evaluate exactly this; no approximation is involved, even at
-# $n \approx 1.5\cdot 10^6$.
+# $n = 1{,}485{,}217$.
 #
 # The settings are those of the paper's Figure 5: EASGM with $q = 0.005$, ASGM with $q = 0.7$,
 # $\sigma = 10$, the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF and
@@ -204,6 +207,7 @@ print(f"largest excess of a guarantee over its upper bound: {worst:.1e} (toleran
 N_SHADES = dict(zip(NS, pf.shades(plotting.COLORS["upper"], len(NS), lightest=0.6, darkest=0.45)))
 G_SHADES = dict(zip(NS, pf.shades(plotting.COLORS["guarantee"], len(NS), lightest=0.6, darkest=0.45)))
 ZOOM = 0.035  # half-width of the inset around (0.5, 0.5) in the EASGM panels
+glue("nb03_zoom", f"[{0.5 - ZOOM:.3f}, {0.5 + ZOOM:.3f}]²", display=False)
 
 
 def draw_panel(ax, mech, n, inset=False):
@@ -262,11 +266,11 @@ pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_P
 # (same shading by $N$); in the top row they coincide with their bounds to within the
 # line width, in the bottom row they lie visibly below. Dots mark where each curve
 # crosses FNR $= 0.5$ (grey line); the table below lists those FPRs. The insets magnify
-# the square $[0.465, 0.535]^2$ around the centre, where the $N = 59{,}999$ EASGM bound
+# the square {glue:text}`nb03_zoom` around the centre, where the $N = 59{,}999$ EASGM bound
 # and the claim are separated by less than the line width of the main panel. For
 # $N = 1$ and $N = 4$ the EASGM bounds run along the axes (the two outputs are
 # distinguishable almost surely), and the ASGM bounds reduce to the straight line
-# $(1-w)(1-\alpha)$. Exact chi-square evaluation (chord error below $10^{-6}$), exact
+# $(1-w)(1-\alpha)$. Exact chi-square evaluation (chord error below {glue:text}`nb03_tolub`), exact
 # guarantees to tolerance {glue:text}`nb03_tolg` (nothing random).
 # ```
 
@@ -286,8 +290,9 @@ pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_P
 # the largest vertical distance $\sup_\alpha (f_q(\alpha) - \bar f(\alpha))$ between
 # claim and bound, and $\varepsilon$ at $\delta = 10^{-5}$. Because $\bar f$ lies above
 # the guarantee, its $\varepsilon$ is a *lower* bound on the guarantee's $\varepsilon$
-# (∞ means that $\delta(\varepsilon)$ is still 1 at the search limit $\varepsilon = 2^{20}$: the two
-# outputs are, numerically, never confused).
+# (∞ means that $\delta(\varepsilon)$ is still 1 at the search limit $\varepsilon$ =
+# {glue:text}`nb03_eps_max` of `paperlib.fdp.tradeoff.EPS_MAX`: the two outputs are,
+# numerically, never confused).
 
 # %%
 a_clt = np.linspace(0.0, 1.0, N_CLT)
@@ -317,10 +322,8 @@ pf.markdown_table(["mechanism", "n", "N", "FPR at FNR 0.5: f̄ (exact)", "f̄ vi
 # bound lies clearly below its claim somewhere; at $N = 59{,}999$ the EASGM bounds are
 # still below the claim, while the ASGM bound is close to it — in fact slightly *above*
 # it, so for the full dataset Eq. 14 no longer shows that DPSUR's claim fails. (The exact
-# ASGM guarantee for that case is computed in full mode only; there it reaches FNR 0.5
-# at an FPR of about 0.44, against 0.47 for the claim: the guarantee one can prove for
-# DPSUR on the full dataset is still weaker than claimed, but only slightly.) The EASGM
-# bound grows with $N$
+# ASGM guarantee for that case is computed in full mode only. {glue:text}`nb03_dpsur_full`)
+# The EASGM bound grows with $N$
 # and shrinks with $n$ (Lemmas 3.14, 3.15), while the ASGM bound is not monotone in $N$
 # (the two terms of Eq. 14 pull in opposite directions). They are asserted, so a change
 # in the library that breaks them stops the build.
@@ -352,6 +355,15 @@ for n in N_PARAMS:
 for N in NS:
     assert T[("easgm", 1_485_217, N)]["fpr_upper"] <= T[("easgm", 26_010, N)]["fpr_upper"] + 1e-9  # Lemma 3.15
 r_dpsur = T[("asgm", 26_010, 59_999)]
+if np.isfinite(r_dpsur["fpr_guarantee"]):
+    _dpsur = (f"In this run it reaches FNR 0.5 at an FPR of {r_dpsur['fpr_guarantee']:.3f}, against "
+              f"{r_dpsur['fpr_claim']:.3f} for the claim: the guarantee one can prove for DPSUR on the full "
+              "dataset is " + ("still weaker than claimed." if r_dpsur["fpr_guarantee"] < r_dpsur["fpr_claim"]
+                               else "not weaker than claimed."))
+else:
+    _dpsur = (f"This run ({MODE} mode) did not compute it: its read-out is not computed in this mode "
+              f"(the claim reaches FNR 0.5 at an FPR of {r_dpsur['fpr_claim']:.3f}).")
+glue("nb03_dpsur_full", _dpsur, display=False)
 if np.isfinite(r_dpsur["fpr_guarantee"]):  # full mode only
     print(f"DPSUR, full dataset: exact ASGM guarantee reaches FNR 0.5 at FPR {r_dpsur['fpr_guarantee']:.4f}, "
           f"the claim at {r_dpsur['fpr_claim']:.4f}")
@@ -441,12 +453,13 @@ pf.show_figure(fig, "03_figure5_clt_vs_exact", {"mode": MODE, "seed": SEED, "N":
 _big = next(r for r in clt_table if r["n"] == 1_485_217 and r["N"] == 999)
 glue("nb03_fpr_exact_big", f"{_big['fpr_exact']:.2f}", display=False)
 glue("nb03_fpr_clt_big", f"{_big['fpr_clt']:.2f}", display=False)
+glue("nb03_gamma_max", f"{max(r['gamma'] for r in clt_table):.1e}", display=False)
 pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR at FNR 0.5, exact",
                    "FPR at FNR 0.5, CLT"], clt_rows, floatfmt=".4g")
 
 # %% [markdown]
 # The CLT curve is always above the exact one, as it must be, and $\gamma$ is tiny
-# ($\lesssim 4\cdot 10^{-3}$) at these dimensions, so the Berry–Esseen term is not the
+# (at most {glue:text}`nb03_gamma_max`) at these dimensions, so the Berry–Esseen term is not the
 # issue. The gap comes from the symmetrisation: $\bar f^*$ is noticeably weaker than
 # $f^*$, and the CLT's $\mu$ is correspondingly smaller than the effective separation of
 # the exact test. For $N = 999$ and $n = 1{,}485{,}217$ the difference is large (the

@@ -29,10 +29,9 @@
 #
 # **Settings** (as in the paper's Figure 3): ASGM at $q = 0.7$ and EASGM at $q = 0.05$;
 # we add EASGM at $q = 0.005$, the rate of the paper's large-dataset examples. The paper
-# does not list its six values of $n$. We use
-# $n \in \{1, 10, 30, 100, 1{,}000, 10{,}000\}$: decades from 1 to $10^4$, plus 30 to
-# resolve the region just below $n = 100$, where the paper reports that the gap to the
-# SGM claim becomes marked.
+# does not list its six values of $n$. We use $n \in$ {glue:text}`nb05_ndims`: decades
+# from $n = 1$ up, plus one value between to resolve the region just below $n = 100$,
+# where the paper reports that the gap to the SGM claim becomes marked.
 #
 # **How it is drawn.** The paper shows each audit as the $(\varepsilon,\delta)$ trade-off
 # curve $f_{\varepsilon_L,\delta}(\alpha) = \max\{0,\ 1-\delta-e^{\varepsilon_L}\alpha,\
@@ -48,10 +47,11 @@ SEED = 0
 # %% [markdown]
 # ## Set-up
 #
-# A round at $n = 10{,}000$ draws $10^4$ Gaussian numbers, so the trial count sets the
-# cost here. `quick` uses 4,000 counted trials per point (plus 4,000 calibration
-# rounds), about half a minute on one CPU core in all; `full` uses the paper's 10,000
-# (for a GPU); `smoke` 400. Fewer trials lower the largest $\varepsilon_L$ that can be
+# A round at the largest $n$ draws $n$ Gaussian numbers, so the trial count sets the
+# cost here. This run ({glue:text}`nb05_mode` mode) uses {glue:text}`nb05_trials`
+# counted trials per point (plus as many calibration rounds); `full` uses the paper's
+# 10,000 (for a GPU), `quick` fewer, `smoke` a few hundred (the `pf.pick` line below
+# lists them). Fewer trials lower the largest $\varepsilon_L$ that can be
 # certified (printed below) and widen the intervals; they do not move the audited points
 # in any systematic direction.
 
@@ -89,7 +89,8 @@ ceiling = A.eps_lower(A.cp_upper(0, nd), A.cp_upper(0, TRIALS - nd), DELTA)
 print(f"MODE={MODE} DEVICE={DEVICE} SEED={SEED}: {len(POINTS)} points, {TRIALS:,} counted + {TRIALS:,} calibration "
       f"rounds each; largest certifiable eps_L {ceiling:.2f}")
 for k, v in {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": f"{TRIALS:,}",
-             "ceiling": f"{ceiling:.2f}"}.items():
+             "ceiling": f"{ceiling:.2f}", "ndims": "{" + ", ".join(f"{n:,}" for n in N_DIMS) + "}",
+             "nmax": f"{max(N_DIMS):,}", "npoints": str(len(POINTS))}.items():
     glue(f"nb05_{k}", v, display=False)
 
 # %% [markdown]
@@ -153,7 +154,7 @@ pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 # The paper's Figure 3, regenerated. Each panel: the SGM claim's
 # $(\varepsilon,\delta)$ curve $f_{\varepsilon_{\text{claim}},\delta}$ (black) and the
 # audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (light to dark:
-# $n = 1$ to $10{,}000$); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
+# $n = 1$ to {glue:text}`nb05_nmax`); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
 # each audit's FPR and FNR, the corner that certifies $\varepsilon_L$. Top row: the
 # paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
 # row: the optimal distinguisher. A curve below the black one is an audit that violates
@@ -198,11 +199,12 @@ pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE
 # The audits of {numref}`fig-05-fig3-audit` as numbers: $\varepsilon_L$ (pink; filled
 # circles: optimal distinguisher, hollow circles: normality distinguisher, triangles:
 # normality votes with undecided pairs counted as half a vote) against $n$, with the SGM
-# claim (black), the $\varepsilon$ of the corrected guarantee (blue; off the top of the
-# axis, drawn at $10^3$, where it is infinite at double precision) and the largest
+# claim (black), the $\varepsilon$ of the corrected guarantee (blue; where it is infinite
+# at double precision it is drawn at a fixed height far above the audits) and the largest
 # $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb05_ceiling`). The
-# vertical axis is logarithmic above $10^{-3}$ and linear below, so that $\varepsilon_L = 0$
-# is visible. Device {glue:text}`nb05_device`, {glue:text}`nb05_trials` trials per point.
+# vertical axis is logarithmic except close to zero, where it is linear, so that
+# $\varepsilon_L = 0$ is visible. Device {glue:text}`nb05_device`, {glue:text}`nb05_trials`
+# trials per point.
 # ```
 
 # %%
@@ -232,6 +234,31 @@ if below_large:
 else:
     verdict = "as in the paper, every EASGM and ASGM audit with n ≥ 100 lies above the SGM claim, with both distinguishers"
 glue("nb05_verdict", verdict, display=False)
+
+
+def _count(k, noun_one, noun_many):
+    """'none of ... is' / 'one of ... is' / 'k of ... are': the sentence's number agrees."""
+    return {0: ("None", noun_one), 1: ("One", noun_one)}.get(k, (str(k), noun_many))
+
+
+_k, _j = len(below), len(below_large)
+_w, _verb = _count(_k, "is", "are")
+_reading = (f"{_w} of the {2 * len(POINTS)} audits ({len(POINTS)} points, two distinguishers) {_verb} at or "
+            "below the SGM claim")
+if _k:
+    _w2, _verb2 = _count(_j, "has", "have")
+    _reading += f", and {_w2.lower()} of them {_verb2} n ≥ 100"
+_reading += ". " + (f"Not every audit with n ≥ 100 clears the claim in this run: "
+                    + "; ".join(f"the {lab} distinguisher at {m} q = {q:g}, n = {n:,} (ε_L = {e:.3g} against "
+                                f"{c:.3g})" for lab, m, q, n, e, c in below_large)
+                    + ". These points are not evidence that the claim holds (see below)."
+                    if below_large else
+                    "As in the paper, every EASGM and ASGM audit with n ≥ 100 lies above the SGM claim, with both "
+                    "distinguishers.")
+glue("nb05_reading", _reading, display=False)
+glue("nb05_claim_easgm", ", ".join(f"{claim[q]:.2g} at q = {q:g}" for m, q in SETTINGS if m == "easgm"),
+     display=False)
+glue("nb05_claim_asgm", ", ".join(f"{claim[q]:.2g}" for m, q in SETTINGS if m == "asgm"), display=False)
 print(verdict)
 pf.markdown_table(["mechanism", "q", "n", "ε claim", "ε_L normality", "ε_L normality (ties ½)", "ε_L optimal",
                    "FPR (opt.)", "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
@@ -243,10 +270,7 @@ else:
     print("Every audit lies above the SGM claim.")
 
 # %% [markdown]
-# **Reading the results.** {glue:text}`nb05_below` of the {glue:text}`nb05_total`
-# audits (two distinguishers, 18 points) are at or below the SGM claim, and
-# {glue:text}`nb05_below_large` of those have $n \ge 100$; in this run
-# {glue:text}`nb05_verdict`. The audited curves move towards the origin as $n$ grows,
+# **Reading the results.** {glue:text}`nb05_reading` The audited curves move towards the origin as $n$ grows,
 # and from $n = 100$ on the optimal audits sit at or near the certification ceiling:
 # the two datasets are told apart almost without error in a sizeable share of the
 # rounds.
@@ -254,9 +278,9 @@ else:
 # Below $n = 100$ a point under the claim is expected and does not contradict the
 # paper: at $n = 1$ and $10$ the scale difference acts on only a few coordinates, and a
 # leakage of a few tenths of a unit of $\varepsilon$ needs far more than a few thousand
-# trials to be certified at 95% confidence. With the tiny EASGM claims (0.014 at
-# $q = 0.05$, 0.0009 at $q = 0.005$) any certified $\varepsilon_L > 0$ is already a
-# violation; ASGM's claim (0.24) is larger and its leakage sits in the rare event that
+# trials to be certified at 95% confidence. With the tiny EASGM claims
+# ({glue:text}`nb05_claim_easgm`) any certified $\varepsilon_L > 0$ is already a
+# violation; ASGM's claim ({glue:text}`nb05_claim_asgm`) is larger and its leakage sits in the rare event that
 # the added record is sampled, so its low-$n$ points are the last to cross.
 #
 # The normality distinguisher gains little from $n$ on ASGM, unlike the optimal one. For

@@ -40,7 +40,7 @@ SEED = 0
 # ## Set-up
 #
 # Nothing here depends on `MODE`: the notebook reads the stored audit, and its one
-# computation (a real Opacus step on a ten-example dataset) takes well under a second.
+# computation (a real Opacus step on a dataset of a few examples) takes well under a second.
 # That step always runs on the CPU, whatever `DEVICE` says; `SEED` fixes its Poisson
 # batches and its noise.
 
@@ -54,6 +54,17 @@ from packaging.version import Version
 from paperlib.implementations import opacus_code as oc
 
 doc = oc.load_table()
+# the real step's dataset, as the check builds it (its defaults), for the text below
+import inspect  # noqa: E402
+from myst_nb import glue  # noqa: E402
+from paperlib.implementations.opacus_code import stepcheck  # noqa: E402
+
+_sc = {k: p.default for k, p in inspect.signature(stepcheck.step_check).parameters.items()}
+_nb = -(-_sc["N"] // _sc["batch_size"])
+for k, v in {"sc_N": _sc["N"], "sc_batch": _sc["batch_size"], "sc_nbatches": _nb, "sc_q": f"{1 / _nb:g}",
+             "sc_Nq": f"{_sc['N'] / _nb:g}", "sc_floor": math.floor(_sc["N"] / _nb),
+             "sc_dnoise": f"{_sc['d_noise']:,}"}.items():
+    glue(f"nb08_{k}", str(v), display=False)
 releases = doc["releases"]
 versions = [r["version"] for r in releases]
 print(f"stored audit: {oc.stored_table_path().name}, generated {doc['generated_utc']}")
@@ -169,15 +180,17 @@ for (gen, _), r in latest.items():
 # ## Confirmation by a real step
 #
 # Reading code can be wrong, so each finding is also checked by running the release.
-# The check builds a dataset of $N = 10$ examples and samples with $q = 0.25$, so that
-# the three candidate divisors differ: $|B|$ is random, $Nq = 2.5$ and
-# $\lfloor Nq \rfloor = 2$. (Opacus v1.x derives $q$ from a data loader as one over the
-# number of batches; a batch size of 3 gives four batches and $q = 0.25$.) Two runs of
+# The check builds a dataset of $N$ = {glue:text}`nb08_sc_N` examples and samples with
+# $q$ = {glue:text}`nb08_sc_q`, so that the three candidate divisors differ: $\lvert B\rvert$
+# is random, $Nq$ = {glue:text}`nb08_sc_Nq` and $\lfloor Nq \rfloor$ = {glue:text}`nb08_sc_floor`.
+# (Opacus v1.x derives $q$ from a data loader as one over the number of batches; a batch
+# size of {glue:text}`nb08_sc_batch` gives {glue:text}`nb08_sc_nbatches` batches and
+# $q$ = {glue:text}`nb08_sc_q`.) Two runs of
 # one step per Poisson batch on a linear model started at zero:
 #
 # * with zero noise and every per-example gradient equal to $(1, 0)$, the update of
 #   the first weight is exactly $-|B|/\text{divisor}$;
-# * with zero gradients and unit noise over 4,096 weights, the standard deviation of
+# * with zero gradients and unit noise over {glue:text}`nb08_sc_dnoise` weights, the standard deviation of
 #   the update is $1/\text{divisor}$ (to about 1%).
 #
 # A divisor is read off every non-empty batch and matched to the candidates. The

@@ -32,7 +32,7 @@
 # accountant {cite}`mironov2019renyi` reports for the same run. This chapter
 #
 # 1. computes $\bar f^{\otimes T}$ **exactly** — it is a chi-square test in
-#    $m = T(n-1)$ coordinates (`THEORY.md` §7), up to $m \approx 3\cdot 10^8$ — and sets
+#    $m = T(n-1)$ coordinates (`THEORY.md` §7), up to $m$ = {glue:text}`nb09_m_large` — and sets
 #    it beside the CLT curve;
 # 2. converts the accountant's claim into a trade-off curve, using both Opacus's RDP
 #    accountant (the paper's baseline) and a tight composition of the SGM claim
@@ -64,13 +64,19 @@ ASGM_N_PARAMS = 26_010
 #
 # Everything here is deterministic (`SEED` is only recorded, `DEVICE` unused). The exact
 # chi-square curves cost milliseconds at every size, so all modes use the paper's
-# parameters. The mode sets the resolution of the numerical compositions (the FFT length
-# of the privacy-loss distributions, which fixes the width of their error brackets) and
-# the number of $\delta$ values from which the RDP claim curve is built:
-#
-# - **smoke**: FFT length $2^{17}$, 60 values of $\delta$;
-# - **quick**: FFT length $2^{21}$, 160 values of $\delta$;
-# - **full**: FFT length $2^{23}$, 320 values of $\delta$.
+# parameters. The numerical compositions (the tight SGM claim of section 2 and the ASGM
+# bound of section 4) are dp_accounting's privacy-loss distributions, driven by
+# `paperlib.fdp.pld.PLDComposition`: one round's privacy loss is put on a grid of losses
+# spaced by a step $\Delta$, once pessimistically (each cell's mass split between its two
+# end points) and once optimistically (the outcomes of a cell merged), and each side is
+# composed $T$ times with dp_accounting's FFT self-composition, so that the two sides
+# bracket the true $\varepsilon$. The grid is refined until the bracket is narrower than
+# {glue:text}`nb09_rel_tol` of $\varepsilon$, or until the composed distribution would be
+# longer than the mode's limit, {glue:text}`nb09_fft` points in this run
+# ({glue:text}`nb09_mode` mode). The step reached is {glue:text}`nb09_step_tight` for the
+# tight claim and is given in the title of each panel of section 4. The mode also sets
+# the number of $\delta$ values from which the RDP claim curve is built
+# ({glue:text}`nb09_ndelta` here).
 
 # %%
 import math
@@ -94,7 +100,10 @@ N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)
 ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 400)]))
 print(f"MODE={MODE} SEED={SEED}: FFT length {MAX_FFT}, {N_DELTAS} deltas for the RDP claim curve")
 print("results ->", results_dir().resolve())
-for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELTAS, "T": ROUNDS}.items():
+from paperlib.fdp.pld import DEFAULT_REL_TOL  # noqa: E402  (the target width of the brackets)
+
+for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELTAS, "T": ROUNDS,
+             "rel_tol": f"{DEFAULT_REL_TOL:.0%}", "nalpha": f"{ALPHA.size:,}"}.items():
     glue(f"nb09_{k}", v, display=False)
 
 # %% [markdown]
@@ -113,6 +122,7 @@ K, K1 = feasgm_floors(N_SMALL, Q)
 print(f"|D| = {N_SMALL:,}: normaliser {K};  |D'| = {N_SMALL + 1:,}: normaliser {K1}")
 assert (K, K1) == (700, 701)
 glue("nb09_K", K, display=False)
+glue("nb09_K1", str(K1), display=False)
 
 # %% [markdown]
 # ## 2. Exact bound, CLT bound and the claim
@@ -122,10 +132,10 @@ glue("nb09_K", K, display=False)
 # $\bar f^{\otimes T} = T\big(N(0, I_m), N(0, s^2 I_m)\big)$ with $s = K/(K+1)$:
 # the optimal test rejects $D$ when $\lVert x \rVert^2 < \tau$, and
 # $\alpha = F_{\chi^2_m}(\tau)$, $\beta = 1 - F_{\chi^2_m}(\tau / s^2)$.
-# For $n = 1{,}485{,}217$, $m \approx 3\cdot 10^8$; scipy's chi-square distribution
+# For $n = 1{,}485{,}217$, $m$ = {glue:text}`nb09_m_large`; scipy's chi-square distribution
 # function is inaccurate in its lower tail at that size (off by tens of percent five
 # standard deviations out), so `paperlib.fdp.tails.chi2_logcdf` uses Temme's uniform
-# expansion there (tested against 30-digit quadrature).
+# expansion there (tested against high-precision quadrature in the tests).
 #
 # The CLT bound of Theorem A.7 is $G_\mu(\alpha - \gamma) + \gamma$ on
 # $[\gamma, 1-\gamma]$, computed in `paperlib.fdp.clt`.
@@ -209,6 +219,9 @@ glue("nb09_eps_prv", float(cl["prv"]["eps"]), display=False)
 glue("nb09_eps_tight", float(cl["tight"]["eps_bracket"][1]), display=False)
 glue("nb09_eps_fe_small", float(eps_fe[N_PARAMS[0]]), display=False)
 glue("nb09_eps_fe_large", float(eps_fe[N_PARAMS[1]]), display=False)
+glue("nb09_step_tight", f"{cl['tight']['step']:.2g}", display=False)
+glue("nb09_m_large", f"{fig7['feasgm'][str(N_PARAMS[1])]['m']:,}", display=False)
+glue("nb09_mu_small", f"{fig7['feasgm'][str(N_PARAMS[0])]['mu']:.2f}", display=False)
 
 # %%
 def draw_panel(ax, r, mech_kind, title, legend=False):
@@ -238,7 +251,7 @@ pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N":
 #
 # The paper's Figure 7, regenerated: the 200-round upper bound on the guarantee of Opacus's
 # FEASGM for $|D| = 140{,}199$, $|D'| = 140{,}200$, $q = 0.005$, $\sigma = 10$
-# (normalisers {glue:text}`nb09_K` and 701): exact chi-square curve (vermillion, dashed)
+# (normalisers {glue:text}`nb09_K` and {glue:text}`nb09_K1`): exact chi-square curve (vermillion, dashed)
 # and the CLT bound of Theorem A.7 (green, dotted; only on $[\gamma, 1-\gamma]$), against
 # the claim that Opacus's RDP accountant certifies (black, solid) and the tight SGM claim
 # (black, dotted). Left: $n = 26{,}010$; right: $n = 1{,}485{,}217$, where both bounds run
@@ -246,13 +259,13 @@ pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N":
 # $\varepsilon = $ {glue:text}`nb09_eps_rdp:.3f` (PRV: {glue:text}`nb09_eps_prv:.3f`; the tight
 # value is at most {glue:text}`nb09_eps_tight:.4f`), while the bound has
 # $\varepsilon = $ {glue:text}`nb09_eps_fe_small:.1f` and {glue:text}`nb09_eps_fe_large:.0f`:
-# no analysis of this mechanism can certify the claim. Exact curves on 2,401 values of
-# $\alpha$, tight claim by numerical composition with FFT length
-# {glue:text}`nb09_fft`.
+# no analysis of this mechanism can certify the claim. Exact curves on
+# {glue:text}`nb09_nalpha` values of $\alpha$; tight claim by dp_accounting's PLD
+# composition with loss step {glue:text}`nb09_step_tight`.
 # ```
 #
 # Two remarks on what the figure shows. First, the exact bound is far below its CLT
-# approximation: at $n = 26{,}010$ the CLT curve has $\mu \approx 2.8$ while the exact
+# approximation: at $n = 26{,}010$ the CLT curve has $\mu$ = {glue:text}`nb09_mu_small` while the exact
 # test separates the two outputs almost perfectly. The CLT is applied to the
 # symmetrised one-coordinate curve $\max\{f^*, f^{*-1}\}$, which gives away a lot here.
 # Second, the bound is not an artefact of the analysis: when every clipped per-example
@@ -334,8 +347,8 @@ display_table
 # $\bar f^{\otimes T}$ (the side used for the bound), while splitting each cell's mass
 # between its two end points gives a pair that dominates the true one (the side a
 # guarantee uses). The two sides bracket the truth; their distance is the discretisation
-# error, shown as a band, and the grid is refined until it is at most 1% in
-# $\varepsilon$. The same code composes $f_q$ for the tight claim (section 2) and is
+# error, shown as a band, and the grid is refined until it is at most
+# {glue:text}`nb09_rel_tol` of $\varepsilon$. The same code composes $f_q$ for the tight claim (section 2) and is
 # checked against dp_accounting's own subsampled-Gaussian accountant in the tests.
 #
 # Setting: the DPSUR model of the paper's Figure 5 ($n = 26{,}010$, $q = 0.7$) with
@@ -404,8 +417,11 @@ pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of
 # full training set the bound stays above the claim curve and proves nothing — the same
 # picture as the paper's one-round Figure 5, now over a whole run. The table gives the
 # bracket of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
-# compared with a claim). FFT length {glue:text}`nb09_fft`.
+# compared with a claim). Composed distributions of at most {glue:text}`nb09_fft` points;
+# the loss step of each panel is in its title.
 # ```
+#
+# {glue:text}`nb09_one_round_note`
 
 # %%
 b_small, b_full = asgm["bound"][str(ASGM_NS[0])], asgm["bound"][str(ASGM_NS[1])]
@@ -416,6 +432,17 @@ for b in (b_small, b_full):
     assert np.all(_arr(b["upper"]) <= _arr(b["one_round_beta"]) + b["max_error"] + 1e-9)
 assert b_small["eps_bracket"][0] > max(acl["rdp"]["eps"], acl["prv"]["eps"])
 assert b_full["eps_bracket"][1] < acl["tight"]["eps_bracket"][0]
+# the one-round column is chapter 3's epsilon of the Eq. 14 bound: the same curve, by its other constructor
+from paperlib.mechanisms import guarantees as _g  # noqa: E402
+
+_ch3 = {N: _g.asgm_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS).epsilon(DELTA) for N in ASGM_NS}
+_dev = max(abs(_ch3[N] - asgm["bound"][str(N)]["one_round_eps"]) for N in ASGM_NS)
+assert _dev < 1e-6, _dev
+glue("nb09_one_round_note",
+     "The one-round column is the ε of the Eq. 14 bound of chapter 3 (paperlib.mechanisms.guarantees."
+     "asgm_upper_bound, the same curve as multiround.asgm_upper_bound_pair used here; the two agree to "
+     f"{max(_dev, 1e-16):.0e}): " + ", ".join(f"{_ch3[N]:.4f} at |D| = {N:,}" for N in ASGM_NS) + ".",
+     display=False)
 print("ASGM checks passed")
 
 # %%
