@@ -488,7 +488,7 @@ def test_data_resolve_dataset_names_the_folder_it_used(tmp_path, offline, monkey
     write_mnist(tmp_path / "env")
     monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "env"))
     name, root, note = resolve_dataset("mnist", 5, 0, mode="quick", extra_roots=[])
-    assert (name, note) == ("mnist", None) and root == (tmp_path / "env").resolve()
+    assert (name, note) == ("mnist", "data folder sample") and root == (tmp_path / "env").resolve()
 
 
 # ============================================================================ RESULTS: damaged files

@@ -1,4 +1,5 @@
-"""paperlib.implementations.datasets: loading through torchvision, offline errors, synthetic.
+"""paperlib.implementations.datasets: loading through torchvision, offline errors, the bundled
+real points (checksums, draw rule, damaged files, byte-exact rebuild), synthetic.
 
 No test needs the network or /work/shared: the files are written into ``tmp_path`` in
 torchvision's on-disk format. Every test runs with the download mirrors pointed at an
@@ -312,12 +313,111 @@ def test_real_sample_images(name, npz, img_key, label_key):
     assert float(pix.std()) > 20  # real digits/garments, not blank images
 
 
-def test_resolve_dataset_falls_back_to_synthetic_outside_full_mode(tmp_path, monkeypatch):
-    from paperlib.implementations.datasets import DatasetUnavailable, resolve_dataset
-
+def test_resolve_dataset_never_falls_back_to_synthetic(tmp_path, monkeypatch):
+    """An empty data folder (a fresh clone, offline): the bundled real points, in every mode
+    that does not download; the synthetic stand-in only by name."""
     monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "empty"))
-    name, root, note = resolve_dataset("mnist", 3, 0, mode="quick", extra_roots=[])
-    assert (name, root) == ("synthetic", None)
-    assert note.startswith("mnist unavailable") and "\n" not in note
-    with pytest.raises(DatasetUnavailable):
-        resolve_dataset("mnist", 3, 0, mode="full", extra_roots=[])
+    (tmp_path / "empty").mkdir()
+    for name in ("mnist", "fmnist", "cifar10"):
+        assert D.resolve_dataset(name, 5, 0, mode="quick") == (name, None, D.SOURCE_BUNDLED)
+    assert D.resolve_dataset("synthetic", 5, 0) == ("synthetic", None, D.SOURCE_SYNTHETIC)
+
+
+def test_resolve_dataset_uses_the_data_folder(tmp_path, monkeypatch):
+    make_mnist_like(tmp_path, "MNIST")
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path))
+    # 30 images are not the 60,000 of the official split: a sample, and said so
+    assert D.resolve_dataset("mnist", 5, 0) == ("mnist", tmp_path.resolve(), D.SOURCE_FOLDER_SAMPLE)
+    monkeypatch.setattr(D, "FULL_TRAIN_SIZE", dict(D.FULL_TRAIN_SIZE, mnist=30))
+    assert D.resolve_dataset("mnist", 5, 0) == ("mnist", tmp_path.resolve(), D.SOURCE_FULL)
+
+
+# ------------------------------------------------------------------ the bundled real points
+BUNDLE_NAMES = ("mnist", "fmnist", "cifar10")
+
+
+def test_bundle_checksums_and_contents():
+    folder = D.bundle_dir()
+    sums = dict(line.split()[::-1] for line in (folder / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {"mnist.npz", "fmnist.npz", "cifar10.npz"}
+    assert (folder / "README.md").is_file()
+    for name in BUNDLE_NAMES:
+        b = D.bundle_info(name)
+        assert b["sha256"] == sums[b["file"]] and b["split"] == "test"
+        assert len(b["labels"]) == D.BUNDLE_SIZE >= 5
+        assert b["pixels"].dtype == np.uint8 and float(b["pixels"].std()) > 20  # real images, not blank
+        assert len(set(b["indices"].tolist())) == D.BUNDLE_SIZE
+        assert set(b["labels"].tolist()) <= set(range(10))
+        with np.load(folder / b["file"], allow_pickle=False) as z:  # no pickle needed
+            assert set(z.files) == {"pixels", "labels", "indices", "split"}
+
+
+def test_bundled_points_draw_like_the_full_dataset_and_differ_between_datasets():
+    pts = {}
+    for name in BUNDLE_NAMES:
+        X, y, info = D.load_bundled(name, 5, seed=0)
+        assert tuple(X.shape) == (5, *DATASET_SHAPES[name]) and X.dtype == torch.float32 and y.dtype == torch.int64
+        b = D.bundle_info(name)
+        sel = np.random.default_rng(0).choice(D.BUNDLE_SIZE, 5, replace=False)  # the rule of load_points
+        assert info["indices"] == b["indices"][sel].tolist()
+        np.testing.assert_array_equal(y.numpy(), b["labels"][sel])
+        np.testing.assert_array_equal(_unnormalise(X, name).reshape(5, -1) if name != "cifar10" else
+                                      _unnormalise(X, name).transpose(0, 2, 3, 1).reshape(5, -1),
+                                      b["pixels"][sel].reshape(5, -1).astype(np.int64))
+        pts[name] = X
+        assert not torch.equal(X, D.load_bundled(name, 5, seed=1)[0])  # another seed, other points
+    assert not torch.equal(pts["mnist"], pts["fmnist"])  # the panels of Figure 4 cannot coincide
+    assert not torch.equal(pts["mnist"][:, :1, :28, :28], pts["cifar10"][:, :1, :28, :28])
+    with pytest.raises(ValueError, match="^k: 11 is larger than the 10 bundled"):
+        D.load_bundled("mnist", 11)
+
+
+def test_damaged_bundle_is_one_line_naming_the_file(tmp_path):
+    import shutil
+
+    folder = tmp_path / "points"
+    shutil.copytree(D.bundle_dir(), folder)
+    raw = bytearray((folder / "fmnist.npz").read_bytes())
+    raw[-200] ^= 0xFF
+    (folder / "fmnist.npz").write_bytes(bytes(raw))
+    with pytest.raises(DatasetUnavailable) as info:
+        D.load_bundled("fmnist", 5, folder=folder)
+    msg = str(info.value)
+    assert "\n" not in msg and str(folder / "fmnist.npz") in msg and "sha256" in msg
+    D.load_bundled("mnist", 5, folder=folder)  # the others still load
+    (folder / "mnist.npz").unlink()
+    with pytest.raises(DatasetUnavailable, match="is missing"):
+        D.load_bundled("mnist", 5, folder=folder)
+
+
+def test_damaged_bundle_stops_resolve_dataset(tmp_path, monkeypatch):
+    import shutil
+
+    folder = tmp_path / "points"
+    shutil.copytree(D.bundle_dir(), folder)
+    (folder / "cifar10.npz").write_bytes(b"not a zip")
+    monkeypatch.setattr(D, "bundle_dir", lambda: folder)
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "empty"))
+    with pytest.raises(DatasetUnavailable) as info:
+        D.resolve_dataset("cifar10", 5, 0)
+    assert "\n" not in str(info.value) and "cifar10.npz" in str(info.value)
+
+
+@pytest.mark.skipif(SHARED is None or not (SHARED / "cifar10_sample.npz").is_file(),
+                    reason="no ../shared/data with the real samples")
+def test_bundle_regenerates_byte_for_byte(tmp_path):
+    D.build_bundle(SHARED, tmp_path)
+    for f in ("mnist.npz", "fmnist.npz", "cifar10.npz", "SHA256SUMS"):
+        assert (tmp_path / f).read_bytes() == (D.bundle_dir() / f).read_bytes(), f
+
+
+@pytest.mark.skipif(SHARED is None or not (SHARED / "cifar10_sample.npz").is_file(),
+                    reason="no ../shared/data with the real samples")
+def test_bundle_points_are_the_sample_images_at_their_indices():
+    srcs = {"mnist": "mnist_sample.npz", "fmnist": "fashion_mnist_sample.npz", "cifar10": "cifar10_sample.npz"}
+    for name, f in srcs.items():
+        b = D.bundle_info(name)
+        with np.load(SHARED / f, allow_pickle=False) as z:
+            pos = np.searchsorted(z["test_indices"], b["indices"])
+            np.testing.assert_array_equal(z["images"][pos], b["pixels"])
+            np.testing.assert_array_equal(z["labels"][pos], b["labels"])
