@@ -33,6 +33,9 @@ _EXPORTS = {
     "certified_interval": "paperlib.mechanisms.certified",
     "certified_for_training_set": "paperlib.mechanisms.certified",
     "practitioner_report": "paperlib.practitioner",
+    "check_run": "paperlib.check",
+    "check_opacus": "paperlib.check",
+    "CertifiedAccountant": "paperlib.opacus_accountant",
     "audit_worst_case": "paperlib.audit",
     "clopper_pearson": "paperlib.audit.stats",
 }

@@ -126,9 +126,11 @@ def claimed_epsilon(opacus_version: str, q: float, sigma: float, steps: int, del
     return {"accountant": "rdp", "epsilon": eps, "accountant_error": None, "source": src}
 
 
-def _rates(version, N, batch_size, sample_rate, drop_last):
+def _rates(version, N, batch_size, sample_rate, drop_last, charged=False):
     """(q_sample, q_account, steps_per_epoch, rule) of a run on ``N`` records."""
     major = version[0]
+    if charged:  # the rate Opacus charges its accountant (and normalises with), as given to IAccountant.step
+        return sample_rate, sample_rate, max(int(1 / sample_rate), 1), "the rate charged to the accountant"
     if major >= 1:
         if sample_rate is not None:
             steps = int(1 / sample_rate)
@@ -213,15 +215,15 @@ def _verdict(entry, claim):
     entry["claim_stands"] = entry["verdict"] in ("stands", "holds")
 
 
-def _neighbour(name, small, mech, version, batch_size, sample_rate, drop_last, q_train, sigma, n, T, delta,
+def _neighbour(name, small, mech, version, batch_size, sample_rate, drop_last, charged, sigma, n, T, delta,
                pld_options):
     from paperlib.mechanisms.certified import certified_interval
 
     entry = {"name": name, "sizes": [small, small + 1],
              "description": "D_train minus one record vs D_train" if name == "removal"
              else "D_train vs D_train plus one record"}
-    qs_a, qa_a, st_a, _ = _rates(version, small, batch_size, sample_rate, drop_last)
-    qs_b, qa_b, st_b, _ = _rates(version, small + 1, batch_size, sample_rate, drop_last)
+    qs_a, qa_a, st_a, _ = _rates(version, small, batch_size, sample_rate, drop_last, charged)
+    qs_b, qa_b, st_b, _ = _rates(version, small + 1, batch_size, sample_rate, drop_last, charged)
     entry["sample_rates"] = [qs_a, qs_b]
     if (qs_a, qa_a) != (qs_b, qa_b):
         entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None,
@@ -327,7 +329,7 @@ def check_run(opacus_version: str, dataset_size: int, batch_size: int | None = N
               sample_rate: float | None = None, epochs: int | None = None, steps: int | None = None,
               noise_multiplier: float, n_params: int, loss_reduction: str = "mean", poisson: bool | None = None,
               delta: float = 1e-5, accountant: str | None = None, drop_last: bool = False,
-              pld_options: dict | None = None) -> dict:
+              charged_rate: bool = False, pld_options: dict | None = None) -> dict:
     """What a DP-SGD run with Opacus claims and what it is certified to give (module docstring).
 
     Parameters
@@ -344,6 +346,10 @@ def check_run(opacus_version: str, dataset_size: int, batch_size: int | None = N
         analysis covers fixed-size batches), None: the release's default
     delta : float in (0, 1); accountant : 'rdp', 'prv' or None (the release's default)
     drop_last : the data loader's flag (Opacus 1.x rule); pld_options : accuracy options of the PLD engine
+    charged_rate : True when ``sample_rate`` is the rate Opacus charges its accountant (what
+        ``IAccountant.step`` receives: ``1/len(DPDataLoader)``), used as given for sampling,
+        accounting and the normaliser; False (default): a DPDataLoader's own rate (1.x charges
+        ``1/int(1/rate)``)
 
     Returns
     -------
@@ -370,7 +376,9 @@ def check_run(opacus_version: str, dataset_size: int, batch_size: int | None = N
     if mech == "unsupported":  # 0.9-0.11 with the user's own Poisson sampler: it divides by |B|
         mech, mech_note = "asgm", ("A: divides by the realised batch size |B| (no built-in Poisson sampling in this "
                                    "release; your own Poisson sampler assumed)")
-    qs, qa, per_epoch, rule = _rates(version, N, batch_size, sample_rate, drop_last)
+    if charged_rate and sample_rate is None:
+        raise ValueError("sample_rate: charged_rate=True needs the charged sample_rate")
+    qs, qa, per_epoch, rule = _rates(version, N, batch_size, sample_rate, drop_last, charged_rate)
     T = steps if steps is not None else epochs * per_epoch
     if T > MAX_CHECK_STEPS:
         raise ValueError(f"steps = {T:,} is above {MAX_CHECK_STEPS:,} (the composition grids grow with the number "
@@ -400,7 +408,8 @@ def check_run(opacus_version: str, dataset_size: int, batch_size: int | None = N
         # 0.x: the rate is a fixed hyperparameter (batch_size / sample_size, typed by the user) on both datasets;
         # 1.x derives it from each dataset's own len(data_loader) unless a rate is given
         fixed = sample_rate if version[0] >= 1 else qs
-        e = _neighbour(name, small, mech, version, batch_size, fixed, drop_last, qa, sigma, n, T, delta, opts)
+        e = _neighbour(name, small, mech, version, batch_size, fixed, drop_last, charged_rate, sigma, n, T, delta,
+                       opts)
         _verdict(e, eps_claim)
         neighbours.append(e)
     report["neighbours"] = neighbours

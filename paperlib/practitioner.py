@@ -4,7 +4,12 @@ Which mechanism an Opacus release runs (paper Table 2, THEORY.md section 10), ho
 given Opacus derives its sampling rate and normaliser, and the verdict for both
 neighbouring pairs of a training set (removal and addition): does the SGM claim stand,
 and if not, what the corrected T-round upper bound of the guarantee says
-(:mod:`paperlib.fdp.composition`). Used by ``notebooks/10_practitioners.py``.
+(:mod:`paperlib.fdp.composition`).
+
+The full check of a run — claimed, certified and forced epsilon per neighbour, verdict and
+remedies — is :func:`paperlib.check.check_run` (``python -m paperlib check``,
+:func:`paperlib.check.check_opacus`, the book's practitioner page), built on the release rules
+here.
 """
 
 from __future__ import annotations
@@ -235,10 +240,8 @@ def practitioner_report(N_train: int, batch_size: int, epochs: int, noise_multip
     claimed = {a: sgm_claim_epsilon(q, sigma, rounds=T, delta=delta, accountant=a) for a in claim_accountants}
     report["claimed_epsilon"] = claimed
     report["claimed_epsilon_max"] = max(claimed.values()) if claimed else None
-    if major >= 1:
-        report["default_accountant"] = "prv" if _parse_version(opacus_version) >= (1, 6, 0) else "not checked"
-    else:
-        report["default_accountant"] = "rdp"
+    # PrivacyEngine(accountant="prv") is the default from 1.3.0 (read from v1.0.0-v1.6.0); 0.x have RDP only
+    report["default_accountant"] = "prv" if _parse_version(opacus_version)[:2] >= (1, 3) else "rdp"
     claim_max = report["claimed_epsilon_max"]
     neighbours = []
     for name, small in (("removal", N_train - 1), ("addition", N_train)):

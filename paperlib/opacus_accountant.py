@@ -1,0 +1,132 @@
+"""An Opacus accountant that reports the certified epsilon of the mechanism Opacus runs.
+
+:class:`CertifiedAccountant` has Opacus's own interface (``opacus.accountants.IAccountant``:
+``step(noise_multiplier=, sample_rate=)``, ``get_epsilon(delta)``, ``mechanism()``, ``len``,
+``history``, ``state_dict``), so it can stand in for the RDP/PRV accountant of a
+``PrivacyEngine``::
+
+    from opacus import PrivacyEngine
+    from paperlib import CertifiedAccountant
+
+    engine = PrivacyEngine()
+    engine.accountant = CertifiedAccountant(opacus_version="1.6.0", dataset_size=len(train_set),
+                                            n_params=sum(p.numel() for p in model.parameters()))
+    model, optimizer, loader = engine.make_private(module=model, optimizer=optimizer, data_loader=loader,
+                                                   noise_multiplier=1.1, max_grad_norm=1.0)
+    ...                                          # train
+    engine.get_epsilon(1e-5)                      # certified epsilon of the steps taken so far
+
+Set it before ``make_private`` (which attaches the accountant's step hook to the optimizer),
+or attach it afterwards with ``optimizer.attach_step_hook(acc.get_optimizer_hook_fn(sample_rate))``.
+
+``get_epsilon(delta)`` is the certified epsilon of the steps taken so far for add/remove
+neighbours of the training set, the larger over removal and addition
+(:func:`paperlib.check.check_run`, THEORY.md §11): the mechanism of the release (Table 2), the
+sampling rate it is charged on both datasets of each pair. Where the SGM analysis applies
+(``loss_reduction='sum'``, FEASGM whose floors agree) this is the SGM epsilon by PLD; elsewhere
+the certified composition of the per-pair guarantee. ``get_epsilon`` returns ``inf`` when a
+neighbour cannot be certified (the reason is in :meth:`last_report`). This module imports torch
+and Opacus; nothing in ``paperlib.fdp`` or ``paperlib.mechanisms`` imports it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from opacus.accountants import IAccountant
+
+from paperlib.validation import check_int, check_positive, check_rate
+
+__all__ = ["CertifiedAccountant"]
+
+
+class CertifiedAccountant(IAccountant):
+    """Opacus accountant (``IAccountant``) whose epsilon is the certified epsilon of the run.
+
+    Parameters
+    ----------
+    opacus_version : str — the release whose mechanism runs (default: the installed Opacus)
+    dataset_size : int >= 2 — records in the training set
+    n_params : int >= 1 — trainable parameters of the model
+    batch_size : int or None — informational (the expected batch size is ``int(N q)`` for the
+        charged rate ``q``); kept in :meth:`last_report`'s inputs
+    loss_reduction : 'mean' (default) or 'sum'
+    pld_options : accuracy options of the PLD engine (:mod:`paperlib.fdp.pld`)
+
+    ``history`` is a list of ``(noise_multiplier, sample_rate, steps)`` as in Opacus's
+    ``RDPAccountant`` (consecutive equal steps merged). ``get_epsilon`` composes one
+    ``(noise_multiplier, sample_rate)`` pair; a history with different values raises ValueError
+    (the certified composition of unequal rounds is not implemented).
+    """
+
+    def __init__(self, *, opacus_version: str | None = None, dataset_size: int, n_params: int,
+                 batch_size: int | None = None, loss_reduction: str = "mean", pld_options: dict | None = None):
+        super().__init__()
+        if opacus_version is None:
+            import opacus
+
+            opacus_version = opacus.__version__
+        from paperlib.practitioner import opacus_mechanism
+
+        opacus_mechanism(opacus_version, loss_reduction)  # validates both
+        self.opacus_version = opacus_version
+        self.dataset_size = check_int(dataset_size, "dataset_size", 2)
+        self.n_params = check_int(n_params, "n_params", 1)
+        self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
+        self.loss_reduction = loss_reduction
+        self.pld_options = dict(pld_options or {})
+        self._last = None
+        self._cache = {}
+
+    def step(self, *, noise_multiplier: float, sample_rate: float):
+        """One optimiser step at ``(noise_multiplier, sample_rate)`` (Opacus calls it through its hook)."""
+        noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
+        sample_rate = check_rate(sample_rate, "sample_rate")
+        if self.history and self.history[-1][:2] == (noise_multiplier, sample_rate):
+            sigma, q, k = self.history.pop()
+            self.history.append((sigma, q, k + 1))
+        else:
+            self.history.append((noise_multiplier, sample_rate, 1))
+
+    def __len__(self) -> int:
+        return len(self.history)
+
+    @classmethod
+    def mechanism(cls) -> str:
+        return "certified"
+
+    def _report(self, delta: float) -> dict | None:
+        if not self.history:
+            return None
+        pairs = {(s, q) for s, q, _ in self.history}
+        if len(pairs) > 1:
+            raise ValueError(f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
+                             "certified composition of unequal rounds is not implemented")
+        sigma, q = next(iter(pairs))
+        T = sum(k for _, _, k in self.history)
+        key = (sigma, q, T, float(delta))
+        if key not in self._cache:
+            from paperlib.check import check_run
+
+            # the rate Opacus passes is the one it charges and normalises with (1/len(DPDataLoader))
+            self._cache = {key: check_run(self.opacus_version, self.dataset_size, sample_rate=q, steps=T,
+                                          charged_rate=True,
+                                          noise_multiplier=sigma, n_params=self.n_params,
+                                          loss_reduction=self.loss_reduction, poisson=True, delta=delta,
+                                          accountant="rdp", pld_options=self.pld_options)}
+            self._cache[key]["inputs"]["batch_size"] = self.batch_size
+        self._last = self._cache[key]
+        return self._last
+
+    def get_epsilon(self, delta: float, **kwargs) -> float:
+        """Certified epsilon of the steps so far at ``delta`` (both neighbours, the larger; 0 before any step;
+        ``inf`` where a neighbour cannot be certified)."""
+        r = self._report(delta)
+        if r is None:
+            return 0.0
+        eps = r["epsilon_certified"]
+        return float(eps) if eps is not None else math.inf
+
+    def last_report(self) -> dict | None:
+        """The full report (:func:`paperlib.check.check_run`) behind the last :meth:`get_epsilon`."""
+        return self._last
