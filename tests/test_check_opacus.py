@@ -1,0 +1,143 @@
+"""``paperlib.check_opacus`` and ``paperlib.CertifiedAccountant`` against real Opacus 1.6.0 objects
+(``PrivacyEngine.make_private`` on a tiny ``nn.Linear`` model and a ``TensorDataset``), issue 12
+item 4."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+opacus = pytest.importorskip("opacus")
+
+from paperlib import CertifiedAccountant, check_opacus, check_run  # noqa: E402
+from paperlib.mechanisms.certified import certified_for_training_set  # noqa: E402
+
+D_IN, D_OUT = 20, 3
+N_PARAMS = D_IN * D_OUT + D_OUT  # 63
+
+
+def _private(N, batch, sigma=1.1, loss_reduction="mean", accountant="prv", replace_accountant=None, seed=0):
+    """A tiny model made private by Opacus 1.6.0 with Poisson sampling."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(N, D_IN, generator=g)  # MNIST-like features would do too: only shapes matter here
+    y = torch.randint(0, D_OUT, (N,), generator=g)
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(D_IN, D_OUT)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    engine = PrivacyEngine(accountant=accountant)
+    if replace_accountant is not None:
+        engine.accountant = replace_accountant  # before make_private, which hooks the accountant's step
+    model, opt, loader = engine.make_private(module=model, optimizer=opt,
+                                             data_loader=DataLoader(TensorDataset(x, y), batch_size=batch),
+                                             noise_multiplier=sigma, max_grad_norm=1.0, poisson_sampling=True,
+                                             loss_reduction=loss_reduction)
+    return engine, model, opt, loader
+
+
+def _train(model, opt, loader, epochs, loss_reduction="mean"):
+    crit = torch.nn.CrossEntropyLoss(reduction=loss_reduction)
+    steps = 0
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            if len(xb):
+                crit(model(xb), yb).backward()
+            opt.step()
+            steps += 1
+    return steps
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_check_opacus_reads_make_private_and_equals_check_run():
+    engine, model, opt, loader = _private(1000, 64)
+    r = check_opacus(engine, opt, loader, epochs=2, delta=1e-5, model=model)
+    got = r["read_from_opacus"]
+    assert got["dataset_size"] == 1000 and got["n_params"] == N_PARAMS
+    assert got["sample_rate"] == loader.sample_rate == 1 / 16  # 1/ceil(1000/64)
+    assert got["expected_batch_size"] == opt.expected_batch_size == 62 == int(1000 / 16)
+    assert got["noise_multiplier"] == 1.1 and got["loss_reduction"] == "mean" and got["accountant"] == "prv"
+    assert got["opacus_version"] == opacus.__version__
+    want = check_run(opacus.__version__, 1000, sample_rate=1 / 16, epochs=2, noise_multiplier=1.1, n_params=N_PARAMS,
+                     delta=1e-5, accountant="prv")
+    for k in ("mechanism", "steps", "claimed_epsilon", "epsilon_certified", "epsilon_forced", "claim_stands"):
+        assert r[k] == want[k]
+    # floors agree on both neighbours (int(999/16) = int(1000/16) = int(1001/16) = 62): the claim stands
+    assert r["mechanism"] == "feasgm" and r["claim_stands"]
+    assert [e["normalisers"] for e in r["neighbours"]] == [[62, 62], [62, 62]]
+    # the claim is what the engine prints after training those steps
+    steps = _train(model, opt, loader, 2)
+    assert steps == r["steps"] == 32
+    assert engine.get_epsilon(1e-5) == pytest.approx(r["claimed_epsilon"], rel=1e-9)
+    # without the model: the optimizer's trainable parameters
+    assert check_opacus(engine, opt, loader, epochs=2, delta=1e-5)["read_from_opacus"]["n_params"] == N_PARAMS
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_check_opacus_loss_reduction_sum_is_sgm():
+    engine, model, opt, loader = _private(1000, 50, loss_reduction="sum", accountant="rdp")
+    r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model)
+    assert r["read_from_opacus"]["loss_reduction"] == "sum" and r["read_from_opacus"]["accountant"] == "rdp"
+    assert r["mechanism"] == "sgm" and r["claim_stands"]
+    assert all(e["verdict"] == "stands" for e in r["neighbours"])
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_check_opacus_floors_differ_is_not_sgm():
+    # 1000 / 50 = 20 batches: int(999/20) = 49 but int(1000/20) = 50 on the removal neighbour
+    engine, model, opt, loader = _private(1000, 50, accountant="rdp")
+    r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model)
+    rem = r["neighbours"][0]
+    assert rem["normalisers"] == [49, 50] and not rem["floors_agree"] and not rem["claim_stands"]
+    assert rem["epsilon_forced"] > r["claimed_epsilon"] and rem["verdict"] == "refuted"
+    assert not r["claim_stands"]
+
+
+def test_check_opacus_refuses_a_plain_loader():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    engine, model, opt, _ = _private(200, 20)
+    plain = DataLoader(TensorDataset(torch.zeros(200, D_IN)), batch_size=20)
+    with pytest.raises(ValueError, match="data_loader"):
+        check_opacus(engine, opt, plain, epochs=1, delta=1e-5)
+    with pytest.raises(ValueError, match="optimizer"):
+        check_opacus(engine, torch.optim.SGD(model.parameters(), lr=0.1), plain, epochs=1, delta=1e-5)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("version,mech", [("1.6.0", "feasgm"), ("0.15.0", "easgm")])
+def test_certified_accountant_in_a_real_training_run(version, mech):
+    N, batch, sigma, epochs = 1000, 64, 1.1, 2
+    acc = CertifiedAccountant(opacus_version=version, dataset_size=N, n_params=N_PARAMS, batch_size=batch)
+    assert acc.mechanism() == "certified" and len(acc) == 0 and acc.get_epsilon(1e-5) == 0.0
+    engine, model, opt, loader = _private(N, batch, sigma=sigma, replace_accountant=acc)
+    assert engine.accountant is acc
+    steps = _train(model, opt, loader, epochs)
+    assert acc.history == [(sigma, 1 / 16, steps)] and len(acc) == 1 and steps == 32
+    eps = engine.get_epsilon(1e-5)  # the engine asks our accountant
+    direct = certified_for_training_set(mech, N, 1 / 16, sigma, N_PARAMS, rounds=steps, delta=1e-5)
+    assert eps == pytest.approx(direct["epsilon_certified"], rel=1e-12)
+    assert acc.last_report()["mechanism"] == mech
+    if mech == "easgm":  # index revealed, data-dependent normaliser: far above the SGM claim
+        assert eps > 2 * acc.last_report()["claimed_epsilon"]
+
+
+def test_certified_accountant_refuses_unequal_rounds():
+    acc = CertifiedAccountant(opacus_version="1.6.0", dataset_size=1000, n_params=10)
+    acc.step(noise_multiplier=1.0, sample_rate=0.05)
+    acc.step(noise_multiplier=2.0, sample_rate=0.05)
+    assert len(acc) == 2
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.get_epsilon(1e-5)
+
+
+def test_accountant_is_not_imported_by_the_computing_layers():
+    import subprocess
+    import sys
+
+    code = ("import sys, paperlib.fdp, paperlib.mechanisms, paperlib.mechanisms.certified, paperlib.check\n"
+            "assert 'paperlib.opacus_accountant' not in sys.modules and 'opacus' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
