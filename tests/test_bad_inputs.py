@@ -49,6 +49,8 @@ AU = ["audit", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2",
       "--trials", "200", "--distinguisher", "optimal", "--seed", "0"]
 AI = ["audit-implementation", "--implementation", "dpsur", "--model", "cnn-mnist", "--dataset", "synthetic",
       "--N", "4", "--q", "0.7", "--sigma", "10", "--C", "0.1", "--trials", "100", "--seed", "0"]
+CK = ["check", "--opacus-version", "1.6.0", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "10",
+      "--noise-multiplier", "1.1", "--params", "1000000", "--delta", "1e-5"]
 
 
 def _with(base, **opts):
@@ -186,6 +188,30 @@ CLI_INVALID = [
     ("impl-model-unknown", _with(AI, model="resnet"), "model"),
     ("impl-dataset-unknown", _with(AI, dataset="imagenet"), "dataset"),
     ("impl-mode-unknown", _with(AI, mode="medium"), "mode"),
+    # --- check (paperlib.check.check_run): the settings of an Opacus run
+    ("check-batch-larger-than-dataset", _with(CK, **{"batch-size": "70000"}), "--batch-size"),
+    ("check-no-poisson", CK + ["--no-poisson"], "--poisson"),
+    ("check-release-2.0", _with(CK, **{"opacus-version": "2.0.0"}), "--opacus-version"),
+    ("check-release-0.8", _with(CK, **{"opacus-version": "0.8.0"}), "--opacus-version"),
+    ("check-release-unparseable", _with(CK, **{"opacus-version": "banana"}), "--opacus-version"),
+    ("check-release-without-poisson", _with(CK, **{"opacus-version": "0.10.0"}), "--poisson"),
+    ("check-prv-before-1.3", _with(CK, **{"opacus-version": "1.2.0"}, accountant="prv"), "--accountant"),
+    ("check-epochs-and-steps", _with(CK, steps="1000"), "--steps"),
+    ("check-neither-epochs-nor-steps", _without(CK, "--epochs"), "--epochs"),
+    ("check-batch-and-sample-rate", _with(CK, **{"sample-rate": "0.01"}), "--sample-rate"),
+    ("check-sample-rate-above-1", _with(_without(CK, "--batch-size"), **{"sample-rate": "1.5"}), "--sample-rate"),
+    ("check-feasgm-divides-by-zero", _with(_without(CK, "--batch-size"), **{"dataset-size": "100",
+                                                                           "sample-rate": "0.001"}), "--sample-rate"),
+    ("check-steps-above-limit", _with(_without(CK, "--epochs"), steps="10000000"), "--steps"),
+    ("check-dataset-size-one", _with(CK, **{"dataset-size": "1", "batch-size": "1"}), "--dataset-size"),
+    ("check-dataset-size-fraction", _with(CK, **{"dataset-size": "1.5"}), "--dataset-size"),
+    ("check-epochs-zero", _with(CK, epochs="0"), "--epochs"),
+    ("check-noise-negative", _with(CK, **{"noise-multiplier": "-1"}), "--noise-multiplier"),
+    ("check-prv-grid-too-large", _with(CK, **{"noise-multiplier": "1e-3"}), "--noise-multiplier"),
+    ("check-params-zero", _with(CK, params="0"), "--params"),
+    ("check-loss-reduction-unknown", _with(CK, **{"loss-reduction": "avg"}), "--loss-reduction"),
+    ("check-delta-zero", _with(CK, delta="0"), "--delta"),
+    ("check-accountant-unknown", _with(CK, accountant="gdp"), "--accountant"),
 ]
 
 
