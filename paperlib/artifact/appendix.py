@@ -236,11 +236,22 @@ def _context(results: Path | None, notebooks_dir, env_record, citation_file) -> 
 
 
 def _verdict(ctx: dict, cid: str) -> str:
+    """The last grade's verdict of claim *cid* as the grade page shows it: the verdict (and mode),
+    then, for any verdict but *reproduced*, its reason (the same record, ``results/grade.json``)."""
     ev = ctx["verdict"].get(cid, {})
     v = str(ev.get("verdict", "not graded yet"))
     if ev.get("mode") and ev.get("mode") != "n/a":
         v += f" ({ev['mode']})"
+    if ev.get("reason") and ev.get("verdict") not in ("reproduced", "not applicable"):
+        v += f": {ev['reason']}"
     return v
+
+
+def _verdict_word(ctx: dict, cid: str) -> str:
+    """The last grade's verdict of claim *cid* and its mode, without the reason (table cells)."""
+    ev = ctx["verdict"].get(cid, {})
+    v = str(ev.get("verdict", "not graded yet"))
+    return v + (f" ({ev['mode']})" if ev.get("mode") and ev.get("mode") != "n/a" else "")
 
 
 def _access_lines(ctx: dict) -> list[str]:
@@ -357,8 +368,11 @@ def _limitations(ctx: dict) -> list[str]:
             open_claims.append(f"{c.id}: {ev.get('verdict')}" + (f" ({_esc(why)})" if why else ""))
     if open_claims:
         L.append("- Claims the last grade does not confirm: " + "; ".join(open_claims) + ".")
-    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced); its verdicts hold "
-          "for those sizes. The paper's sizes are `full` mode.",
+    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced). Reduced trial counts "
+          "alone do not demote a verdict: a point below its claim that the reduced count cannot resolve (its point "
+          "estimate above the claim) is graded *partly reproduced (quick mode cannot resolve ...)*, every other "
+          "violation *not reproduced*. The paper's sizes are `full` mode.",
+          "- " + _claims.VERDICT_RULE,
           "- The audits give 95% Clopper-Pearson lower bounds on epsilon from finitely many trials, so a claim "
           "is *reproduced* as a statistical statement at that level, one seed at a time (`SEED=` changes it).",
           "- The copy of the paper this work started from lost the statements of some theorems; `THEORY.md` "
@@ -460,11 +474,14 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
 
     L += H("Evaluation workflow")
     L += H("Major claims")
-    L += ["| claim | paper item | statement | experiment | last verdict |", "|---|---|---|---|---|"]
+    # a narrow table (the verdict never hidden by the page width), the statements and reasons below it
+    L += ["| claim | paper item | last verdict | experiment |", "|---|---|---|---|"]
     for c in _claims.CLAIMS:
         e = by_nb.get(c.notebook)
-        L.append(f"| {c.id} | {_esc(c.item)} | {_esc(c.statement)} | {e['id'] if e else 'none'} | "
-                 f"{_esc(_verdict(ctx, c.id))} |")
+        L.append(f"| {c.id} | {_esc(c.item)} | {_esc(_verdict_word(ctx, c.id))} | {e['id'] if e else 'none'} |")
+    L.append("")
+    for c in _claims.CLAIMS:
+        L.append(f"- {c.id} ({_esc(c.item)}), {_esc(_verdict(ctx, c.id))}. Claim: {_esc(c.statement)}")
     L.append("")
 
     L += H("Experiments")

@@ -196,3 +196,75 @@ def test_main_writes_the_pets_form(results, tmp_path):
     assert "Rethinking the Security of DP-SGD" in pets and "not the authors' code" in pets
     with pytest.raises(SystemExit):
         appendix.main(["--notebooks", str(ROOT / "notebooks"), "--citation", str(tmp_path / "none.cff")])
+
+
+# ---------------------------------------------------------------- one verdict everywhere (issue 14)
+def _pt(p, claim, trials):
+    from paperlib.audit import stats as S
+
+    nd = trials // 2
+    k = int(round(p * nd))
+    lo, hi = S.clopper_pearson(k, nd)
+    return {"eps_lower": float(S.eps_lower(hi, hi, 1e-5)), "eps_claimed": claim, "trials": trials, "delta": 1e-5,
+            "fpr": k / nd, "fnr": k / nd, "fpr_ci": [lo, hi], "fnr_ci": [lo, hi]}
+
+
+def _write_result(d, name, data, mode="quick"):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(json.dumps({"key": "0" * 16, "params": {"mode": mode}, "data": data,
+                                      "provenance": {"mode": mode}}))
+
+
+def test_grade_page_json_appendix_and_terminal_agree(results, tmp_path):
+    """The four places a verdict is shown give the same verdict for every claim, reason first."""
+    # C3 not reproduced (the paper's distinguisher below the claim at n = 100, 10,000 trials)
+    pts = []
+    for mech, q, claim in (("asgm", 0.7, 0.243), ("easgm", 0.05, 0.0144)):
+        for n, p in {1: 0.3, 10: 0.2, 30: 0.1, 100: 0.02, 1000: 0.01, 10000: 0.005}.items():
+            pp = 0.47 if (mech, n) == ("asgm", 100) else p
+            pts.append({"point": {"mechanism": mech, "q": q, "N": 4, "n": n},
+                        "results": {"optimal": _pt(p, claim, 10000),
+                                    claims.PAPER_DISTINGUISHER: _pt(pp, claim, 10000)}})
+    _write_result(results, "05_fig3_audit.json", {"complete": True, "points": pts})
+    # C6 partly reproduced: real data named, but the inputs were not recorded
+    o, n = _pt(0.0, 0.174, 10000), _pt(0.01, 0.174, 10000)
+    r = {"dataset": "mnist", "mechanism": "feasgm", "eps_claimed": 0.174, "trials": 10000, "delta": 1e-5,
+         "check": {"passed": True}, "version": "1.0.0", "q": 0.5, "n": 1485217}
+    for k in ("eps_lower", "fpr", "fnr", "fpr_ci", "fnr_ci"):
+        r[k] = {"optimal": o[k], claims.PAPER_DISTINGUISHER: n[k]}
+    _write_result(results, "07_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": None, "result": r})
+    # C7 reproduced
+    _write_result(results, "09_multiround_summary.json", {"claim": {"rdp": 0.104}, "figure7": {
+        "26010": {"eps_upper_bound": 29.6}, "1485217": {"eps_upper_bound": 754.0}}})
+    book = tmp_path / "book"
+    book.mkdir()
+    assert claims.main(["--book-md", str(book / "grade.md")]) == 0
+    g = json.loads((results / "grade.json").read_text())
+    by_json = {c["id"]: c["verdict"] for c in g["claims"]}
+    assert by_json["C3"] == "not reproduced" and by_json["C6"] == "partly reproduced" and by_json["C7"] == "reproduced"
+    md = (book / "grade.md").read_text()
+    by_md = {line.split(" | ")[1].split()[0]: line.split(" | ")[0].lstrip("| ")
+             for line in md.splitlines() if line.startswith("| ") and " (" in line.split(" | ")[1]}
+    text = claims.render_text(g)
+    by_text = {}
+    for line in text.splitlines():
+        if line[:1] == "C" and line[1:2].isdigit():
+            cid, rest = line[:5].strip(), line[15:]
+            by_text[cid] = next(v for v in sorted(claims.VERDICTS, key=len, reverse=True) if rest.startswith(v))
+    app = appendix.render(book=True, notebooks_dir=ROOT / "notebooks")
+    by_app = {}
+    for line in app.split("### Major claims")[1].split("### Experiments")[0].splitlines():
+        cells = [x.strip() for x in line.strip("|").split("|")]
+        if line.startswith("| C") and len(cells) == 4:
+            by_app[cells[0]] = cells[2].split(" (")[0]
+    ids = [c.id for c in claims.CLAIMS]
+    assert list(by_json) == ids
+    assert by_md == by_json and by_text == by_json and by_app == by_json
+    # the reason is the first thing after the verdict, the same words everywhere
+    reason = next(c["reason"] for c in g["claims"] if c["id"] == "C6")
+    assert reason == "substituted: inputs not recorded"
+    assert f"| partly reproduced | C6 (Fig. 6) | {reason} |" in md
+    assert f"- C6 (Fig. 6), partly reproduced (quick): {reason}." in app
+    k = text.splitlines().index(next(x for x in text.splitlines() if x.startswith("C6 ")))
+    assert text.splitlines()[k + 1].split(None, 1)[1] == reason
+    assert "C3: not reproduced (violated: " in app.split("## Limitations")[1]
