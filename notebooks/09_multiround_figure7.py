@@ -19,7 +19,8 @@
 # Training runs for many rounds, and the number a practitioner reads off is the
 # $(\varepsilon, \delta)$ that an accountant reports for the whole run. Appendix A.4 of
 # {cite}`wang2026rethinking` asks whether that number survives for the mechanism that
-# Opacus 1.x actually runs (FEASGM: the noisy sum divided by $\lfloor Nq \rfloor$). It
+# Opacus 1.x actually runs (FEASGM: the noisy sum divided by $\lfloor Nq \rfloor$, reported
+# in Opacus issue #571 {cite}`opacus571`). It
 # takes a full training epoch of $T = 200$ rounds at $q = 1/200$ on a dataset of
 # 140,200 records, so that Opacus's normaliser is $\lfloor 140{,}200 \cdot 0.005 \rfloor
 # = 701$, while the neighbouring dataset with one record removed gets
@@ -37,7 +38,7 @@
 # 2. converts the accountant's claim into a trade-off curve, using both Opacus's RDP
 #    accountant (the paper's baseline) and a tight composition of the SGM claim
 #    ({cite}`bu2020deep`, composed as in {cite}`dong2022gaussian`; cross-checked with
-#    Opacus's PRV accountant {cite}`yousefpour2021opacus`);
+#    Opacus's PRV accountant {cite}`yousefpour2021opacus,gopi2021numerical`);
 # 3. repeats the comparison for EASGM (Opacus 0.14–0.15), and
 # 4. composes the ASGM bound (Eq. 14) over $T$ rounds numerically — the case the paper
 #    leaves open.
@@ -327,7 +328,7 @@ display_table
 # %% [markdown]
 # ## 4. ASGM over $T$ rounds, by numerical composition
 #
-# For ASGM (Opacus 0.12–0.13, DPSUR) the paper stops at one round: its Eq. 14 bound
+# For ASGM (Opacus 0.12–0.13, DPSUR {cite}`fu2024dpsur`) the paper stops at one round: its Eq. 14 bound
 # $w\,T\big(P^{\otimes(n-1)}, Q_N^{\otimes(n-1)}\big) + (1-w)\,\mathrm{Id}$,
 # $w = q - q(1-q)^N$, has no closed-form composition. It does, however, have a simple
 # realisation: it is exactly the trade-off function of the pair "$P$ against $Q$ with
@@ -345,7 +346,7 @@ display_table
 # privacy-loss convolution: merging the outputs that fall in one cell of the loss grid is
 # post-processing, so the curve of the merged pair lies *above* the true
 # $\bar f^{\otimes T}$ (the side used for the bound), while splitting each cell's mass
-# between its two end points gives a pair that dominates the true one (the side a
+# between its two end points {cite}`doroshenko2022connect` gives a pair that dominates the true one (the side a
 # guarantee uses). The two sides bracket the truth; their distance is the discretisation
 # error, shown as a band, and the grid is refined until it is at most
 # {glue:text}`nb09_rel_tol` of $\varepsilon$. The same code composes $f_q$ for the tight claim (section 2) and is

@@ -70,7 +70,20 @@ __all__ = [
     "check_outputs",
     "audit_implementation",
     "points_sha256",
+    "PAPER_CODE",
+    "audit_inputs",
 ]
+
+#: what the paper ran for each implementation's mechanism (``r["inputs"]["paper_code"]``)
+PAPER_CODE = {
+    "opacus-installed": "DP-FETA's code path, built on Opacus v1.0 (FEASGM; Appendix A.3)",
+    "opacus-1.0.2": "DP-FETA's code path, built on Opacus v1.0 (FEASGM; Appendix A.3)",
+    "opacus-0.15.0": "Opacus v0.15.0, the EASGM code path of DPSGD-HF, DP-FETA and PrivImage (Section 5.1)",
+    "opacus-0.13.0": "Opacus v0.13.0, DPSGD-HF's release (ASGM; Table 2)",
+    "dpsur": "DPSUR's own code, from its public repository (ASGM; Section 5.1)",
+}
+#: implementations whose code is the code the paper ran (the old releases, installed on demand)
+_AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
@@ -78,7 +91,7 @@ MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
-REAL_AUDIT_VERSION = 1
+REAL_AUDIT_VERSION = 2  # 2: results record their inputs (r["inputs"]); bundled points
 #: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
 CHECK_LEVEL = 1e-3
 #: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
@@ -257,7 +270,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          C: float, trials: int, seed: int = 0, mode: str = "quick",
                          distinguishers=("optimal", "normality"), delta: float = 1e-5,
                          check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
-                         check_level: float = CHECK_LEVEL, cache=None, data_root=None) -> dict:
+                         check_level: float = CHECK_LEVEL, cache=None, data_root=None, points="folder") -> dict:
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
     Parameters
@@ -281,6 +294,10 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         i.e. ``$PAPERLIB_DATA`` or ``<repo>/data``); ignored for ``"synthetic"``. Only
         ``mode="full"`` downloads a dataset that is missing there.
     progress : a tqdm bar (stderr) over the implementation's steps.
+    points : ``"folder"`` (default: the points are drawn from the dataset in ``data_root``)
+        or ``"bundled"`` (drawn with ``seed`` from the real points bundled with the package,
+        :func:`paperlib.implementations.datasets.load_bundled`; ``data_root`` is ignored).
+        Ignored for ``"synthetic"``.
 
     Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
     ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
@@ -289,7 +306,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     ``eps_claimed`` (``sgm_claim(q, sigma).epsilon(delta)``), ``results`` (the full
     :class:`~paperlib.audit.AuditResult` dicts), ``trials``, ``seconds``,
     ``seconds_per_step`` (the implementation's measured cost per step) and
-    ``full_mode_estimate_s`` (that cost times the rounds a full-mode run needs).
+    ``full_mode_estimate_s`` (that cost times the rounds a full-mode run needs), and
+    ``inputs`` (:func:`audit_inputs`: which data and which code really ran, and how many
+    of the rounds were implementation steps).
 
     Raises ValueError for bad input, ``DatasetUnavailable`` (from the dataset loader)
     when the data cannot be had, :class:`ImplementationMismatch` when the quick check fails.
@@ -328,12 +347,26 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     # the points first: the cache key holds the folder they came from and their hash, so a
     # result is reused only for the same data, and a missing dataset fails before the cache
-    root = None
-    if dataset != "synthetic":
+    if points not in ("folder", "bundled"):
+        raise ValueError(f"points must be 'folder' or 'bundled', got {points!r}")
+    root, bundle, drawn = None, None, None
+    if dataset != "synthetic" and points == "folder":
         root = Path(data_root if data_root is not None else datasets.data_root()).expanduser().resolve()
     t0 = time.perf_counter()
-    X, y = _load_points(datasets, dataset, model, N + 1, seed, root, download=(mode == "full"))
-    params = {"kind": "real_audit", "data_root": None if root is None else str(root),
+    if dataset != "synthetic" and points == "bundled":
+        X, y, bundle = datasets.load_bundled(dataset, N + 1, seed)
+        from paperlib.implementations.models import MODEL_INPUT
+
+        if tuple(X.shape[1:]) != tuple(MODEL_INPUT[model]):
+            raise ValueError(f"model {model!r} takes inputs of shape {tuple(MODEL_INPUT[model])}, dataset "
+                             f"{dataset!r} has {tuple(X.shape[1:])}")
+        data_key = f"bundled:{bundle['file']}:{bundle['sha256']}"
+    else:
+        X, y = _load_points(datasets, dataset, model, N + 1, seed, root, download=(mode == "full"))
+        data_key = None if root is None else str(root)
+        if root is not None:
+            drawn = datasets.drawn_indices(dataset, N + 1, seed, root=root)
+    params = {"kind": "real_audit", "data_root": data_key,
               "points_sha256": points_sha256(X, y), "version": REAL_AUDIT_VERSION, "audit_version": AUDIT_VERSION,
               "implementation": implementation, "model": model, "dataset": dataset, "N": N, "q": q, "sigma": sigma,
               "C": C, "trials": trials, "seed": int(seed), "mode": mode, "distinguishers": dists, "delta": delta,
@@ -463,6 +496,54 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "full_mode_estimate_s": _jsonnum(per_step * full_rounds),
         "cached": False,
     }
+    data["inputs"] = audit_inputs(implementation, dataset, version=impl_info.get("version"), bundle=bundle,
+                                  drawn=drawn, real_rounds=impl_steps, rounds=2 * trials)
     if cache is not None:
         cache.save(name, params, data, seed=int(seed), wall_time=wall)
     return data
+
+
+def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, drawn=None, real_rounds: int,
+                 rounds: int) -> dict:
+    """What an audit really ran on (``r["inputs"]``), for captions and the grade.
+
+    ``{"data": "full dataset" | "bundled real points" | "synthetic stand-in" | "data folder
+    sample", "data_detail": one line (split, indices in it, checksum state), "code": what
+    ran, "code_as_paper": whether that is the code the paper audited, "paper_code": what
+    the paper ran (:data:`PAPER_CODE`), "real_rounds": rounds (calibration and counted, D
+    and D') that were steps of the implementation, "rounds": all rounds of the game}``.
+    ``bundle``: the info of :func:`datasets.load_bundled`; ``drawn``: that of
+    :func:`datasets.drawn_indices` for a data folder.
+    """
+    from paperlib.implementations import datasets as D
+
+    if dataset == "synthetic":
+        data = D.SOURCE_SYNTHETIC
+        detail = D.describe_points(dataset, data, [], split="")
+    elif bundle is not None:
+        data = D.SOURCE_BUNDLED
+        detail = D.describe_points(dataset, data, bundle["indices"], split=bundle["split"], sha_ok=True)
+    else:
+        full = bool(drawn and drawn.get("full"))
+        data = D.SOURCE_FULL if full else D.SOURCE_FOLDER_SAMPLE
+        idx = drawn["indices"] if drawn else []
+        detail = D.describe_points(dataset, D.SOURCE_FULL, idx, split=(drawn or {}).get("split", "train"))
+        if not full:
+            detail = detail.replace("(full dataset in the data folder)",
+                                    f"(a data folder of {(drawn or {}).get('n', '?')} images, not the full split)")
+    v = str(version) if version is not None else "unknown"
+    if implementation == "dpsur":
+        code = ("paperlib's re-implementation of DPSUR's ASGM step (paperlib.implementations.dpsur)"
+                if v == "paperlib" else f"DPSUR's own step ({v}, run in a subprocess)")
+        as_paper = v != "paperlib"
+    elif implementation == "opacus-installed":
+        code, as_paper = f"Opacus {v} DPOptimizer step (the installed release)", False
+    elif implementation in _AS_PAPER:
+        step = "DPOptimizer" if v.startswith("1.") else "PrivacyEngine"
+        code = f"Opacus {v} {step} step (installed on demand from its sha256-verified wheel, run in a subprocess)"
+        as_paper = True
+    else:  # a variant the paper did not run (e.g. paperlib's fix)
+        code, as_paper = f"{implementation} (Opacus {v})", False
+    return {"data": data, "data_detail": detail, "code": code, "code_as_paper": bool(as_paper),
+            "paper_code": PAPER_CODE.get(implementation, "none (not in the paper)"),
+            "real_rounds": int(real_rounds), "rounds": int(rounds)}

@@ -25,6 +25,11 @@ Implementations (:data:`IMPLEMENTATIONS`)
     ``DPDataLoader`` does. With ``floor(N q) = 0`` the optimiser divides by zero: the
     updates contain ``inf``/``nan`` and a note says so (THEORY.md section 0: reproduce,
     do not hide).
+``"opacus-1.0.2"`` (FEASGM, ``nu = floor(N q)``): the Opacus v1.0 line the paper audits
+    (DP-FETA's code path, Appendix A.3); 1.0.2 is the last release of that line. Installed
+    and run in a subprocess as the v0 releases below (same cache, sha256-verified wheel),
+    and driven exactly as ``"opacus-installed"`` (the same function runs inside the
+    subprocess, with the release first on ``sys.path``).
 ``"opacus-0.15.0"`` (EASGM, ``nu = N q``) and ``"opacus-0.13.0"`` (ASGM, ``nu = |B|``)
     Installed from the release cache with ``pip install --no-deps --target
     <cache>/opacus-<version>`` (:func:`paperlib.implementations.opacus_code.install_release`) and run in
@@ -93,15 +98,16 @@ __all__ = [
     "detect_normaliser",
 ]
 
-IMPLEMENTATIONS = ("opacus-installed", "opacus-0.15.0", "opacus-0.13.0", "dpsur")
+IMPLEMENTATIONS = ("opacus-installed", "opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0", "dpsur")
 #: the mechanism each implementation is documented to run (code audit, Table 2)
 IMPLEMENTATION_MECHANISM = {
     "opacus-installed": Mechanism.FEASGM,
+    "opacus-1.0.2": Mechanism.FEASGM,
     "opacus-0.15.0": Mechanism.EASGM,
     "opacus-0.13.0": Mechanism.ASGM,
     "dpsur": Mechanism.ASGM,
 }
-RELEASES = {"opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
+RELEASES = {"opacus-1.0.2": "1.0.2", "opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
 DEFAULT_MODEL_SEED = 0
 
 
@@ -169,6 +175,15 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
     out = np.empty((trials, flat0.numel()), dtype=np.float64)
     sizes = np.empty(trials, dtype=np.int64)
     t_last = time.perf_counter()
+    # Opacus 1.0.x cannot run a zero-row batch (its conv grad sampler and clipper reshape a
+    # 0-element tensor with -1): an empty Poisson batch is fed to its own DPOptimizer.step as
+    # one all-zero per-sample gradient, whose clipped sum is 0 -- the step then adds the
+    # release's noise and divides by expected_batch_size, as it would for an empty batch.
+    zero_row_empty = str(opacus.__version__).startswith("1.0.")
+    if zero_row_empty:
+        notes.append("Opacus 1.0.x fails on a zero-row batch; an empty Poisson batch is passed to its "
+                     "DPOptimizer.step as one all-zero per-sample gradient (clipped sum 0, then the release's "
+                     "noise and division by expected_batch_size)")
     for t in range(trials):
         with torch.no_grad():
             for p, p0 in zip(params, theta0):
@@ -178,10 +193,15 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
         sizes[t] = len(idx)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            logits = gsm(Xd[idx])
-            loss = torch.nn.functional.cross_entropy(logits, yd[idx]) if len(idx) else logits.sum() * 0.0
-            loss.backward()
-            opt.step()
+            if len(idx) == 0 and zero_row_empty:
+                for p in params:  # one all-zero per-sample gradient: clipped sum 0, as for an empty batch
+                    p.grad_sample = torch.zeros((1, *p.shape), dtype=p.dtype)
+                opt.step()
+            else:
+                logits = gsm(Xd[idx])
+                loss = torch.nn.functional.cross_entropy(logits, yd[idx]) if len(idx) else logits.sum() * 0.0
+                loss.backward()
+                opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
         out[t] = ((flat0 - flat1) / lr).numpy()
         if progress and time.perf_counter() - t_last > 5:
@@ -211,6 +231,14 @@ def _legacy_worker(spec_path: str) -> None:
     yd = torch.from_numpy(np.load(spec["y"]))
     N, q, sigma, C, lr, trials, seed = (len(Xd), spec["q"], spec["sigma"], spec["C"], spec["lr"],
                                         spec["trials"], spec["seed"])
+    if api == "v1-make_private":  # v1.x: the installed-Opacus driver, run against this release
+        out, sizes, _, notes = _run_installed(spec["model_name"], Xd, yd, q, sigma, C, trials, seed, lr,
+                                              spec["model_seed"], bool(spec.get("progress")))
+        np.save(spec["out"], out)
+        np.save(spec["sizes"], sizes)
+        Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
+                                                  "torch": torch.__version__}))
+        return
     model = build_model(spec["model_name"], seed=spec["model_seed"])
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     notes = []
