@@ -30,7 +30,8 @@
 #
 # ($S_B$ is the sum of the clipped gradients of the Poisson batch $B$, $G$ the Gaussian
 # noise with standard deviation $\sigma C$ per coordinate.) Dividing by a constant is
-# harmless only when the constant is the same on both neighbouring datasets. Here it
+# harmless only when the constant is the same on both neighbouring datasets (a pitfall
+# that {cite}`lebeda2025pitfalls` point out for EASGM's expected-batch-size average). Here it
 # is not: $D$ has $N$ examples and $D'$ has $N+1$, so EASGM divides by $Nq$ on one side
 # and $(N+1)q$ on the other, and ASGM's divisor moves with the batch. The output
 # distributions then differ in *scale* as well as in location, and in $n$ dimensions a
@@ -114,7 +115,8 @@ for k, v in {"mode": MODE, "seed": SEED, "trials": f"{TRIALS:,}", "dkw": f"{DKW_
 #
 # The real output is a *mixture* over the batch. Its trade-off function has no closed
 # form, but revealing the batch to the adversary can only help it, so the trade-off
-# with the batch revealed is a lower bound — a valid guarantee (paper Lemma 2.10). For
+# with the batch revealed is a lower bound — a valid guarantee (paper Lemma 2.10, after
+# {cite}`wang2023unified`). For
 # a revealed index the optimal test thresholds every component's likelihood ratio at
 # one common value $t$ and sums FPRs and FNRs with the mixture weights (paper Lemma
 # 3.1; `THEORY.md` §5; `paperlib.fdp.mixture.LRMixture`). This gives

@@ -128,8 +128,9 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT, "t
 # $n = 1{,}485{,}217$.
 #
 # The settings are those of the paper's Figure 5: EASGM with $q = 0.005$, ASGM with $q = 0.7$,
-# $\sigma = 10$, the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF and
-# DPSUR) and $n = 1{,}485{,}217$ (PrivImage and DP-FETA), and
+# $\sigma = 10$, the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF
+# {cite}`tramer2021differentially` and DPSUR {cite}`fu2024dpsur`) and $n = 1{,}485{,}217$
+# (PrivImage {cite}`li2024privimage` and DP-FETA {cite}`li2025feta`), and
 # $N = |D| \in \{1, 4, 999, 59{,}999\}$ — the last being the full 60,000-example
 # training set with one example held out. (DPSUR is the ASGM system, the others use
 # EASGM through Opacus 0.15; the ASGM bound at $n = 1{,}485{,}217$ is drawn for

@@ -30,7 +30,7 @@
 # starting parameters are fixed and known, hence every per-example gradient, hence
 # every Gaussian component of both output distributions. Its guess is compared with the
 # truth; false positives (guessing $D'$ on a $D$ round) give the FPR $\alpha$, false
-# negatives the FNR $\beta$. From 95% Clopper-Pearson intervals of both rates, the
+# negatives the FNR $\beta$. From 95% Clopper-Pearson intervals {cite}`clopper1934use` of both rates, the
 # upper limits $\alpha_r, \beta_r$ give the lower bound
 #
 # $$

@@ -22,7 +22,7 @@
 # up. This chapter checks that an auditor can actually collect that evidence. It
 # repeats the game of the previous chapter (tight-auditing setting of
 # {cite}`annamalai2024nearly`, one round, white-box adversary, threshold chosen on
-# separate calibration rounds, 95% Clopper-Pearson intervals and the lower bound
+# separate calibration rounds, 95% Clopper-Pearson intervals {cite}`clopper1934use` and the lower bound
 # $\varepsilon_L$ of {cite}`nasr2023tight`) with $|D| = N = 4$, $|D'| = 5$,
 # $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, worst-case synthetic gradients, and
 # varies $n$.

@@ -22,7 +22,11 @@
 # its floor $\lfloor Nq \rfloor$ (FEASGM). Which of them a practitioner actually gets is
 # decided by a line or two in the DP-SGD library. {cite}`wang2026rethinking` read the
 # `privacy_engine.py` of Opacus {cite}`yousefpour2021opacus` from v0.9.0 to v1.5.4 and
-# summarised it in their Table 2 (Section 5.5 and Appendix A of the paper).
+# summarised it in their Table 2 (Section 5.5 and Appendix A of the paper). The floor
+# of Opacus 1.x had been reported before, in Opacus issue #571 {cite}`opacus571`; the paper
+# also credits auditing work by Cebere et al. with documenting it (we cite their audit of
+# DP-SGD in the hidden-state threat model {cite}`cebere2025tighter`; the copy of the paper
+# has no reference list to confirm which of their works it means).
 #
 # This chapter redoes that audit for **every** Opacus release on the package index from
 # v0.9.0 on, including the ones published after the paper's table stops. The setting is
