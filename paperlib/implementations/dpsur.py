@@ -41,13 +41,15 @@ sampling rate ``q`` and DPSUR's ``batch_size = q N`` (its sampling rate is
    exactly ``0``.
 6. Per example ``i`` in ``B`` (``train_with_dp.py:19-29``): cross-entropy loss of the single
    example, ``backward``, then ``microbatch_step`` (``utils/dp_optimizer.py:28-43``): the
-   norm over all parameters ``||g_i||`` (lines 29-35) and ``accum += g_i * min(C /
-   (||g_i|| + 1e-6), 1)`` (lines 36-41) -- clipping with a ``1e-6`` in the denominator.
+   norm over all parameters ``||g_i||`` (``utils/dp_optimizer.py:29-35``) and
+   ``accum += g_i * min(C / (||g_i|| + 1e-6), 1)`` (``utils/dp_optimizer.py:36``, added at
+   line 41) -- clipping with a ``1e-6`` in the denominator.
 7. ``step_dp`` (``utils/dp_optimizer.py:53-65``), per parameter tensor in
-   ``model.parameters()`` order: ``grad = accum`` (line 59), ``grad += C * sigma *
-   torch.randn_like(grad)`` (line 61), ``grad *= microbatch_size / minibatch_size = 1 / m``
-   (line 63), then ``SGD.step`` (line 65; ``lr``, DPSUR's momentum 0.9 has no effect on a
-   first step).
+   ``model.parameters()`` order: ``grad = accum`` (``utils/dp_optimizer.py:59``),
+   ``grad += C * sigma * torch.randn_like(grad)`` (``utils/dp_optimizer.py:61``),
+   ``grad *= microbatch_size / minibatch_size = 1 / m`` (``utils/dp_optimizer.py:63``), then
+   ``SGD.step`` (``utils/dp_optimizer.py:65``; ``lr``; DPSUR's momentum 0.9 has no effect on
+   a first step).
 
 So one round releases ``u = (S_B + G) / m`` with ``S_B = sum_{i in B} gbar_i``,
 ``G ~ N(0, sigma^2 C^2 I_n)``, ``m = |B_1|`` (``q N`` if ``B_1`` is empty), and ``u = 0``

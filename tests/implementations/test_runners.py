@@ -74,8 +74,9 @@ def test_documented_normaliser_detected(impl, expected, data, releases):
     ll = sorted(d["log_likelihood"].values())
     assert ll[-1] - ll[-2] > 10  # decisive (a likelihood ratio above e^10)
     if expected == "|B|":
-        # the realised |B| is read off the update (|B| = 0 and 1 both divide by 1)
-        assert np.mean(np.array(d["inferred_batch_sizes"]) == r["batch_sizes"]) >= 0.9
+        # the realised |B| is read off the update (|B| = 0 and 1 both divide by 1); DPSUR
+        # divides by a separate draw's size, read off instead (tests/implementations/test_dpsur.py)
+        assert impl == "dpsur" or np.mean(np.array(d["inferred_batch_sizes"]) == r["batch_sizes"]) >= 0.9
     else:
         nu = Q * N if expected == "Nq" else math.floor(Q * N)
         assert abs(d["nu_hat_mean"] / nu - 1) < 0.03
@@ -128,13 +129,13 @@ def test_dpsur_batched_equals_single_steps(data):
         torch.testing.assert_close(U[t], dpsur_step(model, X[:N], y[:N], Q, 2.0, 0.5, g2), rtol=1e-5, atol=1e-6)
 
 
-def test_dpsur_empty_batch_is_noise_over_one(data):
+def test_dpsur_empty_batch_takes_no_step(data):
     X, y = data
     model = build_model(MODEL)
     g = torch.Generator().manual_seed(0)
     U, sizes = dpsur_updates(model, X[:N], y[:N], 1e-9, 1.0, 1.0, g, trials=20)
     assert (sizes == 0).all()
-    assert abs(float(U.std()) - 1.0) < 0.1  # N(0, sigma^2 C^2) / 1
+    assert (U == 0).all()  # DPSUR's train_with_dp never steps on an empty batch (see dpsur.py)
 
 
 def test_per_example_gradients_match_autograd(data):
