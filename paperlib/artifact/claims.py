@@ -519,10 +519,10 @@ def _by_dist(pts: list[tuple[dict, dict]], var: str) -> dict[str, dict[tuple, di
 
 
 def _trials_text(rs: dict) -> str:
-    """"10,000 trials per point (the paper's count)" for the records *rs* of one sweep."""
+    """"10,000 trials per point, the paper's count," for the records *rs* of one sweep."""
     t = sorted({int(r.get("trials", 0)) for r in rs.values()})
     txt = "/".join(f"{x:,}" for x in t) + " trials per point"
-    return txt + (" (the paper's count)" if t and min(t) >= PAPER_TRIALS else " (fewer than the paper's)")
+    return txt + (", the paper's count," if t and min(t) >= PAPER_TRIALS else ", fewer than the paper's,")
 
 
 def _check_fig2(rd: Path) -> dict:
@@ -637,8 +637,9 @@ def _check_fig2(rd: Path) -> dict:
         if absent:
             parts.append(_part(name_nm, None, f"no ASGM points with three or more N at {', '.join(absent)}"))
         else:
-            parts.append(_part(name_nm, not gone, "; ".join(seen + unres + gone),
-                               partial=(f"{', '.join(unres)}: {_trials_text(rs)} cannot resolve it") if unres else None))
+            why = f" ({_trials_text(rs)} cannot resolve it)" if unres else ""
+            parts.append(_part(name_nm, not gone, "; ".join(seen + unres + gone) + why,
+                               partial=", ".join(unres) + why if unres else None))
         # ASGM: grows with q (first vs last q), for every N
         ns = sorted({k[2] for k in rs if k[0] == "asgm"})
         g_bad, g_notes, n_g = [], [], 0
@@ -1280,8 +1281,7 @@ def render_markdown(g: dict) -> str:
             tag = p.get("verdict", "info")
             if not p["graded"]:
                 tag = "info, not graded"
-            lines.append(f"- Statement, {_md_escape(tag)}: {_md_escape(p['name'])}. "
-                         + (f"{_md_escape(p['partial'])}. " if p.get("partial") else "") + _md_escape(p["detail"]))
+            lines.append(f"- Statement, {_md_escape(tag)}: {_md_escape(p['name'])}. {_md_escape(p['detail'])}")
         lines.append("")
     n = g["counts"]
     lines.append("Summary: " + ", ".join(f"{n.get(v, 0)} {v}" for v in VERDICTS) + ". "
