@@ -504,3 +504,66 @@ def test_bad_alpha_and_gradients():
         easgm_guarantee_given(_G, 0.5, 1.0, 0.0)
     with pytest.raises(ValueError, match="mechanism"):
         guarantee("nope", 3, 0.5, 1.0, 5)
+
+
+# --------------------------------------------------------------------------- binomial support, deep tails
+def _mp_tail(N, q, start, step, dps=40):
+    """``sum_{k = start, start + step, ...} Bin(k; N, q)`` in mpmath (the terms fall geometrically away
+    from the mode; summed until a term is below 1e-30 of the sum)."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        qq = mp.mpf(q)
+        r = qq / (1 - qq)
+        total, k = mp.mpf(0), start
+        t = mp.binomial(N, k) * qq**k * (1 - qq) ** (N - k) if 0 <= k <= N else 0
+        while 0 <= k <= N:
+            total += t
+            if t < total * mp.mpf("1e-30"):
+                break
+            # Bin(k+1)/Bin(k) = (N - k)/(k + 1) q/(1 - q)
+            t = t * (N - k) / (k + 1) * r if step > 0 else t * k / (N - k + 1) / r
+            k += step
+        return total
+
+
+@pytest.mark.parametrize("N,q", [(10**7, 1e-12), (10**7, 0.5), (200_000, 0.005), (59_999, 0.005), (40, 0.3),
+                                 (10**6, 1 - 1e-9)])
+@pytest.mark.parametrize("tol", [1e-10, 1e-50, 1e-300])
+def test_binomial_support_deep_tails_against_mpmath(N, q, tol):
+    """The dropped mass is the mass outside the kept range to 1e-10 relative (mpmath, 40 digits),
+    at most tail_tol, and each tail is at most tail_tol / 2 while one more atom would not be."""
+    k, pmf, dropped = binomial_support(N, q, tol)
+    lo, hi = int(k.min()), int(k.max())
+    assert np.all(np.diff(k) == 1)
+    low = _mp_tail(N, q, lo - 1, -1) if lo > 0 else 0
+    high = _mp_tail(N, q, hi + 1, +1) if hi < N else 0
+    exact = float(low + high)
+    assert dropped <= tol
+    assert dropped == pytest.approx(exact, rel=1e-10, abs=1e-320)
+    assert float(low) <= tol / 2 and float(high) <= tol / 2
+    # minimal: the next atom inwards would push the tail over tol / 2
+    if lo > 0:
+        assert float(_mp_tail(N, q, lo, -1)) > tol / 2
+    if hi < N:
+        assert float(_mp_tail(N, q, hi, +1)) > tol / 2
+    # atoms against mpmath: both ends and the mode
+    import mpmath as mp
+
+    for i in (0, len(k) // 2, len(k) - 1):
+        with mp.workdps(40):
+            ref = mp.binomial(N, int(k[i])) * mp.mpf(q) ** int(k[i]) * (1 - mp.mpf(q)) ** (N - int(k[i]))
+        assert pmf[i] == pytest.approx(float(ref), rel=1e-11)
+
+
+@pytest.mark.parametrize("tol", [1e-301, -1e-5, 1.0, float("nan")])
+def test_binomial_support_refuses_a_tolerance_out_of_range(tol):
+    with pytest.raises(ValueError, match=r"^tail_tol must be 0 or in \[1e-300, 1\)"):
+        binomial_support(100, 0.5, tol)
+
+
+def test_binomial_support_refuses_a_support_too_large():
+    with pytest.raises(ValueError, match=r"^N = 100,000,000,000,000 with q = 0.5 needs"):
+        binomial_support(10**14, 0.5, 1e-12)
+    with pytest.raises(ValueError, match=r"^N = "):
+        binomial_support(2 * 10**7, 0.5, 0.0)
