@@ -354,7 +354,8 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
 
     ``fig`` (a matplotlib figure) is written by :func:`paperlib.artifact.plotting.savefig` as
     ``figures/<name>.png``/``.pdf`` with a ``<name>.json`` sidecar holding ``meta``, the
-    commit and the wall time. It is then glued (myst-nb) under the key ``name`` and its
+    commit and the wall time. The saved PNG (not a new rendering of ``fig``) is then glued
+    (myst-nb) under the key ``name`` and its
     provenance line (:func:`provenance_text`) under ``name + "_prov"``, so that a
     Markdown cell ::
 
@@ -413,9 +414,11 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
     else:
         ipy = get_ipython()
     if ipy is not None:
-        glue(name, fig, display=False)
-        glue(f"{name}_prov", text, display=False)
         png = plotting.figures_dir() / f"{name}.png"
+        # glue the saved PNG (200 dpi, >= 1,200 px), not the figure object, which the inline
+        # backend would render again at its own, lower resolution
+        glue(name, Image(filename=str(png)), display=False)
+        glue(f"{name}_prov", text, display=False)
         display(Image(filename=str(png)), metadata={INLINE_COPY_KEY: True})
     if close:
         import matplotlib.pyplot as plt

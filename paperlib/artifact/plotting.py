@@ -53,11 +53,13 @@ DPI = 200
 MIN_PNG_PX = 1200
 #: Smallest font size, in points, of any text of a figure as the book displays it.
 MIN_FONT_PT = 8.0
-#: Width in inches (at 96 CSS px per inch) of the book's content column at the browser test's
-#: 1280 px window (sphinx-book-theme's article column, measured 2026-12: about 740 CSS px). A
-#: PNG of at least this many pixels is shown at this width; a figure ``W`` inches wide is
-#: scaled by ``BOOK_WIDTH_IN / W``. Notebooks draw figures this wide (:data:`FIG_WIDTH`).
-BOOK_WIDTH_IN = 7.7
+#: Width in inches (at 96 CSS px per inch) at which the book shows a figure: sphinx-book-theme
+#: draws a figure 672 CSS px wide in the browser test's 1280 px window (774 px in windows of
+#: 1440 px and more; measured in Chromium on the smoke book). A PNG wider than that (all are,
+#: :data:`MIN_PNG_PX`) is shrunk to it, so a figure ``W`` inches wide is shown at
+#: ``BOOK_WIDTH_IN / W`` of its size. Notebooks draw figures this wide (:data:`FIG_WIDTH`),
+#: which shows their fonts at their nominal size.
+BOOK_WIDTH_IN = 7.0
 FIG_WIDTH = BOOK_WIDTH_IN
 
 #: The book style: sizes in points, for a figure :data:`FIG_WIDTH` wide (shown 1:1).

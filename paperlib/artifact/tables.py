@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["show_table", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
+__all__ = ["show_table", "number_of", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
 
 # name -> number "C.k", and the last k per chapter (the kernel's tables so far)
 _NUMBERS: dict[str, str] = {}
@@ -43,6 +43,19 @@ def reset_numbering() -> None:
     """Forget the tables shown so far (numbering restarts at ``k = 1`` in every chapter)."""
     _NUMBERS.clear()
     _COUNT.clear()
+
+
+def number_of(name: str) -> str:
+    """The number ``"C.k"`` that :func:`show_table` gave the table ``name`` (to glue into the prose).
+
+    Raises
+    ------
+    KeyError
+        If no table of that name was shown yet.
+    """
+    if name not in _NUMBERS:
+        raise KeyError(f"no table named {name!r} was shown yet (show_table(..., name={name!r}) first)")
+    return _NUMBERS[name]
 
 
 def chapter_of(name: str) -> int:

@@ -27,7 +27,8 @@ per problem, each naming the page and the broken thing:
 * a figure without its provenance line (:func:`paperlib.artifact.figures.provenance_text`:
   "Mode <mode>, seed <seed>; ...; commit <sha>; <t> s wall time since the previous figure."
   followed by "Drawn by <notebook>.ipynb", which booktags appends to every ``{glue:figure}``
-  caption), including an image shown in a cell output outside any figure;
+  caption), including an image shown in a cell output outside any figure (raster images
+  only: an SVG is a drawn diagram, not a computed figure);
 * literal Markdown markers in the rendered text (``**``, a backtick, ``$$``) outside code and
   formulas;
 * an absolute path of the build machine in the page's text (collapsed code included): the
@@ -180,7 +181,7 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern]) =>
     if (raster && img.complete && img.naturalWidth > 0 && img.naturalWidth < minFigurePx)
       faults.push(`figure image narrower than ${minFigurePx} px (${img.naturalWidth} px): src=${src.slice(0, 80)}`);
     const key = fig || img;
-    if (seenFig.has(key)) continue;
+    if (!raster || seenFig.has(key)) continue;  // an SVG is a drawn diagram, not a result
     seenFig.add(key);
     const cap = fig ? fig.querySelector("figcaption, .caption") : null;
     if (!cap || !provRe.test(cap.textContent.replace(/\s+/g, " "))) {

@@ -22,6 +22,9 @@ def test_numbered_within_chapter_and_stable_per_name():
     assert t1.caption == "Table 4.1: One." and t2.caption == "Table 4.2: Two."
     assert t3.caption == "Table 5.1: Three." and again.caption.startswith("Table 4.1:")
     assert 'id="tab-04-first"' in t1._repr_html_()
+    assert tables.number_of("04_second") == "4.2"
+    with pytest.raises(KeyError, match="no table named"):
+        tables.number_of("04_never")
 
 
 def test_rounding_per_column_and_special_values():
