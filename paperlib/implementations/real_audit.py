@@ -270,7 +270,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          C: float, trials: int, seed: int = 0, mode: str = "quick",
                          distinguishers=("optimal", "normality"), delta: float = 1e-5,
                          check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
-                         check_level: float = CHECK_LEVEL, cache=None, data_root=None, points="folder") -> dict:
+                         check_level: float = CHECK_LEVEL, cache=None, data_root=None, points="folder",
+                         batch_size: int | None = None) -> dict:
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
     Parameters
@@ -298,6 +299,12 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         or ``"bundled"`` (drawn with ``seed`` from the real points bundled with the package,
         :func:`paperlib.implementations.datasets.load_bundled`; ``data_root`` is ignored).
         Ignored for ``"synthetic"``.
+    batch_size : the configured batch size that ``"opacus-installed+fix"`` divides by
+        (required there, ``None`` otherwise). Its updates are the SGM output divided by
+        this public constant; the adversary multiplies them back
+        (:func:`runners.output_scale`) and the audit is that of SGM. The result then also
+        holds ``batch_size`` and ``divisor_measured`` (the divisor read off the residual
+        scale of the steps on D and D').
 
     Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
     ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
@@ -328,6 +335,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     trials = check_int(trials, "trials", 2)
     delta = check_delta(delta)
     mechanism = DOCUMENTED_MECHANISM[implementation]
+    from paperlib.implementations.runners import output_scale
+
+    scale = output_scale(implementation, batch_size)  # 1 except for the fix (validates batch_size)
     if Mechanism.parse(mechanism).divides_by_zero(N, q):
         raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
@@ -373,6 +383,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
               "check_trials": check_trials if mode == "quick" else None,
               "reference_trials": reference_trials if mode == "quick" else None,
               "check_level": check_level if mode == "quick" else None}
+    if batch_size is not None:  # only for the fix, so the other results keep their keys
+        params["batch_size"] = int(batch_size)
     if cache is not None:
         name = "real_audit_" + cache.key(params)
         hit = cache.load(name, params)
@@ -386,6 +398,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     basis = white_box_basis(grads, C)
     ds_names = {"D": "D", "D'": "Dprime"}
     step_kw = {"q": q, "sigma": sigma, "C": C}
+    if batch_size is not None:
+        step_kw["batch_size"] = int(batch_size)
     impl_info: dict = {}
     impl_seconds, impl_steps = 0.0, 0
     first_updates: dict = {}
@@ -417,7 +431,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
             if keep > 0:  # the first steps (up to 200) for detect_normaliser
                 first_updates[ds] = upd[:keep] if ds not in first_updates else np.concatenate(
                     [first_updates[ds], upd[:keep]])
-            blocks.append(project_outputs(upd, basis))
+            blocks.append(project_outputs(upd * scale if scale != 1.0 else upd, basis))
             done += m
             part += 1
             bar.update(m)
@@ -496,6 +510,16 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "full_mode_estimate_s": _jsonnum(per_step * full_rounds),
         "cached": False,
     }
+    if batch_size is not None:  # the fix: one public divisor, measured on both sides
+        data["batch_size"] = int(batch_size)
+        data["divisor_measured"] = {ds: _jsonnum((normaliser[ds] or {}).get("nu_hat_mean", float("nan")))
+                                    for ds in ("D", "D'")}
+        # nu_hat of one step has relative error 1/sqrt(2(n - r)); the mean over the steps, 4 standard errors
+        tol = {ds: 4.0 / math.sqrt(2.0 * max(n - int((normaliser[ds] or {}).get("rank") or 0), 1)
+                                   * max(int((normaliser[ds] or {}).get("trials") or 0), 1)) for ds in ("D", "D'")}
+        ok = all(v is not None and abs(v / batch_size - 1) <= tol[ds] for ds, v in data["divisor_measured"].items())
+        data["normaliser_found"] = (f"{int(batch_size)} (the configured batch size)" if ok else ", ".join(
+            f"{ds}: {v}" for ds, v in data["divisor_measured"].items()) + f" (not the batch size {batch_size})")
     data["inputs"] = audit_inputs(implementation, dataset, version=impl_info.get("version"), bundle=bundle,
                                   drawn=drawn, real_rounds=impl_steps, rounds=2 * trials)
     if cache is not None:

@@ -54,6 +54,14 @@ Implementations (:data:`IMPLEMENTATIONS`)
     The releases' noise RNG is seeded with ``PrivacyEngine._set_seed`` so runs repeat.
 ``"dpsur"`` (ASGM, ``nu = |B|``)
     :mod:`paperlib.implementations.dpsur`, in process and batched over trials.
+``"opacus-installed+fix"`` (SGM divided by a public constant, ``nu = batch_size``)
+    The ``"opacus-installed"`` step with :func:`paperlib.fix.fix_normaliser` applied to
+    its ``DPOptimizer`` (``expected_batch_size`` set to the configured ``batch_size``,
+    a keyword of :func:`run_steps` required for it); same masks and noise for the same
+    seed, so the two differ only in the divisor. Documented mechanism SGM: the update
+    is the SGM output divided by ``batch_size`` (:func:`output_scale`). Not in
+    :data:`IMPLEMENTATIONS` (the releases as shipped); listed in
+    :data:`FIXED_IMPLEMENTATIONS`.
 
 Datasets and randomness
 -----------------------
@@ -90,6 +98,8 @@ from paperlib.mechanisms.core import Mechanism
 __all__ = [
     "IMPLEMENTATIONS",
     "IMPLEMENTATION_MECHANISM",
+    "FIXED_IMPLEMENTATIONS",
+    "output_scale",
     "CANDIDATES",
     "RELEASES",
     "ReleaseNotAvailable",
@@ -106,7 +116,10 @@ IMPLEMENTATION_MECHANISM = {
     "opacus-0.15.0": Mechanism.EASGM,
     "opacus-0.13.0": Mechanism.ASGM,
     "dpsur": Mechanism.ASGM,
+    "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.fix)
 }
+#: implementations with the fix of :mod:`paperlib.fix` (divide by the configured batch size)
+FIXED_IMPLEMENTATIONS = ("opacus-installed+fix",)
 RELEASES = {"opacus-1.0.2": "1.0.2", "opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
 DEFAULT_MODEL_SEED = 0
 
@@ -118,8 +131,8 @@ class ReleaseNotAvailable(RuntimeError):
 def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
     from paperlib.implementations.models import MODEL_INPUT
 
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, not {implementation!r}")
+    if implementation not in IMPLEMENTATION_MECHANISM:
+        raise ValueError(f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
     if model_name not in MODEL_INPUT:
         raise ValueError(f"unknown model {model_name!r}; choose one of {', '.join(MODEL_INPUT)}")
     if dataset not in ("D", "Dprime"):
@@ -143,7 +156,7 @@ def _data(X, y, dataset):
 # ---------------------------------------------------------------------------- installed Opacus
 
 
-def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress):
+def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, fix_batch_size=None):
     import warnings
 
     import opacus
@@ -168,6 +181,13 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
         noise_gen = torch.Generator().manual_seed(seed + 1)
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma, max_grad_norm=C,
                           expected_batch_size=ebs, loss_reduction="mean", generator=noise_gen)
+    if fix_batch_size is not None:  # the fix: divide by the configured batch size on every dataset
+        from paperlib.fix import fix_normaliser, normaliser_of
+
+        fix_normaliser(opt, fix_batch_size)
+        notes.append(f"fixed with paperlib.fix.fix_normaliser(optimizer, {fix_batch_size}): the step divides by "
+                     f"{normaliser_of(opt):g} (the configured batch size) instead of int(N*q)={ebs}")
+        notes = [s for s in notes if "divides the noisy sum by zero" not in s]  # gone with the fix
     params = [p for p in gsm.parameters() if p.requires_grad]
     theta0 = [p.detach().clone() for p in params]
     flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
@@ -356,7 +376,7 @@ def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed):
 
 def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: float, sigma: float, C: float,
               trials: int, seed: int, lr: float = 1.0, progress: bool = False, model_seed: int = DEFAULT_MODEL_SEED,
-              download: bool = True) -> dict[str, Any]:
+              download: bool = True, batch_size: int | None = None) -> dict[str, Any]:
     """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
 
     ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
@@ -377,13 +397,20 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     demand (``pip install --no-deps --target``; needs the network once); ``download=False``
     uses only the cache. Either way a release that cannot be had raises
     :class:`ReleaseNotAvailable` naming the command that fills the cache.
+
+    ``batch_size``: the configured batch size that ``"opacus-installed+fix"`` divides by
+    (required there, an integer >= 1; ``normaliser_rule`` is then ``"<batch_size>"``);
+    must be ``None`` for the other implementations.
     """
     t0 = time.perf_counter()
     _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr)
+    fix_b = _check_batch_size(implementation, batch_size)
     Xd, yd = _data(X, y, dataset)
     args = (model_name, Xd, yd, float(q), float(sigma), float(C), int(trials), int(seed), float(lr), int(model_seed))
     if implementation == "opacus-installed":
         U, sizes, version, notes = _run_installed(*args, progress)
+    elif implementation == "opacus-installed+fix":
+        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b)
     elif implementation == "dpsur":
         U, sizes, version, notes = _run_dpsur(*args)
     else:
@@ -396,7 +423,7 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "updates": np.ascontiguousarray(U, dtype=np.float64),
         "implementation": implementation,
         "version": version,
-        "normaliser_rule": documented.rule,
+        "normaliser_rule": documented.rule if fix_b is None else str(fix_b),
         "mechanism": documented.title,
         "notes": list(notes),
         "seconds": time.perf_counter() - t0,
@@ -408,6 +435,34 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "q": float(q), "sigma": float(sigma), "C": float(C), "lr": float(lr),
         "seed": int(seed), "model_seed": int(model_seed),
     }
+
+
+def _check_batch_size(implementation: str, batch_size) -> int | None:
+    if implementation in FIXED_IMPLEMENTATIONS:
+        if batch_size is None:
+            raise ValueError(f"batch_size: {implementation} divides by the configured batch size; give it "
+                             "(an integer >= 1)")
+        from paperlib.validation import check_int
+
+        return check_int(batch_size, "batch_size", 1)
+    if batch_size is not None:
+        raise ValueError(f"batch_size: only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
+                         f"not {implementation}")
+    return None
+
+
+def output_scale(implementation: str, batch_size: int | None = None) -> float:
+    """The public factor that turns an update of ``implementation`` into an output of its documented mechanism.
+
+    ``batch_size`` for :data:`FIXED_IMPLEMENTATIONS` (their update is the SGM output
+    divided by that constant, so the adversary, who knows it, multiplies it back: an
+    invertible post-processing), 1 for the others. ValueError as :func:`run_steps` for
+    a missing or misplaced ``batch_size``.
+    """
+    if implementation not in IMPLEMENTATION_MECHANISM:
+        raise ValueError(f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
+    b = _check_batch_size(implementation, batch_size)
+    return 1.0 if b is None else float(b)
 
 
 def per_example_gradients(model_name: str, X, y, seed: int = DEFAULT_MODEL_SEED) -> np.ndarray:
