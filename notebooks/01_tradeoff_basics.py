@@ -61,7 +61,7 @@ from paperlib.artifact import figures as pf
 from paperlib.mechanisms import guarantees
 from paperlib.artifact import plotting
 from paperlib.fdp import tradeoff
-from paperlib.artifact.provenance import results_dir, save_result
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -69,7 +69,6 @@ N_X = pf.pick(MODE, smoke=2_001, quick=40_001, full=400_001)  # grid for the num
 N_EPS = pf.pick(MODE, smoke=25, quick=81, full=161)  # epsilon grid of the profile plots
 N_ALPHA = pf.pick(MODE, smoke=101, quick=401, full=2001)  # alpha grid of the checks
 print(f"MODE={MODE} SEED={SEED}: {N_X} thresholds for the numerical sup, {N_EPS} eps values, {N_ALPHA} alpha values")
-print("results ->", results_dir().resolve())
 glue("nb01_mode", MODE, display=False)
 glue("nb01_seed", SEED, display=False)
 glue("nb01_nx", N_X, display=False)
@@ -104,7 +103,7 @@ for mu, col in zip(mus, pf.shades(plotting.COLORS["guarantee"], len(mus))):
     pf.plot_curve(ax, alpha, tradeoff.gaussian_tradeoff(alpha, mu), "guarantee", rf"$G_{{{mu:g}}}$", color=col)
 pf.plot_curve(ax, alpha, tradeoff.eps_delta_tradeoff(alpha, 1.0, 0.1), "audit", r"$f_{1,\,0.1}$",
               linestyle="-", marker=None)
-ax.legend(loc="upper right", fontsize=8)
+ax.legend(loc="upper right")
 pf.show_figure(fig, "01_tradeoff_functions", {"mode": MODE, "seed": SEED, "mu": mus, "eps_delta": [1.0, 0.1]})
 
 # the basic properties, checked on the grid
@@ -194,7 +193,7 @@ assert abs_err < 1e-9 and rel_err < 1e-6
 assert np.max(np.abs(cf - mix)) < 1e-12
 
 # %%
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 4.5), constrained_layout=True)
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(plotting.FIG_WIDTH, 3.9), constrained_layout=True)
 pf.style_axes(ax1, r"$G_1$ and its supporting $f_{\varepsilon,\delta(\varepsilon)}$")
 pf.plot_curve(ax1, alpha, tradeoff.gaussian_tradeoff(alpha, 1.0), "guarantee", r"$G_1$", linewidth=2.2)
 eps_lines = [0.0, 0.5, 1.0, 2.0]
@@ -204,7 +203,7 @@ for e, col in zip(eps_lines, pf.shades(plotting.COLORS["audit"], len(eps_lines))
     assert np.all(line <= tradeoff.gaussian_tradeoff(alpha, 1.0) + 1e-12)  # below G_1 ...
     assert np.min(tradeoff.gaussian_tradeoff(alpha, 1.0) - line) < 2e-3  # ... and touching it
     ax1.plot(alpha, line, color=col, linewidth=1.0, label=rf"$\varepsilon={e:g}$, $\delta={d:.3f}$")
-ax1.legend(fontsize=7, loc="upper right")
+ax1.legend(loc="upper right")
 
 for mu, col, k in zip(mus, pf.shades(plotting.COLORS["guarantee"], len(mus)), range(len(mus))):
     ax2.semilogy(eps_grid, cf[k], color=col, label=rf"$\mu={mu:g}$ (closed form)")
@@ -214,9 +213,9 @@ ax2.set_ylim(1e-12, 1)
 ax2.set_xlim(0, eps_grid[-1])
 ax2.set_xlabel(r"$\varepsilon$")
 ax2.set_ylabel(r"$\delta(\varepsilon)$")
-ax2.set_title(r"Privacy profiles of $G_\mu$", fontsize=10)
+ax2.set_title(r"Privacy profiles of $G_\mu$")
 ax2.grid(True, alpha=0.3, linewidth=0.5)
-ax2.legend(fontsize=7)
+ax2.legend()
 pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mus, "n_x": N_X})
 
 # %% [markdown]
@@ -293,7 +292,7 @@ pf.plot_curve(ax, sym.alpha, sym.beta, "sgm_claim", r"$C_q = \min\{f_q, f_q^{-1}
               alpha=0.22, solid_capstyle="butt")
 pf.plot_curve(ax, a_f, b_f, "sgm_claim", r"$f_q$ (order $D$, $D'$)", linewidth=1.8)
 pf.plot_curve(ax, inv.alpha, inv.beta, "sgm_claim", r"$f_q^{-1}$ (order $D'$, $D$)", linestyle=":", linewidth=1.6)
-ax.legend(fontsize=7.5, loc="upper right")
+ax.legend(loc="upper right")
 pf.show_figure(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "sigma": sigma_demo})
 
 # %% [markdown]
@@ -368,7 +367,7 @@ pf.markdown_table(["q (σ = 1)", "max |exact − q·δ_G(ε')|, ε ≥ log 1/(1�
                    "ε at δ = 1e-5"], rows, floatfmt=".3g")
 
 # %%
-fig, ax = plt.subplots(figsize=(5.5, 4.2), constrained_layout=True)
+fig, ax = plt.subplots(figsize=(plotting.FIG_WIDTH * 0.75, 4.2), constrained_layout=True)
 for k, (q, col) in enumerate(zip(qs, pf.shades(plotting.COLORS["sgm_claim"], len(qs), lightest=0.7))):
     ax.semilogy(eps_p, np.maximum(dl[k], 1e-300), color=col, linewidth=1.6, label=rf"$q={q:g}$")
     ax.semilogy(eps_p[::5], np.maximum(fm[k][::5], 1e-300), "s", color=col, markersize=3, markerfacecolor="none")
@@ -379,9 +378,9 @@ ax.set_ylim(1e-12, 1)
 ax.set_xlim(0, eps_p[-1])
 ax.set_xlabel(r"$\varepsilon$")
 ax.set_ylabel(r"$\delta(\varepsilon)$")
-ax.set_title(rf"Privacy profile of the SGM claim $f_q$, $\sigma={sigma_prof:g}$", fontsize=10)
+ax.set_title(rf"Privacy profile of the SGM claim $f_q$, $\sigma={sigma_prof:g}$")
 ax.grid(True, alpha=0.3, linewidth=0.5)
-ax.legend(fontsize=8)
+ax.legend()
 pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": qs, "sigma": sigma_prof})
 
 # %% [markdown]

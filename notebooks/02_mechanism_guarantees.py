@@ -72,7 +72,7 @@ from paperlib.artifact import figures as pf
 from paperlib.mechanisms import guarantees, simulation
 from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.artifact import plotting
-from paperlib.artifact.provenance import results_dir, save_result
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -87,7 +87,6 @@ alpha_grid = np.union1d(np.linspace(0.0, 1.0, N_GRID), [A0])
 DKW_EPS = math.sqrt(math.log(2 / ETA) / (2 * TRIALS))
 print(f"MODE={MODE} SEED={SEED}: {TRIALS:,} draws per hypothesis, {alpha_grid.size} alpha values, "
       f"DKW band {DKW_EPS:.4f}")
-print("results ->", results_dir().resolve())
 for k, v in {"mode": MODE, "seed": SEED, "trials": f"{TRIALS:,}", "dkw": f"{DKW_EPS:.4f}",
              "ngrid": str(alpha_grid.size), "tol": f"{TOL:.0e}", "eta": f"{ETA:.0e}"}.items():
     glue(f"nb02_{k}", v, display=False)
@@ -293,7 +292,7 @@ def draw(mech):
     fig, axes = pf.new_grid(1, len(idx), panel=3.6)
     for ax, k in zip(axes[0], idx):
         panel(ax, CASES[k], res["cases"][k])
-    axes[0, 0].legend(fontsize=7, loc="upper right")
+    axes[0, 0].legend(loc="upper right")
     pf.show_figure(fig, f"02_{mech}_guarantee", {"mode": MODE, "seed": SEED, "trials": TRIALS,
                                                 "cases": [list(CASES[k][:5]) for k in idx]})
 

@@ -66,7 +66,7 @@ from paperlib.mechanisms import guarantees
 from paperlib.artifact import plotting
 from paperlib.artifact.claims import require as grade_claim
 from paperlib.artifact import figures as pf
-from paperlib.artifact.provenance import results_dir, save_result
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -86,7 +86,6 @@ G_ASGM_NS = pf.pick(MODE, smoke={26_010: [1, 4], 1_485_217: [1, 4]},
                     full={26_010: NS, 1_485_217: [1, 4, 999]})
 N_CLT = pf.pick(MODE, smoke=201, quick=1001, full=4001)
 print(f"MODE={MODE} SEED={SEED}: guarantee tolerance {TOL_G:g}, CLT grid {N_CLT} points")
-print("results ->", results_dir().resolve())
 for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT, "tolub": f"{TOL_UB:.0e}",
              "eps_max": f"2^{math.log2(EPS_MAX):.0f} = {EPS_MAX:,.0f}",
              "g_easgm_ns": "{" + ", ".join(f"{N:,}" for N in G_EASGM_NS) + "}",
@@ -221,9 +220,12 @@ def draw_panel(ax, mech, n, inset=False):
     pf.plot_curve(ax, c["alpha"], c["beta"], "sgm_claim", None, zorder=3)
     for N in NS:
         ub = bounds[mech][f"{n}/{N}"]
-        pf.plot_curve(ax, ub["alpha"], ub["beta"], "upper", None, color=N_SHADES[N], linewidth=1.8, zorder=4)
+        k = NS.index(N)  # one line style and marker per N besides the shade, so the N's can be told apart
+        pf.plot_curve(ax, ub["alpha"], ub["beta"], "upper", None, color=N_SHADES[N], linewidth=1.8, zorder=4,
+                      linestyle=plotting.SERIES_LINESTYLES[k + 1])
         if not inset:
-            ax.plot([readout[(mech, n, N)]], [FNR_READ], "o", color=N_SHADES[N], markersize=4, zorder=5)
+            ax.plot([readout[(mech, n, N)]], [FNR_READ], plotting.SERIES_MARKERS[k], color=N_SHADES[N],
+                    markersize=5.5, zorder=5)
     if not inset:
         ax.plot([pf.fpr_at_fnr(c["alpha"], c["beta"], FNR_READ)], [FNR_READ], "o",
                 color=plotting.COLORS["sgm_claim"], markersize=4, zorder=5)
@@ -232,26 +234,28 @@ def draw_panel(ax, mech, n, inset=False):
 readout = {(mech, n, N): pf.fpr_at_fnr(bounds[mech][f"{n}/{N}"]["alpha"], bounds[mech][f"{n}/{N}"]["beta"], FNR_READ)
            for mech in ("easgm", "asgm") for n in N_PARAMS for N in NS}
 fig, axes = pf.new_grid(2, 2, panel=4.3)
+fig.set_size_inches(plotting.FIG_WIDTH, plotting.FIG_WIDTH + 0.9)  # room for the two-line titles and legend
 for i, (mech, q) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
     for j, n in enumerate(N_PARAMS):
         ax = axes[i, j]
         draw_panel(ax, mech, n)
-        ax.set_title(f"{mech.upper()}, q = {q:g}, σ = {SIGMA:g}, n = {n:,}\n({SYSTEMS[(mech, n)]})", fontsize=9)
+        ax.set_title(f"{mech.upper()}, q = {q:g}, σ = {SIGMA:g}, n = {n:,}\n({SYSTEMS[(mech, n)]})")
         if mech == "easgm":  # the N = 59,999 curves sit within 0.02 of the diagonal: magnify around (0.5, 0.5)
             ins = ax.inset_axes([0.56, 0.56, 0.41, 0.41])  # above the diagonal: always empty
             pf.style_axes(ins, labels=False)
             draw_panel(ins, mech, n, inset=True)
             ins.set_xlim(0.5 - ZOOM, 0.5 + ZOOM)
             ins.set_ylim(0.5 - ZOOM, 0.5 + ZOOM)
-            ins.tick_params(labelsize=6)
+            ins.tick_params(labelsize=8)
             ins.set_xticks([0.47, 0.5, 0.53])
             ins.set_yticks([0.47, 0.5, 0.53])
             ax.indicate_inset_zoom(ins, edgecolor="#888888")
 handles = [plt.Line2D([], [], color=plotting.COLORS["sgm_claim"], label=r"SGM claim (same $q$, $\sigma=10$)")]
-handles += [plt.Line2D([], [], color=N_SHADES[N], linestyle="--", linewidth=1.8, label=rf"$\bar f$, $N={N:,}$")
-            for N in NS]
+handles += [plt.Line2D([], [], color=N_SHADES[N], linestyle=plotting.SERIES_LINESTYLES[k + 1], linewidth=1.8,
+                       marker=plotting.SERIES_MARKERS[k], label=rf"$\bar f$, N = {plotting.thousands(N)}")
+            for k, N in enumerate(NS)]
 handles += [plt.Line2D([], [], color=G_SHADES[NS[2]], linewidth=1.0, label="exact guarantee (same shade per N)")]
-fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
 pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_PARAMS, "q_easgm": Q_EASGM,
                                    "q_asgm": Q_ASGM, "sigma": SIGMA, "guarantee_tol": TOL_G})
 
@@ -392,6 +396,7 @@ if np.isfinite(r_dpsur["fpr_guarantee"]):  # full mode only
 # %%
 N_DRAW = [999, 59_999]  # for N <= 4 both curves lie on the axes (see the table below)
 fig, axes = pf.new_grid(2, len(N_DRAW), panel=4.0)
+fig.set_size_inches(plotting.FIG_WIDTH, plotting.FIG_WIDTH + 0.6)
 clt_rows, clt_table = [], []
 
 
@@ -420,19 +425,18 @@ for i, n in enumerate(N_PARAMS):
             continue
         ax = axes[i, N_DRAW.index(N)]
         draw_clt(ax, ub, c, up)
-        ax.set_title(f"EASGM bound, n = {n:,}, N = {N:,}\nCLT: μ = {mu:.4g}, γ = {gamma:.2g}; largest gap {gap:.3f}",
-                     fontsize=8.5)
+        ax.set_title(f"EASGM bound, n = {n:,}, N = {N:,}\nCLT: μ = {mu:.4g}, γ = {gamma:.2g}; largest gap {gap:.3f}")
         if N == 59_999:
             ins = ax.inset_axes([0.56, 0.56, 0.41, 0.41])
             pf.style_axes(ins, labels=False)
             draw_clt(ins, ub, c, up)
             ins.set_xlim(0.5 - ZOOM, 0.5 + ZOOM)
             ins.set_ylim(0.5 - ZOOM, 0.5 + ZOOM)
-            ins.tick_params(labelsize=6)
+            ins.tick_params(labelsize=8)
             ins.set_xticks([0.47, 0.5, 0.53])
             ins.set_yticks([0.47, 0.5, 0.53])
             ax.indicate_inset_zoom(ins, edgecolor="#888888")
-axes[0, 0].legend(fontsize=7, loc="upper right")
+axes[0, 0].legend(loc="upper right")
 pf.show_figure(fig, "03_figure5_clt_vs_exact", {"mode": MODE, "seed": SEED, "N": N_DRAW, "n": N_PARAMS,
                                                 "clt_points": N_CLT})
 
@@ -551,9 +555,9 @@ panels = [("thm34", "μ", "guarantee"), ("thm35", "σ", "guarantee"), ("lem314",
           ("lem315", "n", "upper"), ("lem316", "q", "upper"), ("asgm_N", "N", "asgm")]
 for ax, (key, sym, kind) in zip(axes.flat, panels):
     curves = MONO[key]
-    for (lab, y), col in zip(curves.items(), pf.shades(plotting.COLORS[kind], len(curves))):
-        pf.plot_curve(ax, A_M, y, kind, f"{sym} = {lab}", color=col, linestyle="-")
-    ax.legend(loc="upper right", fontsize=7)
+    for k, ((lab, y), col) in enumerate(zip(curves.items(), pf.shades(plotting.COLORS[kind], len(curves)))):
+        pf.plot_curve(ax, A_M, y, kind, f"{sym} = {lab}", color=col, linestyle=plotting.SERIES_LINESTYLES[k])
+    ax.legend(loc="upper right")
 pf.show_figure(fig, "03_monotonicity", {"mode": MODE, "seed": SEED, "sd_thm34": 0.7, "n": N_MONO,
                                         "grid": len(A_GRID)})
 pf.markdown_table(["statement", "worst violation of the ordering (≤ 0: holds)"],

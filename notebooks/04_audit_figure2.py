@@ -97,6 +97,7 @@ from paperlib import audit as A
 from paperlib.artifact import sweeps
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
+from paperlib.artifact.tables import number_of, show_table
 from paperlib.mechanisms.guarantees import guarantee, sgm_claim
 
 T_START = pf.start_notebook(MODE)
@@ -181,27 +182,35 @@ glue("nb04_guar_range", (f"{min(_g_fin):.0f} to {max(_g_fin):.0f}" if _g_fin els
 # ## 3. The paper's Figure 2: audited leakage against the dataset size
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(9.5, 7.2), sharex=True, constrained_layout=True)
+fig, axes = plt.subplots(2, 2, figsize=(plotting.FIG_WIDTH, 6.6), sharex=True, constrained_layout=True)
+# log ε axis, so that the claims (ε of order 0.01) do not hug the axis; one colour and marker
+# per q; an audit that certifies nothing (ε_L = 0) is an off-scale ▼ at the bottom edge
+pos = [v for v in [*claim.values(), *(r["eps_lower"] for r in [*OPT.values(), *NORM.values()])] if v > 0]
 for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
-    cols = pf.shades(plotting.COLORS[mech], len(qs), lightest=0.65)
+    off = 0
     for col, (label, tab) in enumerate(((NORMALITY, NORM), ("optimal", OPT))):
         ax = axes[row, col]
-        for c, q in zip(cols, qs):
-            ax.plot(N_VALUES, [tab[(mech, q, N)]["eps_lower"] for N in N_VALUES], "o-", color=c, label=f"q = {q:g}")
-            ax.axhline(claim[q], color=c, linestyle=":", linewidth=1.0)
+        for k, q in enumerate(qs):
+            c, mk = plotting.series_style(k)
+            off += plotting.plot_log_series(ax, N_VALUES, [tab[(mech, q, N)]["eps_lower"] for N in N_VALUES],
+                                            color=c, marker=mk, line=True, label=f"q = {q:g}")["low"]
+            ax.axhline(claim[q], color=c, linestyle=":", linewidth=1.1)
         ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=0.9)
         ax.set_xticks(N_VALUES)
-        ax.set_ylim(-0.2, ceiling + 0.6)
-        ax.grid(True, alpha=0.3, linewidth=0.5)
+        ax.set_ylim(min(pos) / 2, ceiling * 2)
+        ax.grid(True, alpha=0.3, linewidth=0.5, which="both")
         name = "paper's normality distinguisher" if col == 0 else "optimal distinguisher"
-        ax.set_title(f"{mech.upper()}: {name}", fontsize=10)
+        ax.set_title(f"{mech.upper()}: {name}")
         if row == 1:
             ax.set_xlabel("N = |D|")
         if col == 0:
             ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
-    axes[row, 1].legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
-fig.suptitle(f"Audited one-round leakage, n = {N_DIM}, σ = {SIGMA:g}, C = {C:g}  "
-             f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
+    handles, _ = axes[row, 1].get_legend_handles_labels()
+    handles += [plt.Line2D([], [], color="#555555", linestyle=":", label="SGM claim (same colour)")]
+    handles += [plotting.offscale_handle(label="ε_L = 0 (off scale)")] if off else []
+    axes[row, 1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
+fig.suptitle(f"Audited one-round leakage, n = {N_DIM}, σ = {SIGMA:g}, C = {C:g}\n"
+             f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})")
 pf.show_figure(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                       "sigma": SIGMA, "C": C, "delta": DELTA, "N": N_VALUES, "q_easgm": Q_EASGM,
                                       "q_asgm": Q_ASGM})
@@ -227,17 +236,20 @@ pf.show_figure(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 # ## 4. Audits, claims and guarantees on the same axes
 
 # %%
-fig, axes = plt.subplots(2, len(N_VALUES), figsize=(3.0 * len(N_VALUES), 7.0), sharey=True, layout="constrained")
+fig, axes = plt.subplots(2, len(N_VALUES), figsize=(plotting.FIG_WIDTH, 6.4), sharey=True, layout="constrained")
+off = {"low": 0, "high": 0}  # ε_L = 0 and infinite guarantees: off-scale markers at the edges
 for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
     for col, N in enumerate(N_VALUES):
         ax = axes[row, col]
-        g = np.array([GUAR[(mech, q, N)] for q in qs])
-        ax.plot(qs, np.where(np.isfinite(g), g, 1e3), "s-", color=plotting.COLORS["guarantee"], markersize=3.5,
-                label="corrected guarantee (ε of Thm 3.6 / §6)")
-        ax.plot(qs, [OPT[(mech, q, N)]["eps_lower"] for q in qs], "o-", color=plotting.COLORS["audit"],
-                label="audit, optimal distinguisher")
-        ax.plot(qs, [NORM[(mech, q, N)]["eps_lower"] for q in qs], "o--", color=plotting.COLORS["audit"],
-                markerfacecolor="white", label="audit, normality distinguisher")
+        for r in (plotting.plot_log_series(ax, qs, [GUAR[(mech, q, N)] for q in qs], line=True, marker="s",
+                                           color=plotting.COLORS["guarantee"], markersize=3.5,
+                                           label="corrected guarantee (ε of Thm 3.6 / §6)"),
+                  plotting.plot_log_series(ax, qs, [OPT[(mech, q, N)]["eps_lower"] for q in qs], line=True,
+                                           color=plotting.COLORS["audit"], label="audit, optimal distinguisher"),
+                  plotting.plot_log_series(ax, qs, [NORM[(mech, q, N)]["eps_lower"] for q in qs], line=True,
+                                           linestyle="--", color=plotting.COLORS["audit"], markerfacecolor="white",
+                                           label="audit, normality distinguisher")):
+            off = {k: off[k] + r[k] for k in off}
         ax.plot(qs, [claim[q] for q in qs], "-", color=plotting.COLORS["sgm_claim"], label="SGM claim")
         ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=0.9, label="most trials can certify")
         ax.set_yscale("log")
@@ -247,13 +259,15 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
         else:
             ax.set_xticks(qs)
         ax.grid(True, alpha=0.3, linewidth=0.5, which="both")
-        ax.set_title(f"{mech.upper()}, N = {N}", fontsize=10)
+        ax.set_title(f"{mech.upper()}, N = {N}")
         if row == 1:
             ax.set_xlabel("sampling rate q")
         if col == 0:
             ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0, 0].get_legend_handles_labels()
-fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=5, frameon=False)
+if off["low"] or off["high"]:
+    handles.append(plotting.offscale_handle(label="off scale: ▼ ε_L = 0, ▲ guarantee ∞"))
+fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                        "sigma": SIGMA, "C": C, "delta": DELTA})
 
@@ -293,12 +307,18 @@ print(f"audits above the corrected guarantee (must be none): {len(over_guarantee
 glue("nb04_opt_above", f"{n_opt_above}/{len(OPT)}", display=False)
 glue("nb04_norm_above", f"{n_norm_above}/{len(NORM)}", display=False)
 glue("nb04_over_guar", str(len(over_guarantee)), display=False)
-pf.markdown_table(["mechanism", "q", "N", "ε claim", "ε_L normality", "ε_L optimal", "FPR (opt.)",
-                   "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
+# ε_L to 2 decimals (its run-to-run spread is a few tenths), FPR/FNR to 3 significant digits
+show_table(rows, ["mechanism", "q", "N", "ε claim", "ε_L normality", "ε_L optimal", "FPR (opt.)",
+                  "FNR (opt.)", "ε guarantee"], name="04_audits",
+           caption="Every audited point: the SGM claim, ε_L with both distinguishers, the optimal "
+                   "distinguisher's FPR and FNR, and the corrected guarantee (δ = 1e-5).",
+           digits={"ε claim": 3, "FPR (opt.)": 3, "FNR (opt.)": 3, "ε guarantee": 3},
+           formats={"q": "g", "ε_L normality": ".2f", "ε_L optimal": ".2f"})
 
 # %%
 if below:
-    display(pf.markdown_table(["distinguisher", "mechanism", "q", "N", "ε_L", "ε claim"], below, floatfmt=".3g"))
+    show_table(below, ["distinguisher", "mechanism", "q", "N", "ε_L", "ε claim"], name="04_below_claim",
+               caption="Audits at or below the SGM claim.", formats={"q": "g", "ε_L": ".2f"})
     print(f"{len(below)} audited point(s) at or below the SGM claim (see the discussion below).")
 else:
     print("Every audited point, with both distinguishers, lies above the SGM claim.")
@@ -374,10 +394,13 @@ glue("nb04_rerun_spread",
      + ("near the certification ceiling, where ε_L is set by the Clopper-Pearson limit of a count of a few "
         "errors, and one error more or less moves it by much more than at moderate ε_L." if max(_a, _b) > ceiling - 2 else
         "the spread at moderate ε_L."), display=False)
-pf.markdown_table(["mechanism", "q", "N", "ε claim"] + [f"ε_L {k}" for k in SPECS], rows, floatfmt=".3g")
+show_table(rows, ["mechanism", "q", "N", "ε claim"] + [f"ε_L {k}" for k in SPECS], name="04_normality_tests",
+           caption="ε_L at δ = 1e-5 for each normality test and aggregation, and the optimal distinguisher, "
+                   "on the same rounds.", formats={"q": "g", **{f"ε_L {k}": ".2f" for k in SPECS}})
+glue("nb04_tab_tests", number_of("04_normality_tests"), display=False)
 
 # %% [markdown]
-# **Table 7.1.** $\varepsilon_L$ at $\delta = 10^{-5}$ for every combination of normality
+# **Table {glue:text}`nb04_tab_tests`.** $\varepsilon_L$ at $\delta = 10^{-5}$ for every combination of normality
 # test and aggregation (and the optimal distinguisher) on the same rounds. The
 # chi-square and Kolmogorov-Smirnov tests see the scale difference and give comparable
 # results; $K^2$ certifies (almost) nothing, as expected for a test that ignores scale.

@@ -68,6 +68,7 @@ from paperlib import audit as A
 from paperlib.artifact import sweeps
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
+from paperlib.artifact.tables import show_table
 from paperlib.mechanisms.guarantees import guarantee, sgm_claim
 from paperlib.fdp.tradeoff import eps_delta_tradeoff
 
@@ -132,17 +133,21 @@ shade = pf.shades(plotting.COLORS["audit"], len(N_DIMS), lightest=0.75)
 for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("optimal", "optimal distinguisher"))):
     for col, (mech, q) in enumerate(SETTINGS):
         ax = axes[row, col]
-        ax.set_title(f"{titles[col]}\n{name}", fontsize=9)
+        ax.set_title(f"{titles[col]} (claim ε = {claim[q]:.2g})\n{name}", fontsize=8.5)
         ax.plot(alpha, eps_delta_tradeoff(alpha, claim[q], DELTA), color=plotting.COLORS["sgm_claim"], linewidth=1.8,
-                label=f"SGM claim, ε = {claim[q]:.3g}")
-        for c, n in zip(shade, N_DIMS):
+                label="SGM claim")
+        for k, (c, n) in enumerate(zip(shade, N_DIMS)):
             r = RES[(mech, q, n)][label]
             ax.plot(alpha, eps_delta_tradeoff(alpha, r["eps_lower"], DELTA), color=c, linewidth=1.3,
-                    label=f"n = {n:,}: ε_L = {r['eps_lower']:.2f}")
-            ax.plot(r["fpr_ci"][1], r["fnr_ci"][1], "o", color=c, markersize=3.5)
-        ax.legend(fontsize=6, loc="upper right")
-fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g} "
-             f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})", fontsize=10)
+                    linestyle=plotting.SERIES_LINESTYLES[k], label=f"n = {n:,}")
+            ax.plot(r["fpr_ci"][1], r["fnr_ci"][1], plotting.SERIES_MARKERS[k], color=c, markersize=5)
+# one legend for all panels (the ε_L values are in the next figure and the table below)
+handles = [plt.Line2D([], [], color=plotting.COLORS["sgm_claim"], linewidth=1.8, label="SGM claim")]
+handles += [plt.Line2D([], [], color=c, linestyle=plotting.SERIES_LINESTYLES[k], marker=plotting.SERIES_MARKERS[k],
+                       label=f"audit, n = {n:,}") for k, (c, n) in enumerate(zip(shade, N_DIMS))]
+fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False)
+fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g}\n"
+             f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})")
 pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                       "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
                                       "settings": [list(s) for s in SETTINGS]})
@@ -167,28 +172,38 @@ pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 # ## 3. $\varepsilon_L$ against the output dimension
 
 # %%
-fig, axes = plt.subplots(1, len(SETTINGS), figsize=(10.5, 4.0), sharey=True, layout="constrained")
+fig, axes = plt.subplots(1, len(SETTINGS), figsize=(plotting.FIG_WIDTH, 3.9), sharey=True, layout="constrained")
+# log ε axis; an infinite guarantee is a ▲ at the top edge and ε_L = 0 a ▼ at the bottom (off scale),
+# never a plateau at an arbitrary value
+off = {"low": 0, "high": 0}
+pos = [v for v in [*claim.values(), *GUAR.values(), *(r[k]["eps_lower"] for r in RES.values()
+                                                     for k in ("optimal", NORMALITY, HALF))]
+       if 0 < v < math.inf]
 for ax, (mech, q) in zip(axes, SETTINGS):
-    g = np.array([GUAR[(mech, q, n)] for n in N_DIMS])
-    ax.plot(N_DIMS, np.where(np.isfinite(g), g, 1e3), "s-", color=plotting.COLORS["guarantee"], markersize=3.5,
-            label="corrected guarantee")
-    ax.plot(N_DIMS, [RES[(mech, q, n)]["optimal"]["eps_lower"] for n in N_DIMS], "o-",
-            color=plotting.COLORS["audit"], label="audit, optimal")
-    ax.plot(N_DIMS, [RES[(mech, q, n)][NORMALITY]["eps_lower"] for n in N_DIMS], "o--",
-            color=plotting.COLORS["audit"], markerfacecolor="white", label="audit, normality")
-    ax.plot(N_DIMS, [RES[(mech, q, n)][HALF]["eps_lower"] for n in N_DIMS], "^:",
-            color=plotting.COLORS["audit"], markerfacecolor="white", label="audit, normality, ties = ½")
+    series = [([GUAR[(mech, q, n)] for n in N_DIMS], dict(marker="s", markersize=3.5, color=plotting.COLORS["guarantee"],
+                                                          label="corrected guarantee")),
+              ([RES[(mech, q, n)]["optimal"]["eps_lower"] for n in N_DIMS],
+               dict(color=plotting.COLORS["audit"], label="audit, optimal")),
+              ([RES[(mech, q, n)][NORMALITY]["eps_lower"] for n in N_DIMS],
+               dict(linestyle="--", color=plotting.COLORS["audit"], markerfacecolor="white", label="audit, normality")),
+              ([RES[(mech, q, n)][HALF]["eps_lower"] for n in N_DIMS],
+               dict(marker="^", linestyle=":", color=plotting.COLORS["audit"], markerfacecolor="white",
+                    label="audit, normality, ties = ½"))]
+    for y, kw in series:
+        r = plotting.plot_log_series(ax, N_DIMS, y, line=True, **kw)
+        off = {k: off[k] + r[k] for k in off}
     ax.axhline(claim[q], color=plotting.COLORS["sgm_claim"], label="SGM claim")
     ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=0.9, label="most trials can certify")
     ax.set_xscale("log")
-    ax.set_yscale("symlog", linthresh=1e-3)
-    ax.set_ylim(0, 2e3)
+    ax.set_ylim(min(pos) / 2, max(pos) * 2)
     ax.grid(True, alpha=0.3, linewidth=0.5, which="both")
-    ax.set_title(f"{mech.upper()}, q = {q:g}", fontsize=10)
+    ax.set_title(f"{mech.upper()}, q = {q:g}")
     ax.set_xlabel("output dimension n")
 axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0].get_legend_handles_labels()
-fig.legend(handles, labels, fontsize=7.5, loc="outside lower center", ncol=6, frameon=False)
+if off["low"] or off["high"]:
+    handles.append(plotting.offscale_handle(label="off scale: ▼ ε_L = 0, ▲ guarantee ∞"))
+fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                     "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})
 
@@ -260,12 +275,16 @@ glue("nb05_claim_easgm", ", ".join(f"{claim[q]:.2g} at q = {q:g}" for m, q in SE
      display=False)
 glue("nb05_claim_asgm", ", ".join(f"{claim[q]:.2g}" for m, q in SETTINGS if m == "asgm"), display=False)
 print(verdict)
-pf.markdown_table(["mechanism", "q", "n", "ε claim", "ε_L normality", "ε_L normality (ties ½)", "ε_L optimal",
-                   "FPR (opt.)", "FNR (opt.)", "ε guarantee"], rows, floatfmt=".3g")
+_eps_cols = ["ε_L normality", "ε_L normality (ties ½)", "ε_L optimal"]
+show_table(rows, ["mechanism", "q", "n", "ε claim", *_eps_cols, "FPR (opt.)", "FNR (opt.)", "ε guarantee"],
+           name="05_audits", caption="Every audit: the SGM claim, ε_L with each distinguisher (δ = 1e-5), the "
+                                     "optimal distinguisher's FPR and FNR, and the corrected guarantee.",
+           formats={"q": "g", **{c: ".2f" for c in _eps_cols}})
 
 # %%
 if below:
-    display(pf.markdown_table(["distinguisher", "mechanism", "q", "n", "ε_L", "ε claim"], below, floatfmt=".3g"))
+    show_table(below, ["distinguisher", "mechanism", "q", "n", "ε_L", "ε claim"], name="05_below_claim",
+               caption="Audits at or below the SGM claim.", formats={"q": "g", "ε_L": ".2f"})
 else:
     print("Every audit lies above the SGM claim.")
 

@@ -56,6 +56,7 @@ from IPython.display import display
 from packaging.version import Version
 
 from paperlib.implementations import opacus_code as oc
+from paperlib.artifact.tables import show_table
 
 doc = oc.load_table()
 # the real step's dataset, as the check builds it (its defaults), for the text below
@@ -106,8 +107,10 @@ print(f"releases audited: {len(releases)} (v{versions[0]} to v{versions[-1]})")
 # fits none of the generations stops the audit with an error instead of being guessed.
 
 # %%
-display(oc.Table(["Rule", "Generation", "File", "Pattern"],
-                 [[f"`{r['name']}`", r["generation"], f"`{r['file']}`", f"`{r['pattern']}`"] for r in doc["rules"]]))
+show_table(oc.Table(["Rule", "Generation", "File", "Pattern"],
+                    [[f"`{r['name']}`", r["generation"], f"`{r['file']}`", f"`{r['pattern']}`"] for r in doc["rules"]]),
+           name="08_rules", caption="The rules of the code audit: the source pattern that identifies each "
+                                    "generation of the normalisation code.", markup=True)
 
 # %% [markdown]
 # ## The audit, one row per release
@@ -118,7 +121,9 @@ display(oc.Table(["Rule", "Generation", "File", "Pattern"],
 # with the paper's Table 2.
 
 # %%
-display(oc.records_table(releases))
+show_table(oc.records_table(releases), name="08_releases", markup=True,
+           caption="The code audit, one row per release: the line that fixes the divisor, the normalisation, "
+                   "built-in Poisson sampling, the resulting mechanism, and the comparison with the paper's Table 2.")
 
 # %%
 cmp = oc.compare_with_paper(releases)
@@ -160,8 +165,9 @@ for (gen, norm, builtin, mech), vs in grouped(releases):
             "no (**new**)" if not listed else
             f"up to v{listed[-1]}; **new**: " + ", ".join("v" + v for v in vs if v not in listed))
     rows.append([span, gen, f"{norm} ({oc.DIVISOR[norm]})", "✓" if builtin else "✗", mech, note])
-display(oc.Table(["Versions", "Generation", "Normalisation", "Built-in Poisson", "Mechanism",
-                  "In the paper's Table 2"], rows))
+show_table(oc.Table(["Versions", "Generation", "Normalisation", "Built-in Poisson", "Mechanism",
+                     "In the paper's Table 2"], rows), name="08_paper_layout", markup=True,
+           caption="The audit in the layout of the paper's Table 2 (consecutive releases with the same findings merged).")
 
 # %% [markdown]
 # ## The evidence behind each generation
@@ -222,7 +228,9 @@ for c in sorted(doc["confirmations"], key=lambda c: Version(c["opacus"])):
         note.append("error: " + c["error"])
     conf_rows.append([f"v{c['opacus']}", c.get("api", "–"), c["verdict"], c["mechanism"],
                       "yes" if agree else "**no**", "; ".join(note)])
-display(oc.Table(["Release", "API", "Divisor found", "Mechanism", "Agrees with the code audit", "Note"], conf_rows))
+show_table(oc.Table(["Release", "API", "Divisor found", "Mechanism", "Agrees with the code audit", "Note"], conf_rows),
+           name="08_confirmations", markup=True,
+           caption="Each release confirmed by a real DP-SGD step: the divisor observed and the mechanism it implies.")
 print(f"releases confirmed by a real step: {sum(c['verdict'] != 'error' for c in doc['confirmations'])} "
       f"of {len(releases)}")
 

@@ -92,7 +92,7 @@ from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.mechanisms.core import feasgm_floors
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
-from paperlib.artifact.provenance import results_dir, save_result
+from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
@@ -100,7 +100,6 @@ MAX_FFT = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)
 N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)
 ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 400)]))
 print(f"MODE={MODE} SEED={SEED}: FFT length {MAX_FFT}, {N_DELTAS} deltas for the RDP claim curve")
-print("results ->", results_dir().resolve())
 from paperlib.fdp.pld import DEFAULT_REL_TOL  # noqa: E402  (the target width of the brackets)
 
 for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELTAS, "T": ROUNDS,
@@ -235,7 +234,7 @@ def draw_panel(ax, r, mech_kind, title, legend=False):
                   rf"CLT bound ($\mu$={r['mu']:.3g}, $\gamma$={r['gamma']:.1e})", linewidth=2.0)
     pf.plot_curve(ax, a, ex, "upper", rf"exact $\bar f^{{\otimes T}}$ ($\varepsilon$={r['eps']:.4g})")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6.5, loc="upper right")
+    ax.legend(loc="upper right")
 
 
 fig, axes = pf.new_grid(1, 2, panel=4.4)
@@ -243,6 +242,19 @@ for j, n in enumerate(N_PARAMS):
     draw_panel(axes[0, j], fig7["feasgm"][str(n)], "upper",
                f"FEASGM, T = {ROUNDS}, |D| = {N_SMALL:,}, |D'| = {N_SMALL + 1:,}\n"
                f"q = {Q:g}, σ = {SIGMA:g}, K = {K} vs {K1}, n = {n:,}")
+# At the larger n both bounds lie below FNR 1e-160 for every FPR >= 1e-12: on the linear axes they run
+# along the axes and the panel looks empty. A log FNR axis shows them (values a log axis cannot show,
+# zero, are left out, never drawn as a floor).
+for ax, n in zip(axes[0], N_PARAMS):
+    ex = _arr(fig7["feasgm"][str(n)]["exact"])
+    if np.nanmax(ex[_arr(fig7["feasgm"][str(n)]["alpha"]) >= 1e-6]) < 1e-3:
+        ax.set_yscale("log", nonpositive="mask")
+        ax.set_aspect("auto")
+        ax.set_ylim(1e-300, 3)
+        ax.set_yticks([10.0 ** -k for k in range(0, 301, 50)])
+        ax.minorticks_off()
+        ax.set_ylabel("FNR (β), log scale")
+        ax.legend(loc="center left")
 pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
                                    "n": N_PARAMS, "max_fft": MAX_FFT, "n_deltas": N_DELTAS})
 
@@ -397,7 +409,7 @@ for j, N in enumerate(ASGM_NS):
     pf.plot_curve(ax, a, b["upper"], "upper", rf"$\bar f^{{\otimes T}}$, T = {ROUNDS} (band: discretisation)")
     ax.set_title(f"ASGM, |D| = {N:,}, q = {ASGM_Q:g}, σ = {SIGMA:g}, n = {ASGM_N_PARAMS:,}\n"
                  f"w = {b['w']:.3f}, loss bin {b['step']:.2g}, curve error ≤ {b['max_error']:.1e}", fontsize=8.5)
-    ax.legend(fontsize=6.5, loc="upper right")
+    ax.legend(loc="upper right")
     lo, hi = b["eps_bracket"]
     rows.append([f"{N:,}", b["one_round_eps"], lo, hi, acl["rdp"]["eps"], acl["prv"]["eps"],
                  acl["tight"]["eps_bracket"][1], "yes" if lo > acl["rdp"]["eps"] else "no"])
