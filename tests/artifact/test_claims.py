@@ -389,6 +389,13 @@ def test_fig6_installed_release_is_partly_reproduced(rd):
     _fig6(rd, inputs={})  # inputs absent (old results)
     r = _claim("C6").evaluate(rd)
     assert r["verdict"] == "partly reproduced" and r["reason"] == "substituted: inputs not recorded"
+    # the paper's release failed, the installed one ran beside it: graded, as a substitution
+    doc = json.loads((rd / "07_fig6_opacus_feasgm.json").read_text())["data"]
+    _write(rd, "07_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": "no wheel", "result": None,
+                                              "installed": doc["result"]})
+    r = _claim("C6").evaluate(rd)
+    assert r["verdict"] == "partly reproduced"
+    assert r["reason"].startswith("substituted: the paper's Opacus release did not run (no wheel)")
     _fig6(rd, inputs=REAL_INPUTS | {"data": "synthetic stand-in", "data_detail": "mnist unavailable"})
     r = _claim("C6").evaluate(rd)
     assert r["verdict"] == "not reproduced"
