@@ -99,8 +99,6 @@ VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not run", "not
 TABLE2_PATH: Path = Path(__file__).resolve().parents[1] / "resources" / "opacus_table2.json"
 
 # ---------------------------------------------------------------- tolerances
-#: A value within this of the largest eps_L the trial counts can certify is "at the ceiling".
-CEILING_TOL = 0.1
 #: Fig. 5: "weaker than claimed" needs the claim minus the upper bound to exceed this
 #: multiple of the numerical tolerance ``tol_g`` the bounds were evaluated to.
 FIG5_WEAKER_FACTOR = 10.0
@@ -400,12 +398,6 @@ def _ceiling(rec: dict) -> float:
     u_d = 1.0 - ((1.0 - conf) / 2.0) ** (1.0 / n_d)
     u_dp = 1.0 - ((1.0 - conf) / 2.0) ** (1.0 / n_dp)
     return max(math.log((1.0 - delta - u_dp) / u_d), math.log((1.0 - delta - u_d) / u_dp), 0.0)
-
-
-def _slope(xs: list[float], ys: list[float]) -> float:
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
 
 
 def _sweep_points(data: dict, name: str) -> list[tuple[dict, dict]]:
