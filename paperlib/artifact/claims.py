@@ -1306,7 +1306,8 @@ def _wrap(label: str, text: str, pad: str, width: int = 110) -> list[str]:
 
 def render_text(g: dict) -> str:
     """The grade table as plain text (for the terminal; ``make all`` prints it): verdict first,
-    then the reason (for any verdict but *reproduced*), the paper's side and what was measured."""
+    then the reason (for any verdict but *reproduced*), each graded statement with its verdict,
+    the paper's side and what was measured."""
     hdr = f"{'claim':<5} {'item':<8} {'verdict':<18} {'mode':<12} statements"
     lines = [hdr, "-" * 110]
     pad = " " * 6
@@ -1315,6 +1316,9 @@ def render_text(g: dict) -> str:
         lines.append(f"{c['id']:<5} {c['item']:<8} {c['verdict']:<18} {mode:<12} {c.get('summary', '')}")
         if c.get("reason") and c["verdict"] != "reproduced":
             lines += _wrap("reason:", c["reason"], pad)
+        for p in c.get("parts", []):
+            if p.get("graded"):
+                lines += _wrap("graded:", f"{p.get('verdict', '?')}: {p['name']}", pad)
         lines += _wrap("paper:", c["paper"], pad)
         lines += _wrap("measured:", c["measured"], pad)
     n = g["counts"]
