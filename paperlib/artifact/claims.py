@@ -359,11 +359,12 @@ def _fidelity(r: dict) -> list[tuple[str, str]]:
     out = []
     data, detail = inp.get("data"), inp.get("data_detail")
     if data == "synthetic stand-in":
+        detail = str(detail or "").removeprefix("synthetic stand-in").strip(" ()")
         out.append(("not reproduced", "synthetic stand-in data for a real-data claim" + (f" ({detail})" if detail else "")))
     elif data not in REAL_DATA:
         out.append(("partly reproduced", f"data {data!r} not recorded as real"))
     if inp.get("code_as_paper") is not True:
-        out.append(("partly reproduced", f"code {inp.get('code', '?')} instead of the paper's {inp.get('paper_code', '?')}"))
+        out.append(("partly reproduced", f"ran {inp.get('code', '?')}; the paper audited {inp.get('paper_code', '?')}"))
     rr, rounds = inp.get("real_rounds"), inp.get("rounds")
     if isinstance(rr, (int, float)) and isinstance(rounds, (int, float)):
         if rr < rounds:

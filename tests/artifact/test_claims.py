@@ -294,7 +294,7 @@ def test_fig4_statements_can_fail(rd):
     (REAL_INPUTS | {"data": "synthetic stand-in", "data_detail": "no MNIST"}, "not reproduced",
      "substituted: synthetic stand-in data for a real-data claim (no MNIST) (6/6 points)"),
     (REAL_INPUTS | {"code": "dpsur re-implementation", "code_as_paper": False, "paper_code": "DPSUR repository"},
-     "partly reproduced", "substituted: code dpsur re-implementation instead of the paper's DPSUR repository"),
+     "partly reproduced", "substituted: ran dpsur re-implementation; the paper audited DPSUR repository"),
     (REAL_INPUTS | {"real_rounds": 30}, "partly reproduced",
      "substituted: 30 of 10,000 rounds ran as real implementation steps (6/6 points)"),
     (None, "partly reproduced", "substituted: inputs not recorded (6/6 points)"),
@@ -384,7 +384,7 @@ def test_fig6_installed_release_is_partly_reproduced(rd):
                                     "paper_code": "opacus-1.0 (DP-FETA)", "real_rounds": 30})
     r = _claim("C6").evaluate(rd)
     assert r["verdict"] == "partly reproduced"
-    assert r["reason"] == ("substituted: code opacus-1.6.0 (installed) instead of the paper's opacus-1.0 (DP-FETA); "
+    assert r["reason"] == ("substituted: ran opacus-1.6.0 (installed); the paper audited opacus-1.0 (DP-FETA); "
                            "30 of 10,000 rounds ran as real implementation steps")
     _fig6(rd, inputs={})  # inputs absent (old results)
     r = _claim("C6").evaluate(rd)
@@ -539,3 +539,20 @@ def test_require_is_the_grade_and_says_no_without_stopping(rd):
         cl.require("C5", rd, strict_modes=("quick",))
     with pytest.raises(ValueError, match="claim_id must be one of"):
         cl.require("C9", rd)
+
+
+def test_fidelity_reads_what_real_audit_records():
+    """The contract with paperlib.implementations.real_audit.audit_inputs (r["inputs"])."""
+    from paperlib.implementations import real_audit as RA
+
+    bundle = {"indices": [1, 2, 3, 4, 5], "split": "train"}
+    ours = RA.audit_inputs("dpsur", "mnist", version="paperlib", bundle=bundle, real_rounds=20000, rounds=20000)
+    assert cl._fidelity({"inputs": ours}) == [
+        ("partly reproduced", f"ran {ours['code']}; the paper audited {ours['paper_code']}")]
+    paper = RA.audit_inputs("opacus-1.0.2", "mnist", version="1.0.2", bundle=bundle, real_rounds=20000, rounds=20000)
+    assert cl._fidelity({"inputs": paper}) == []
+    part = RA.audit_inputs("opacus-1.0.2", "mnist", version="1.0.2", bundle=bundle, real_rounds=30, rounds=20000)
+    assert cl._fidelity({"inputs": part}) == [("partly reproduced", "30 of 20,000 rounds ran as real implementation steps")]
+    stand_in = RA.audit_inputs("opacus-0.15.0", "synthetic", version="0.15.0", real_rounds=20000, rounds=20000)
+    (v, why), = cl._fidelity({"inputs": stand_in})
+    assert v == "not reproduced" and why.startswith("synthetic stand-in data for a real-data claim (")
