@@ -98,6 +98,8 @@ CHECK_LEVEL = 1e-3
 #: CHUNK_ELEMENTS / n (bounds the memory of one call's updates, chunk x n floats)
 STEP_CHUNK = 500
 CHUNK_ELEMENTS = 20_000_000
+#: at least this many steps per call for the old releases (each call starts a subprocess, ~10 s)
+RELEASE_CHUNK = 50
 
 
 class ImplementationMismatch(RuntimeError):
@@ -408,6 +410,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     total_steps = 2 * trials if mode == "full" else 2 * check_trials
     # (the chunk also fixes the sub-seeds of the steps: never made to depend on the bar)
     chunk = max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // max(n, 1)))
+    if implementation in runners.RELEASES:  # one subprocess start per call: at least RELEASE_CHUNK steps
+        chunk = max(chunk, min(RELEASE_CHUNK, STEP_CHUNK))
     bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
                leave=False, file=sys.stderr)
 
@@ -520,6 +524,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         ok = all(v is not None and abs(v / batch_size - 1) <= tol[ds] for ds, v in data["divisor_measured"].items())
         data["normaliser_found"] = (f"{int(batch_size)} (the configured batch size)" if ok else ", ".join(
             f"{ds}: {v}" for ds, v in data["divisor_measured"].items()) + f" (not the batch size {batch_size})")
+    data["points_sha256"] = params["points_sha256"]
     data["inputs"] = audit_inputs(implementation, dataset, version=impl_info.get("version"), bundle=bundle,
                                   drawn=drawn, real_rounds=impl_steps, rounds=2 * trials)
     if cache is not None:
