@@ -7,6 +7,7 @@
   in a subprocess (v0.15.0 EASGM, v0.13.0 ASGM) and of the DPSUR-style ASGM step,
   returning the parameter updates; per-example gradients at ``theta_0``; and
   :func:`~.runners.detect_normaliser`, which reads the normaliser off the updates;
-* :mod:`.dpsur` -- the DPSUR-style ASGM step written from the DPSUR paper;
+* :mod:`.dpsur` -- DPSUR's step, re-implemented line by line from DPSUR's source at a pinned
+  commit; :mod:`.dpsur_source` -- that source fetched, sha256-verified and run in a subprocess;
 * :mod:`.datasets` -- dataset loading (MNIST, FMNIST, CIFAR-10).
 """

@@ -77,6 +77,8 @@ __all__ = [
     "dpsur_provenance",
     "dpsur_inputs",
     "REIMPLEMENTATION_LINES",
+    "step_notes",
+    "runner_steps",
 ]
 
 #: the lines of DPSUR's source that :mod:`paperlib.implementations.dpsur` follows
@@ -436,3 +438,34 @@ def dpsur_inputs(result: Mapping[str, Any] | None = None) -> dict[str, Any]:
     pin = pinned()
     return {"code": dpsur_provenance(result), "code_as_paper": bool(own),
             "paper_code": f"DPSUR's own code ({pin['repository']}; pinned here at commit {_short(pin['commit'])})"}
+
+
+# ---------------------------------------------------------------------------- for the runners
+
+
+def step_notes(batch_sizes, divisors, N: int, q: float, ran: Mapping[str, Any] | None = None) -> list[str]:
+    """The ``notes`` of a run of DPSUR's step (either one): which ran (:func:`dpsur_provenance`),
+    its rule, and how many trials hit its two special cases."""
+    b = np.asarray(batch_sizes)
+    m = np.asarray(divisors, dtype=float)
+    qN = float(q) * int(N)
+    stepped = b > 0
+    return [dpsur_provenance(ran),
+            "DPSUR's rule: clip by min(C/(||g||+1e-6), 1), add N(0, sigma^2 C^2), divide by m = the size of a "
+            "separate Poisson draw (q N when that draw is empty); an empty training batch takes no step (update 0)",
+            f"{int((~stepped).sum())} of {len(b)} trials had an empty training batch (update 0); "
+            f"{int((stepped & (m == qN) & (m != b)).sum())} divided by q N = {qN:g} (empty divisor draw); "
+            f"{int((stepped & (m != b)).sum())} divided by a number other than |B|"]
+
+
+def runner_steps(model_name: str, Xd, yd, q: float, sigma: float, C: float, trials: int, seed: int, lr: float,
+                 model_seed: int, *, download: bool = False):
+    """DPSUR's own step for :mod:`paperlib.implementations.runners`: ``(updates float64 [trials, n],
+    batch_sizes int64 [trials], version, notes)``, as the runner's in-process DPSUR path returns
+    them; ``version`` is ``"DPSUR <commit[:7]>"``. The same seed gives the same random draws
+    as the re-implementation fed ``torch.Generator().manual_seed(seed)`` (equal updates to
+    float32 rounding). Raises as :func:`run_source_steps`."""
+    r = run_source_steps(model_name, Xd, yd, q=q, sigma=sigma, C=C, trials=trials, seed=seed, lr=lr,
+                         model_seed=model_seed, download=download)
+    return (r["updates"], r["batch_sizes"], f"DPSUR {_short(r['commit'])}",
+            step_notes(r["batch_sizes"], r["divisors"], len(Xd), q, r))

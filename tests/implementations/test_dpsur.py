@@ -265,3 +265,14 @@ def test_bad_input_one_line(cache):
     X, y = S._check_data(4, 1)
     with pytest.raises(ValueError, match="q must lie in"):
         S.run_source_steps(MODEL, X, y, q=1.5, sigma=1.0, C=0.5, trials=2, seed=0)
+
+
+def test_runner_steps_match_the_runners_dpsur_path(cache, source_bytes, data):
+    """What runners would get from DPSUR's own step: the re-implementation's numbers, its notes."""
+    _fill(cache, source_bytes)
+    X, y = data
+    U, sizes, version, notes = S.runner_steps(MODEL, X, y, 0.5, 2.0, 0.5, 6, 9, 1.0, 0)
+    U2, s2 = D.dpsur_updates(build_model(MODEL), X, y, 0.5, 2.0, 0.5, torch.Generator().manual_seed(9), 6)
+    np.testing.assert_allclose(U, U2.double().numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(sizes, s2.numpy())
+    assert version == f"DPSUR {COMMIT[:7]}" and notes[0] == f"DPSUR's own step at commit {COMMIT[:7]} (local copy, sha256 verified)"
