@@ -275,4 +275,5 @@ def test_runner_steps_match_the_runners_dpsur_path(cache, source_bytes, data):
     U2, s2 = D.dpsur_updates(build_model(MODEL), X, y, 0.5, 2.0, 0.5, torch.Generator().manual_seed(9), 6)
     np.testing.assert_allclose(U, U2.double().numpy(), rtol=0, atol=1e-6)
     np.testing.assert_array_equal(sizes, s2.numpy())
-    assert version == f"DPSUR {COMMIT[:7]}" and notes[0] == f"DPSUR's own step at commit {COMMIT[:7]} (local copy, sha256 verified)"
+    assert version == f"DPSUR {COMMIT[:7]}"
+    assert notes[0] == f"DPSUR's own step at commit {COMMIT[:7]} (local copy, sha256 verified)"
