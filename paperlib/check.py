@@ -50,8 +50,9 @@ __all__ = ["check_run", "claimed_epsilon", "format_statement", "check_opacus", "
 MAX_CHECK_STEPS = 1_000_000
 #: the error Opacus's PRVAccountant.get_epsilon targets by default (``eps_error``)
 PRV_EPS_ERROR = 0.01
-#: The fix another part of the library provides (dividing by the configured batch size)
-FIX_NAME = "paperlib.fix (divide by the configured batch size, a constant fixed before seeing the data)"
+#: The fix :mod:`paperlib.fix` provides (Opacus 1.x: divide by the configured batch size)
+FIX_NAME = ("paperlib.fix.fix_normaliser(optimizer, batch_size) after make_private (Opacus 1.x): it divides by the "
+            "configured batch size, a constant fixed before seeing the data")
 
 
 def default_accountant(opacus_version: str) -> str:
@@ -292,8 +293,8 @@ def _remedies(mech, version, N, batch_size, sample_rate, drop_last, neighbours):
     if any("different sampling rate" in e.get("why", "") for e in neighbours):
         out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
                    "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
-    out += ["loss_reduction='sum' with the learning rate divided by the expected batch size: the update is then "
-           "SGM's, so the SGM claim holds (Opacus runs SGM with loss_reduction='sum')",
+    out += ["loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
+           "size (paperlib.fix.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
            f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds"]
     if version[0] >= 1 and batch_size is not None and sample_rate is None:
         good = []

@@ -214,6 +214,23 @@ def test_check_is_fast_enough_for_a_test():
     assert r["seconds"] < 30 and math.isfinite(r["epsilon_certified"])
 
 
-def test_readme_documents_check():
+def test_readme_check_section_is_what_check_prints(r015):
+    """README "Check your own run": its command is the acceptance run and its output lines are what
+    format_statement prints for it; it names check_opacus and CertifiedAccountant."""
+    import re
+    import shlex
+
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "python -m paperlib check" in text and "check_opacus" in text and "CertifiedAccountant" in text
+    body = text.split("## Check your own run\n", 1)[1].split("\n## ", 1)[0]
+    cmd = re.search(r"```bash\n(.*?)```", body, re.S).group(1).replace("\\\n", " ")
+    argv = shlex.split(cmd)
+    assert argv[:4] == ["python", "-m", "paperlib", "check"]
+    opts = dict(zip(argv[4::2], argv[5::2]))
+    want = dict(zip(ACCEPT_ARGV[1::2], ACCEPT_ARGV[2::2]), **{"--opacus-version": "0.15.0"})
+    assert opts == want
+    shown = re.search(r"```text\n(.*?)```", body, re.S).group(1).splitlines()
+    printed = format_statement(r015).splitlines()
+    for line in shown:
+        if line.strip() and not line.endswith("...") and line != "...":
+            assert line in printed, line
+    assert "check_opacus" in body and "CertifiedAccountant" in body
