@@ -132,6 +132,7 @@ HOST_ONLY_NOTEBOOKS = {
     "08_opacus_code_audit": "reads the stored code audit; one ten-example Opacus step on the CPU (mode-independent)",
     "09_multiround_figure7": "NumPy/SciPy composition numerics (DEVICE unused)",
     "10_practitioners": "NumPy/SciPy accounting (DEVICE unused)",
+    "11_the_fix": "Opacus steps on the CPU (DEVICE unused); full mode is chapter 7's installed-Opacus work twice",
 }
 
 

@@ -93,7 +93,7 @@ from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
 from paperlib.audit import cp_upper, eps_lower
 from paperlib.implementations import real_audit as RA
-from paperlib.implementations.datasets import resolve_dataset
+from paperlib.implementations import datasets as DS
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import guarantee, sgm_claim
 
@@ -102,14 +102,14 @@ T_START = pf.start_notebook(MODE)
 # chapter 7's inputs, and its sizes per mode (so the unfixed audit is chapter 7's, cached)
 AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)
-CHECK_TRIALS = pf.pick(MODE, smoke=10, quick=40, full=None)
+CHECK_TRIALS = pf.pick(MODE, smoke=10, quick=30, full=None)  # real steps per dataset (quick: chapter 7's)
 N, Q, SIGMA, C, DELTA = 3, 0.5, 10.0, 0.1, 1e-5
 # chapter 7's model (1,485,217 parameters); smoke mode takes the 26,010-parameter CNN to stay short
 MODEL = pf.pick(MODE, smoke="cnn-mnist", quick="large-mnist", full="large-mnist")
 BATCH_SIZE = 2  # the configured batch size: make_private samples at 1/ceil(N/B) = 1/2 on both datasets
-DATASET, ROOT, NOTE = resolve_dataset("mnist", N + 1, SEED, mode=MODE)
-print(f"MODE={MODE} SEED={SEED}: " + (f"NOTE: MNIST unavailable ({NOTE}); synthetic stand-in used"
-                                      if DATASET == "synthetic" else "MNIST points"))
+DATASET, ROOT, SOURCE = DS.resolve_dataset("mnist", N + 1, SEED, mode=MODE)
+POINTS = "bundled" if SOURCE == DS.SOURCE_BUNDLED else "folder"
+print(f"MODE={MODE} SEED={SEED}: MNIST points from the {SOURCE}")
 for k, v in {"mode": MODE, "trials": f"{TRIALS:,}", "batch": BATCH_SIZE, "check_trials": CHECK_TRIALS or "every"}.items():
     glue(f"nb11_{k}", v, display=False)
 
@@ -228,11 +228,12 @@ glue("nb11_delta_release", f"{GUAR['release']['delta_at_claim_eps']:.3g}", displ
 # real steps per dataset must pass chapter 7's Kolmogorov–Smirnov check against the
 # mechanism the step documents (FEASGM for the release, SGM for the fix) before the
 # batched mechanism fills the remaining rounds; in full mode every round is a real step.
+# Every step runs on the CPU (`DEVICE` is unused).
 
 # %%
 CACHE = pv.ResultCache(MODE)
 COMMON = dict(N=N, q=Q, sigma=SIGMA, C=C, trials=TRIALS, seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS,
-              delta=DELTA, progress=False, data_root=ROOT, cache=CACHE)
+              delta=DELTA, progress=False, data_root=ROOT, points=POINTS, cache=CACHE)
 AUDITS, ERRORS, SECONDS = {}, {}, {}
 for key, impl, extra in (("release", "opacus-installed", {}), ("fixed", "opacus-installed+fix",
                                                                {"batch_size": BATCH_SIZE})):
@@ -269,6 +270,8 @@ for key, R in AUDITS.items():
     if R.get("check"):
         print(f"   check: {R['check']['tests']} KS tests, smallest p = {R['check']['min_p']:.3f} -> "
               f"{'passed' if R['check']['passed'] else 'FAILED'}")
+DETAIL = next((R["inputs"]["data_detail"] for R in AUDITS.values() if R and R.get("inputs")), None)
+glue("nb11_data_detail", DETAIL or "not computed (no audit ran)", display=False)
 label = {"release": "Opacus 1.6.0", "fixed": "Opacus 1.6.0 + fix", OPT: "optimal", NORM: "normality"}
 short = {"release": "as shipped", "fixed": "with the fix"}
 nu = {k: {ds: (R["normaliser"][ds] or {}).get("nu_hat_mean") for ds in ("D", "D'")} for k, R in AUDITS.items() if R}
@@ -280,9 +283,10 @@ display(pf.markdown_table(
       "yes" if v["violation"] else "no"] for (k, lab), v in ROWS.items()]))
 
 # %% [markdown]
-# The divisor column is read off the real steps themselves (the scale of the noise in the
-# directions no gradient reaches, chapter 7's `detect_normaliser`): the release divides by
-# one number on $D$ and another on $D'$, the fixed step by the batch size on both.
+# The audited points are {glue:text}`nb11_data_detail`. The divisor column is read off the
+# real steps themselves (the scale of the noise in the directions no gradient reaches,
+# chapter 7's `detect_normaliser`): the release divides by one number on $D$ and another on
+# $D'$, the fixed step by the batch size on both.
 
 # %%
 ceiling = float(eps_lower(cp_upper(0, TRIALS // 2), cp_upper(0, TRIALS - TRIALS // 2), DELTA))
@@ -310,12 +314,12 @@ for ax, top in zip(axes, (ceiling * 1.25, max(0.4, 2.2 * EPS_CLAIM))):
 axes[0].set_title("full scale", fontsize=10)
 axes[1].set_title("zoom on the claim", fontsize=10)
 axes[0].legend(fontsize=8, loc="center right")
-fig.suptitle(f"Opacus FEASGM step with and without the fix: {'MNIST' if DATASET == 'mnist' else 'synthetic'}, "
-             f"|D| = {N}, q = {Q}, σ = {SIGMA:g}, C = {C}, batch size {BATCH_SIZE}; {MODE} mode, "
-             f"{TRIALS:,} trials", fontsize=10)
+fig.suptitle(f"One Opacus 1.6.0 step with and without the fix ({'MNIST, ' if DATASET == 'mnist' else ''}{SOURCE})\n"
+             f"|D| = {N}, q = {Q}, σ = {SIGMA:g}, C = {C}, batch size {BATCH_SIZE}; {MODE} mode, {TRIALS:,} trials",
+             fontsize=10)
 pf.show_figure(fig, "11_fix_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
                                      "N": N, "q": Q, "sigma": SIGMA, "C": C, "model": MODEL, "batch_size": BATCH_SIZE,
-                                     "data": DATASET})
+                                     "data": SOURCE})
 
 # %% [markdown]
 # ```{glue:figure} 11_fix_audit
@@ -378,7 +382,7 @@ save_result("11_fix_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "chec
                              "q": Q, "sigma": SIGMA, "C": C, "delta": DELTA, "model": MODEL,
                              "batch_size": BATCH_SIZE},
             {"setup": SETUP, "eps_claimed": EPS_CLAIM, "guarantees": GUAR,
-             "audits": AUDITS, "errors": ERRORS, "dataset": DATASET, "note": NOTE,
+             "audits": AUDITS, "errors": ERRORS, "dataset": DATASET, "source": SOURCE,
              "summary": {f"{k}/{lab}": v for (k, lab), v in ROWS.items()}, "divisor_measured": nu,
              "fixed_upper_ends_below_claim": BELOW,
              "fixed_within_claim": FIX_HOLDS, "release_above_claim": RELEASE_FAILS, "seconds": SECONDS},

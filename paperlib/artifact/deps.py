@@ -177,7 +177,7 @@ def notebook_dependencies(notebook: str | os.PathLike) -> list[Path]:
 #: derives per-point seeds for the cached sweeps. The book machinery (the rest of
 #: ``artifact/``) and the command line are left out: editing them changes no number.
 FINGERPRINT_PARTS = ("fdp", "mechanisms", "audit", "implementations", "resources", "validation.py",
-                     "practitioner.py", "artifact/sweeps.py")
+                     "practitioner.py", "fix.py", "artifact/sweeps.py")
 
 
 def _package_files() -> list[Path]:
