@@ -205,6 +205,7 @@ glue("nb10_tab_mnist", number_of("10_mnist"), display=False)
 glue("nb10_tab_ft", number_of("10_finetune"), display=False)
 assert all(reports[(s, SGM)]["claim_stands"] for s in SETTINGS)
 assert all(not reports[(s, EASGM)]["claim_stands"] for s in SETTINGS)
+assert reports[("MNIST", FEASGM)]["claim_stands"] and reports[("fine-tune", FEASGM)]["claim_stands"]
 
 
 def verdict_text(setting, family):
