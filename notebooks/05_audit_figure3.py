@@ -266,7 +266,8 @@ if _k:
 _reading += ". " + (f"Not every audit with n ≥ 100 clears the claim in this run: "
                     + "; ".join(f"the {lab} distinguisher at {m} q = {q:g}, n = {n:,} (ε_L = {e:.3g} against "
                                 f"{c:.3g})" for lab, m, q, n, e, c in below_large)
-                    + ". These points are not evidence that the claim holds (see below)."
+                    + (". This point is" if len(below_large) == 1 else ". These points are")
+                    + " not evidence that the claim holds (see below)."
                     if below_large else
                     "As in the paper, every EASGM and ASGM audit with n ≥ 100 lies above the SGM claim, with both "
                     "distinguishers.")
