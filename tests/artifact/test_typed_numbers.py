@@ -257,9 +257,6 @@ PENDING: dict[str, str] = {
                              "Bonferroni pre-check is typed in the prose",
     "07_opacus_feasgm_figure6": "chapter 7 is rewritten by its owner (issue 14, item 3): 'a 1.5-million-"
                                 "dimensional output' is typed (n = 1,485,217 is the paper's constant)",
-    "10_practitioners": "chapter 10 is rewritten by its owner: the settings table of section 1 and the batch-size "
-                        "examples (1/235, B = 250, the scan range) are typed, not glued from the code's settings "
-                        "and paperlib.practitioner",
 }
 
 
