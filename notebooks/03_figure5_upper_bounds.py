@@ -45,9 +45,9 @@ SEED = 0
 # {glue:text}`nb03_g_asgm_ns`, to tolerance {glue:text}`nb03_tolg`, and draws the CLT
 # curves on {glue:text}`nb03_nclt` points. The ASGM guarantee for $N = 59{,}999$ at
 # $n = 26{,}010$ (the DPSUR model) is computed in full mode only: its mixture has well over
-# a thousand components with different scales and takes minutes. The smoke mode leaves
-# out the $N = 59{,}999$ guarantees and uses a coarser tolerance and grid, the full mode a
-# finer one (the `pf.pick` lines of the code below list all three modes).
+# a thousand components with different scales and takes minutes. The smoke mode computes
+# fewer guarantees with a coarser tolerance and grid, the full mode adds the DPSUR one with
+# a finer tolerance and grid (the `pf.pick` lines of the code below list all three modes).
 #
 # Nothing is random (`SEED` is recorded only) and `DEVICE` is unused.
 
