@@ -26,7 +26,9 @@ Size limits (each refused above it, with an estimate, unless ``--yes``):
   :data:`MAX_GUARANTEE_COMPONENTS` batch sizes in the binomial mixture (``N`` sets it;
   e.g. ``N`` up to about 7.7 million at ``q = 0.5``).
 
-Progress bars (tqdm, on stderr) are shown for the audits when stderr is a terminal.
+Progress bars (tqdm, on stderr) are shown for the audits, and for the guarantee numerics
+(mixture curves and profiles, PLD compositions; :mod:`paperlib.fdp.progress`) once they have run
+a few seconds, when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ def _check_guarantee_size(args) -> None:
     seconds = comps * values * _SECONDS_PER_COMPONENT
     _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {_fmt_seconds(seconds)}; --bound upper "
                  "takes seconds", shown=args.N, hint=f"the guarantee mixes {comps:,} batch sizes of Bin(N, q), ")
-    if seconds > 10 and sys.stderr.isatty():  # no bar inside the mixture: say what to expect
+    if seconds > 10 and sys.stderr.isatty():  # say what to expect; the numerics then draw their own bar
         sys.stderr.write(f"paperlib: the {args.mechanism.upper()} guarantee mixes {comps:,} batch sizes: "
                          f"at least {_fmt_seconds(seconds)} (--bound upper takes seconds)\n")
 

@@ -158,7 +158,8 @@ class LRFamily:
         return d1, d2
 
 
-#: Largest noncentrality (mu^2 / (1 - s^2)^2) a :class:`GaussVarFamily` component accepts.
+#: Largest noncentrality (mu^2 / (1 - s^2)^2) a :class:`GaussVarFamily` component accepts when
+#: ``n < QUAD_MIN_DOF`` (Boost's noncentral chi-square; larger ``n`` use the quadrature, unlimited).
 MAX_NONCENTRALITY = 6e9
 
 
@@ -195,9 +196,10 @@ class GaussVarFamily(LRFamily):
         self.lam_p = self.mus**2 / self.one_minus_s2**2
         self.lam_q = self.mus**2 * self.s2 / self.one_minus_s2**2
         lam = float(np.max(self.lam_p[self.weights > 0], initial=0.0))
-        if lam > MAX_NONCENTRALITY:
+        if lam > MAX_NONCENTRALITY and self.n < QUAD_MIN_DOF:
             # measured: from 1e10 (x = 2e5, mu = 1) on, scipy's noncentral chi-square fails at some alpha (NaN; at 2.5e13 a
-            # silently wrong curve); up to 5.6e9 (x = 1.5e5) every alpha agrees with the G_mu limit to 1e-3
+            # silently wrong curve); up to 5.6e9 (x = 1.5e5) every alpha agrees with the G_mu limit to 1e-3. From
+            # n >= QUAD_MIN_DOF on the quadrature of paperlib.fdp.tails is used instead, with no such limit
             raise ValueError(
                 f"could not compute this trade-off: a component's noncentrality mu^2/(1-s^2)^2 = {lam:.3g} is "
                 f"above {MAX_NONCENTRALITY:.0e}, where the noncentral chi-square numerics are not accurate "

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import optimize
 
 from paperlib.fdp.gaussian import IdentityFamily, _check_eps, diluted_hockey
+from paperlib.fdp.progress import progress_bar
 from paperlib.fdp.tradeoff import (DELTA_FLOOR, SAMPLED_DELTA_FLOOR, TradeOff, TradeOffCurve, _chord_tangent_gaps,
                                    checked_curve)
 from paperlib.validation import check_alpha_array
@@ -91,8 +92,11 @@ class LRMixture(TradeOff):
         self._curves: dict[float, TradeOffCurve] = {}
 
     # ---------------------------------------------------------------- exact parts
-    def tails(self, logt) -> tuple[np.ndarray, np.ndarray]:
-        """``alpha = sum w P[L > log t]``, ``beta = sum w Q[L <= log t]`` for an array of ``log t``."""
+    def tails(self, logt, _bar=None) -> tuple[np.ndarray, np.ndarray]:
+        """``alpha = sum w P[L > log t]``, ``beta = sum w Q[L <= log t]`` for an array of ``log t``.
+
+        ``_bar`` (internal): a progress bar advanced by one per component and threshold evaluated.
+        """
         lt = np.atleast_1d(np.asarray(logt, dtype=float))
         a = np.zeros(lt.shape)
         b = np.zeros(lt.shape)
@@ -100,7 +104,14 @@ class LRMixture(TradeOff):
             fa, fb = f.tails(lt)
             a += fa
             b += fb
+            if _bar is not None:
+                _bar.update(lt.size * int(np.size(f.weights)))
         return np.clip(a, 0, 1), np.clip(b, 0, 1)
+
+    @property
+    def components(self) -> int:
+        """Number of components over all families."""
+        return int(sum(int(np.size(f.weights)) for f in self.families))
 
     def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
         """``(delta_1(eps), delta_2(eps))``: the profile in each direction, arrays of ``eps``'s size.
@@ -134,18 +145,46 @@ class LRMixture(TradeOff):
         """``lim delta(eps) = dropped_mass`` (every family's privacy loss is finite almost surely)."""
         return self.dropped_mass
 
+    def epsilon(self, delta: float, progress=None) -> float:
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta`` (:meth:`TradeOff.epsilon`).
+
+        ``progress``: None (a bar on a terminal's stderr after a few seconds), True, False or a
+        callable ``fn(done, total)`` (:mod:`paperlib.fdp.progress`); it counts profile evaluations
+        (about 40 for a root to 1e-13).
+        """
+        from paperlib.fdp.tradeoff import epsilon_from_delta
+
+        with progress_bar(progress, total=None, desc=f"{self.label or 'mixture'}: epsilon",
+                          unit=" profile evaluations") as bar:
+            def d(e):
+                v = self.delta(e)
+                bar.update(1)
+                return v
+
+            return epsilon_from_delta(d, delta, delta_inf=self.delta_limit(), floor=self.delta_floor())
+
     # ---------------------------------------------------------------- sampled curve
-    def curve(self, tol: float = 1e-6, max_points: int = 6000) -> TradeOffCurve:
+    def curve(self, tol: float = 1e-6, max_points: int = 6000, progress=None) -> TradeOffCurve:
         """The trade-off curve sampled adaptively until chord and tangents differ by <= ``tol``.
 
         Points are exact ``(alpha(t), beta(t))`` with slope ``-t``; intervals are split
         (in ``log t``) while the gap between the chord and the tangent envelope exceeds
         ``tol``. ``curve.meta['max_gap']`` reports the error bound reached, and
         ``meta['evaluations']`` the number of thresholds evaluated.
+
+        ``progress``: None (a bar on a terminal's stderr after a few seconds), True, False or a
+        callable ``fn(done, total)`` (:mod:`paperlib.fdp.progress`); it counts component
+        evaluations (components x thresholds; the number of thresholds grows with the refinement).
         """
         key = float(tol)
         if key in self._curves:
             return self._curves[key]
+        with progress_bar(progress, total=None, desc=f"{self.label or 'mixture'}: curve",
+                          unit=" evaluations") as bar:
+            return self._sample(tol, max_points, bar)
+
+    def _sample(self, tol: float, max_points: int, bar) -> TradeOffCurve:
+        key = float(tol)
         lo, hi = math.inf, -math.inf
         seeds = [np.array([0.0])]
         for f in self.families:
@@ -159,7 +198,7 @@ class LRMixture(TradeOff):
         grid = np.unique(np.concatenate([seeds, np.linspace(lo, hi, 33)]))
         grid = grid[(grid >= lo) & (grid <= hi)]
         grid = np.unique(np.concatenate([grid, [lo, hi, 0.0]]))
-        a, b = self.tails(grid)
+        a, b = self.tails(grid, bar)
         evaluations = grid.size
         for _ in range(200):
             pa, pb, ps = self._vertices(grid, a, b)
@@ -190,7 +229,7 @@ class LRMixture(TradeOff):
             new = np.setdiff1d(np.unique(new), grid)
             if new.size == 0:
                 break
-            na, nb = self.tails(new)
+            na, nb = self.tails(new, bar)
             evaluations += new.size
             grid = np.concatenate([grid, new])
             a = np.concatenate([a, na])
@@ -232,18 +271,19 @@ class LRMixture(TradeOff):
         self._vertex_logt = self._vertex_logt[keep]
         return np.clip(va[keep], 0, 1), np.clip(vb[keep], 0, 1), slope[keep]
 
-    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = 8) -> np.ndarray:
+    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = 8, progress=None) -> np.ndarray:
         """FNR at FPR ``alpha`` (array_like in [0, 1]; returns the same shape).
 
         With at most ``exact_below`` values (and no sampled curve cached for ``tol``) each
         is solved exactly by root-finding the common threshold (:meth:`beta_exact`), which
         costs a few dozen evaluations instead of a whole curve. Otherwise the sampled curve's
-        tangent-envelope lower bound, within ``tol`` of the exact value.
+        tangent-envelope lower bound, within ``tol`` of the exact value. ``progress`` as in
+        :meth:`curve`.
         """
         a = check_alpha_array(alpha)
         if a.size <= exact_below and float(tol) not in self._curves:
             return self.beta_exact(a)
-        return self.curve(tol).lower(a)
+        return self.curve(tol, progress=progress).lower(a)
 
     def beta_exact(self, alpha) -> np.ndarray:
         """FNR at each FPR in ``alpha`` by solving ``alpha(t) = alpha`` for the common threshold.

@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import signal, special, stats
 
+from paperlib.fdp.progress import progress_bar
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
 from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_probability, check_rate
@@ -817,12 +818,20 @@ class _Engine:
         self.passes: list = []
         self._first_step = float(step) if step is not None else self._start_step()
         self.accuracy_met: bool | None = None
+        self.progress = None  # progress bar setting of every grid pass (PLDComposition's ``progress``)
 
     def _start_step(self) -> float:
         return START_STEP
 
     # ------------------------------------------------------------ one grid
     def build(self, step: float) -> _State:
+        """One grid pass at ``step`` (both directions), with a progress bar (``self.progress``,
+        :mod:`paperlib.fdp.progress`) over the two directions."""
+        with progress_bar(self.progress, total=2, desc=f"PLD composition, {self.rounds:,} rounds, step {step:.2g}",
+                          unit=" directions") as bar:
+            return self._build(step, bar)
+
+    def _build(self, step: float, bar) -> _State:
         pld_pmf, common = require_dp_accounting()
         T, law, tail = self.rounds, self.law, self.tail
         max_cells = self.max_length
@@ -931,6 +940,7 @@ class _Engine:
                                "infinity_mass": float(pu._infinity_mass), "round_tail_to_inf": float(inf_up),
                                "shift_per_round": float(c), "lower_shift": float(total_shift),
                                "common": common_info}
+            bar.update(1)
         # the lower end's self_compose adds TRUNCATION as infinity mass and may alias as much
         slack = 2 * TRUNCATION if T > 1 else 0.0
         return _State(step=step, up=up, low=low, shift=shift, slack=slack, info=info)
@@ -1043,6 +1053,8 @@ class PLDComposition(TradeOff):
         relative to ``delta``); default 0.01.
     max_length : int — largest composed PMF length (default ``2**23``).
     tail : float — per-round mass left beyond each law's grid (to +inf on the upper end).
+    progress : None, bool or callable — progress bar of each grid pass (:mod:`paperlib.fdp.progress`;
+        None: on a terminal's stderr only, after a few seconds); also settable as ``.progress``.
 
     Methods: ``epsilon(delta)``, ``epsilon_bounds(delta)``, ``delta(eps)``, ``delta_bounds(eps)``,
     ``f(alpha)`` (the ordered trade-off ``T(P, Q)`` on this side), ``lower(alpha)``, ``upper(alpha)``,
@@ -1057,7 +1069,7 @@ class PLDComposition(TradeOff):
 
     def __init__(self, law, rounds: int, *, side: str = "guarantee", step: float | None = None,
                  rel_tol: float = DEFAULT_REL_TOL, max_length: int = DEFAULT_MAX_LENGTH, tail: float = ROUND_TAIL,
-                 label: str = "", meta: dict | None = None, _engine: _Engine | None = None):
+                 label: str = "", meta: dict | None = None, _engine: _Engine | None = None, progress=None):
         if side not in ("guarantee", "bound"):
             raise ValueError(f"side must be 'guarantee' or 'bound', got {side!r}")
         self.side = side
@@ -1077,9 +1089,21 @@ class PLDComposition(TradeOff):
                 raise ValueError(f"tail must be in (0, 1e-6], got {tail!r}")
             _engine = _Engine(law, rounds, step=step, rel_tol=float(rel_tol), max_length=max_length,
                               tail=float(tail))
+        if progress is not None:
+            _engine.progress = progress
         self._engine = _engine
         self.rounds = _engine.rounds
         self._curves: dict = {}
+
+    @property
+    def progress(self):
+        """Progress bar of each grid pass: None (on a terminal's stderr after a few seconds), True,
+        False or a callable ``fn(done, total)`` (:mod:`paperlib.fdp.progress`); settable."""
+        return self._engine.progress
+
+    @progress.setter
+    def progress(self, value) -> None:
+        self._engine.progress = value
 
     # ------------------------------------------------------------ views and state
     def view(self, side: str, label: str | None = None, meta: dict | None = None) -> "PLDComposition":

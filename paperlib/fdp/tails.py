@@ -443,7 +443,27 @@ def _ncx2_log(x, k: float, lam, upper: bool, deep: bool = True) -> np.ndarray:
     res[zero] = 0.0 if upper else -np.inf
     res[inf] = -np.inf if upper else 0.0
     rest = nc & ~(zero | inf)
-    if rest.any():
+    if rest.any() and k >= QUAD_MIN_DOF:
+        # large dimension: the quadrature (large noncentrality, any depth) and the Poisson recurrence
+        # (both sides computed directly), not Boost (~85 us a value at 9e6, wrong beyond 6e9)
+        xr, lr = flat[rest], lflat[rest]
+        val = np.empty(xr.shape)
+        quad = ncx2_quad_applies(k, lr)
+        if quad.any():
+            vq = ncx2_quad_log(xr[quad], k, lr[quad], upper)
+            for i in np.flatnonzero(np.isnan(vq)):  # a lower tail near e^{-lam/2}: the Poisson series
+                vq[i] = _ncx2_deep(float(xr[quad][i]), float(k), float(lr[quad][i]), upper) if deep else np.nan
+            val[quad] = vq
+        if (~quad).any():
+            c, s = ncx2_cdf_sf(xr[~quad], k, lr[~quad])
+            mine, other = (s, c) if upper else (c, s)
+            with np.errstate(divide="ignore"):
+                v = np.where(mine > 0.5, np.log1p(-np.minimum(other, 0.5)), np.log(np.maximum(mine, 1e-320)))
+            for i in np.flatnonzero(mine < TINY):
+                v[i] = _ncx2_deep(float(xr[~quad][i]), float(k), float(lr[~quad][i]), upper) if deep else np.nan
+            val[~quad] = v
+        res[rest] = val
+    elif rest.any():
         xr, lr = flat[rest], lflat[rest]
         # the side asked for, computed directly; its complement only where that side is > 1/2
         mine = _scipy_ncx2(stats.ncx2.sf if upper else stats.ncx2.cdf, xr, k, lr)
@@ -542,8 +562,9 @@ def ncx2_quad_log(x, k: float, lam, upper: bool, chunk: int = 1 << 21) -> np.nda
     (``sqrt(2(k-1))``) and of ``A`` (``~2 sqrt(lam)``), over :data:`QUAD_HALF_WIDTH` of ``Y``'s
     standard deviations each side of the integrand's peak (Gaussian estimate). The integrand is
     smooth and log-concave there (``F_A``'s branch point at ``c = 0`` carries ``e^{-lam/2}``), so the
-    rule converges geometrically: relative error below 1e-13 (measured against Boost and the
-    complement; ``tests/fdp/test_ncx2_quadrature.py``) down to probabilities ~1e-280.
+    rule converges geometrically: relative error ~1e-12 (measured against mpmath;
+    ``tests/fdp/test_ncx2_quadrature.py``) down to probabilities ~1e-280 and below. A lower tail
+    below ``e^{60 - lam/2}`` (near ``F_A``'s branch point) is returned as NaN: not resolved here.
 
     ``x`` and ``lam`` broadcast together; ``k >= QUAD_MIN_DOF`` and every ``lam`` with
     :func:`ncx2_quad_applies` (ValueError otherwise). Returns an array of their shape.
@@ -599,6 +620,10 @@ def ncx2_quad_log(x, k: float, lam, upper: bool, chunk: int = 1 << 21) -> np.nda
     else:
         raise RuntimeError("could not compute a noncentral chi-square tail for these parameters (the "
                            f"quadrature did not find its integrand's peak; dof = {k:g})")
+    if not upper:
+        # F_A has a branch point at c = 0 of size ~e^{-lam/2}: a lower tail not far above it is not
+        # resolved by the rule (NaN: the caller uses the Poisson series, paperlib.fdp.tails._ncx2_deep)
+        out[out < -0.5 * lam + 60.0] = np.nan
     return out.reshape(shape)
 
 
@@ -630,6 +655,12 @@ def _quad_sum(x: np.ndarray, lam: np.ndarray, y: np.ndarray, logw: np.ndarray, u
     return val, peak, edge
 
 
+#: :func:`ncx2_cdf_sf` leaves fewer values than this at noncentralities up to BOOST_MAX_NONCENTRALITY
+#: to Boost (a Python loop over the Poisson terms costs more than Boost's C++ for few values)
+POISSON_MIN_VALUES = 256
+BOOST_MAX_NONCENTRALITY = 1e4
+
+
 def ncx2_cdf_sf(x, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
     """``(P[X <= x], P[X > x])`` for ``X ~ chi'^2(k, lam)``, ``k >= QUAD_MIN_DOF``, each side computed directly.
 
@@ -644,7 +675,7 @@ def ncx2_cdf_sf(x, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
       Gamma(a + 1)`` (DLMF 8.8.5) from one scipy ``gammainc`` per value (vectorised over values).
 
     Both sides are sums of positive terms (no complement), so each is accurate relative to itself
-    (~1e-12) and to ~1e-14 absolute: checked against mpmath and Boost's ``ncx2`` (scipy) in
+    (~1e-12; the quadrature's lower tail down to ``e^{-lam/2}``) and to ~1e-14 absolute: checked against mpmath and Boost's ``ncx2`` (scipy) in
     ``tests/fdp/test_ncx2_quadrature.py``, at
     ~1 us a value instead of up to ~85 us (``lam ~ 1e7``), and go beyond Boost's range (``lam > 6e9``).
     """
@@ -660,8 +691,15 @@ def ncx2_cdf_sf(x, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
     big = ncx2_quad_applies(k, lam)
     if big.any():
         cdf[big], sf[big] = _quad_linear(x[big], float(k), lam[big])
-    if (~big).any():
-        cdf[~big], sf[~big] = _poisson_linear(x[~big], float(k), lam[~big])
+    small = ~big
+    if small.any():
+        if np.count_nonzero(small) < POISSON_MIN_VALUES and float(np.max(lam[small])) <= BOOST_MAX_NONCENTRALITY:
+            # a few values at a small noncentrality: Boost is as fast (the recurrence pays off vectorised)
+            with np.errstate(over="ignore", invalid="ignore"):
+                cdf[small] = stats.ncx2.cdf(x[small], k, lam[small])
+                sf[small] = stats.ncx2.sf(x[small], k, lam[small])
+        else:
+            cdf[small], sf[small] = _poisson_linear(x[small], float(k), lam[small])
     return np.clip(cdf, 0.0, 1.0).reshape(shape), np.clip(sf, 0.0, 1.0).reshape(shape)
 
 

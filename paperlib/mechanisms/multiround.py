@@ -181,7 +181,7 @@ def sgm_claim_rounds(q: float, sigma: float, *, rounds: int, side: str = "lower"
 
 
 def rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                 **pld_options):
+                 progress=None, **pld_options):
     """The T-round curve behind ``python -m paperlib ... --rounds T`` (``T >= 1``).
 
     ``bound='upper'``: EASGM/FEASGM exact (:class:`Chi2Pair`), ASGM numerical
@@ -189,8 +189,19 @@ def rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma
     ``bound='guarantee'``: SGM ``f_q^{⊗T}`` (lower side); EASGM, FEASGM, ASGM the certified T-round
     guarantee (:func:`paperlib.mechanisms.certified.certified_guarantee`, pair ``(N, N+1)``).
     Every returned object has ``obj(alpha)``, ``obj.epsilon(delta)``, ``label``, ``meta``; the
-    numerical ones also ``epsilon_bounds(delta)`` (their error bracket).
+    numerical ones also ``epsilon_bounds(delta)`` (their error bracket). ``progress`` (None, True,
+    False or a callable ``fn(done, total)``; :mod:`paperlib.fdp.progress`) sets the progress bar of
+    a PLD composition's grid passes (None: shown on a terminal's stderr only).
     """
+    curve = _rounds_curve(mechanism, bound, N, q, sigma, n, rounds=rounds, **pld_options)
+    # a PLD composition draws a bar for each grid pass (paperlib.fdp.progress): None = on a terminal only
+    if progress is not None and hasattr(type(curve), "progress"):
+        curve.progress = progress
+    return curve
+
+
+def _rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float, n: int, *, rounds: int,
+                  **pld_options):
     mechanism = Mechanism.parse(mechanism)
     if bound not in ("upper", "guarantee"):
         raise ValueError(f"bound must be 'upper' or 'guarantee' here, got {bound!r}")
