@@ -74,24 +74,19 @@ glue("nb10_mode", MODE, display=False)
 # %% [markdown]
 # ## 1. Common settings, per Opacus release family
 #
-# Three runs a practitioner might make. The epochs and $\delta$ are chosen as such runs
-# usually are: $\delta$ below $1/N$ (the usual rule), a few tens of epochs from scratch,
-# a few epochs for a fine-tune.
-#
-# | setting | records $N$ | batch | $\sigma$ | trainable parameters | epochs | $\delta$ |
-# |---|---|---|---|---|---|---|
-# | MNIST, the CNN of Tramèr & Boneh | 60,000 | 256 | 1.1 | 26,010 | 10 | 1e-5 |
-# | CIFAR-10, the book's CIFAR-10 CNN | 50,000 | 256 | 1.5 | 550,570 | 30 | 1e-5 |
-# | fine-tune of a large model | 1,000,000 | 1,024 | 1.0 | 100,000,000 | 3 | 1e-6 |
-#
-# (This page was built in {glue:text}`nb10_mode` mode: {glue:text}`nb10_epochs_used`.) Each is
+# Three runs a practitioner might make (Table {glue:text}`nb10_tab_settings`): MNIST with the
+# CNN of Tramèr & Boneh, CIFAR-10 with the book's CIFAR-10 CNN, and the fine-tune of a large
+# model on a million records. The epochs and $\delta$ are chosen as such runs usually are:
+# $\delta$ below $1/N$ (the usual rule), a few tens of epochs from scratch, a few epochs for a
+# fine-tune. (This page was built in {glue:text}`nb10_mode` mode: {glue:text}`nb10_epochs_used`.)
+# Each is
 # checked as four release families would run it: v0.12–v0.13 (ASGM), v0.14–v0.15 (EASGM),
 # v1.x (FEASGM, the sampling rule of v1.6.0) and `loss_reduction='sum'` with the learning
 # rate divided by the batch size, or the fix that divides by the configured batch size (both
 # SGM, with v1.6.0's sampling rule).
 
 # %%
-SETTINGS = {
+SETTINGS = {  # the model sizes are those of paperlib.implementations.models (cnn-mnist, cnn-cifar10)
     "MNIST": dict(dataset_size=60_000, batch_size=256, noise_multiplier=1.1, n_params=26_010, epochs=10,
                   delta=1e-5),
     "CIFAR-10": dict(dataset_size=50_000, batch_size=256, noise_multiplier=1.5, n_params=550_570, epochs=30,
@@ -105,6 +100,13 @@ FAMILIES = {  # label -> (release checked, loss_reduction)
     "v1.x (FEASGM)": ("1.6.0", "mean"),
     "sum / the fix (SGM)": ("1.6.0", "sum"),
 }
+show_table([dict(setting=k, **v) for k, v in SETTINGS.items()],
+           {"setting": "setting", "dataset_size": "records N", "batch_size": "batch", "noise_multiplier": "σ",
+            "n_params": "trainable parameters", "epochs": "epochs", "delta": "δ"},
+           name="10_settings_table", caption="The common settings checked below (epochs as in quick and full mode).",
+           formats={"dataset_size": ",d", "batch_size": ",d", "n_params": ",d", "noise_multiplier": "g",
+                    "delta": "g"})
+glue("nb10_tab_settings", number_of("10_settings_table"), display=False)
 EPOCHS_SMOKE = 1
 SKIP_SMOKE = ("v0.12–0.13 (ASGM)",)
 reports = {}
@@ -146,6 +148,8 @@ for s_name, s in SETTINGS.items():
                digits=3)
 
 # %%
+FLOOR = 1e-3  # forced values below this are drawn at it (log scale)
+glue("nb10_floor", f"{FLOOR:g}", display=False)
 fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 3.0), constrained_layout=True, sharey=True)
 for ax, s_name in zip(axes, SETTINGS):
     for i, f_name in enumerate(FAMILIES):
@@ -156,13 +160,13 @@ for ax, s_name in zip(axes, SETTINGS):
         mech = r["mechanism"]
         color = plotting.COLORS.get(mech, plotting.COLORS["sgm_claim"])
         if lo is not None and hi is not None:
-            ax.vlines(i, max(lo, 1e-3), hi, color=color, linewidth=3, alpha=0.8)
+            ax.vlines(i, max(lo, FLOOR), hi, color=color, linewidth=3, alpha=0.8)
         if lo is not None:
-            ax.plot(i, max(lo, 1e-3), "v", color=color, markersize=6)
+            ax.plot(i, max(lo, FLOOR), "v", color=color, markersize=6)
         if hi is not None:
             ax.plot(i, hi, "^", color=color, markersize=6)
         else:
-            ax.annotate("not\ncomputed", (i, max(lo or 1, 1e-3)), textcoords="offset points", xytext=(0, 8),
+            ax.annotate("not\ncomputed", (i, max(lo or 1, FLOOR)), textcoords="offset points", xytext=(0, 8),
                         ha="center", fontsize=8)
         ax.plot(i, r["claimed_epsilon"], "o", mfc="none", mec=plotting.COLORS["sgm_claim"], markersize=8)
     ax.set_xticks(range(len(FAMILIES)), [f.split(" (")[1].rstrip(")") for f in FAMILIES], fontsize=8)
@@ -200,6 +204,8 @@ for key, (setting, family, what, fmt) in {
         "ft_asgm_cert": ("fine-tune", ASGM, "certified", ".3g"), "ft_fe_cert": ("fine-tune", FEASGM, "certified", ".3g"),
 }.items():
     glue(f"nb10_{key}", eps_text(setting, family, what, fmt), display=False)
+glue("nb10_mnist_L", str(round(1 / reports[("MNIST", FEASGM)]["sample_rate"])), display=False)
+glue("nb10_cifar_ratio", f"{SETTINGS['CIFAR-10']['n_params'] / SETTINGS['MNIST']['n_params']:.0f}", display=False)
 glue("nb10_mnist_fe_K", str(reports[("MNIST", FEASGM)]["neighbours"][0]["normalisers"][0]), display=False)
 glue("nb10_tab_mnist", number_of("10_mnist"), display=False)
 glue("nb10_tab_ft", number_of("10_finetune"), display=False)
@@ -237,14 +243,15 @@ glue("nb10_tab_cifar", number_of("10_cifar10"), display=False)
 # from the $\varepsilon$ its upper bound forces (down triangle) to its certified $\varepsilon$
 # (up triangle), the larger over both neighbours, per release family (ASGM v0.12–0.13, EASGM
 # v0.14–0.15, FEASGM v1.x, SGM with `loss_reduction='sum'` or the fix). Log scale; forced values
-# below $10^{-3}$ are drawn at $10^{-3}$.
+# below {glue:text}`nb10_floor` are drawn at {glue:text}`nb10_floor`.
 # ```
 #
 # **Reading the tables.** On MNIST (Table {glue:text}`nb10_tab_mnist`), Opacus v0.14–0.15
 # prints $\varepsilon$ = {glue:text}`nb10_mnist_easgm_claim`. Its mechanism, EASGM, is certified
 # at {glue:text}`nb10_mnist_easgm_cert` (the run as computed, the sampled batch revealed), and
 # its upper bound forces {glue:text}`nb10_mnist_easgm_forced`: {glue:text}`nb10_mnist_easgm_verdict`.
-# On CIFAR-10 (Table {glue:text}`nb10_tab_cifar`), with twenty times more parameters, the same
+# On CIFAR-10 (Table {glue:text}`nb10_tab_cifar`), with {glue:text}`nb10_cifar_ratio` times more
+# parameters, the same
 # release's bound forces {glue:text}`nb10_cifar_easgm_forced` against a claim of
 # {glue:text}`nb10_cifar_easgm_claim`: {glue:text}`nb10_cifar_easgm_verdict`. Opacus v0.12–0.13
 # prints {glue:text}`nb10_mnist_asgm_claim` on MNIST; ASGM's upper bound forces only
@@ -252,8 +259,8 @@ glue("nb10_tab_cifar", number_of("10_cifar10"), display=False)
 # {glue:text}`nb10_mnist_asgm_verdict` (the certified value with the batch revealed is far
 # above the truth for ASGM, whose leakage hides in which rounds a record was sampled).
 #
-# Opacus v1.x with batch 256 on 60,000 records samples at $1/\lceil N/256\rceil = 1/235$ and
-# divides by {glue:text}`nb10_mnist_fe_K` on all three dataset sizes: FEASGM is then SGM divided
+# Opacus v1.x with batch 256 on 60,000 records samples at $1/\lceil N/256\rceil$ =
+# 1/{glue:text}`nb10_mnist_L` and divides by {glue:text}`nb10_mnist_fe_K` on all three dataset sizes: FEASGM is then SGM divided
 # by a constant, the claim ({glue:text}`nb10_mnist_fe_claim`, PRV) stands, and the certified
 # value is the SGM one, {glue:text}`nb10_mnist_fe_cert`. With `loss_reduction='sum'` (or the
 # fix) the claim stands in every setting.
@@ -269,12 +276,16 @@ glue("nb10_tab_cifar", number_of("10_cifar10"), display=False)
 # %% [markdown]
 # ## 2. Your run — edit this cell
 #
-# ```{note}
-# **Edit the next cell** with your run's settings and re-run the page (or the two cells).
-# The same check from a terminal: `python -m paperlib check --opacus-version 1.6.0
-# --dataset-size 60000 --batch-size 256 --epochs 10 --noise-multiplier 1.1 --params 26010`.
-# From a live Opacus 1.x run: `paperlib.check_opacus(privacy_engine, optimizer, data_loader,
-# epochs=10, delta=1e-5, model=model)`.
+# **✎ Edit the next cell** with your run's settings and re-run the page (or the two cells
+# below it). The same check from a terminal, and from a live Opacus 1.x run:
+#
+# ```bash
+# python -m paperlib check --opacus-version 1.6.0 --dataset-size 60000 --batch-size 256 \
+#     --epochs 10 --noise-multiplier 1.1 --params 26010
+# ```
+#
+# ```python
+# paperlib.check_opacus(privacy_engine, optimizer, data_loader, epochs=10, delta=1e-5, model=model)
 # ```
 
 # %%
@@ -307,7 +318,8 @@ print(format_statement(mine, width=92))
 #
 # Opacus 1.x samples at $q = 1/\mathtt{len(data\_loader)} = 1/\lceil N/B \rceil$ and divides
 # by `int(N * q)`. Whether that number is the same on a dataset and its neighbour depends on
-# $N$ and $B$: when $\lceil N/B\rceil$ divides $N$ (for instance $B = 250$ on 60,000 records)
+# $N$ and $B$: when $\lceil N/B\rceil$ divides $N$ (for instance $B$ = {glue:text}`nb10_example_B`
+# on 60,000 records)
 # the removal neighbour divides by one less, and FEASGM is far from SGM. When $\lceil N/B\rceil$
 # itself changes between $N$ and $N+1$, the two datasets even run a different number of steps
 # per epoch, which no analysis covers. {numref}`fig-10-batch-size-scan` scans all batch sizes
@@ -342,10 +354,15 @@ ax.set_xlabel(f"batch size B (Opacus 1.6.0 rule, N = {SCAN_N:,})")
 ax.set_xlim(SCAN_B[0], SCAN_B[-1])
 ax.legend(fontsize=8, loc="upper right")
 pf.show_figure(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": SCAN_N, "B": [SCAN_B[0], SCAN_B[-1]]})
-assert 250 in weak_rm and 256 not in weak_rm and 256 not in weak_ad
+EXAMPLE_B = min(weak_rm, key=lambda b: abs(b - SETTINGS["MNIST"]["batch_size"]))
+assert SETTINGS["MNIST"]["batch_size"] not in weak_rm + weak_ad and EXAMPLE_B in weak_rm
+assert SCAN_N % -(-SCAN_N // EXAMPLE_B) == 0  # ceil(N/B) divides N: the case the prose describes
+glue("nb10_example_B", str(EXAMPLE_B), display=False)
 glue("nb10_n_weak_rm", str(len(weak_rm)), display=False)
 glue("nb10_n_changes", str(len(changes)), display=False)
 glue("nb10_n_scan", f"{len(SCAN_B):,}", display=False)
+glue("nb10_scan_lo", f"{SCAN_B[0]:,}", display=False)
+glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 
 # %% [markdown]
 # ```{glue:figure} 10_batch_size_scan
@@ -357,7 +374,8 @@ glue("nb10_n_scan", f"{len(SCAN_B):,}", display=False)
 # Exact arithmetic, the same in every mode.
 # ```
 #
-# Of the {glue:text}`nb10_n_scan` batch sizes from 16 to 1,024, {glue:text}`nb10_n_weak_rm`
+# Of the {glue:text}`nb10_n_scan` batch sizes from {glue:text}`nb10_scan_lo` to
+# {glue:text}`nb10_scan_hi`, {glue:text}`nb10_n_weak_rm`
 # put the removal neighbour in the weak case and {glue:text}`nb10_n_changes` change a
 # neighbour's sampling rate. `check` names nearby batch sizes that are safe for both
 # neighbours when yours is not.
