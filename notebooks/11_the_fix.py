@@ -293,8 +293,10 @@ display(pf.markdown_table(
 # $D'$, the fixed step by the batch size on both. The smallest Kolmogorov–Smirnov p-value of
 # the check of the fixed steps against SGM (times the batch size) is
 # {glue:text}`nb11_check_fixed`, that of the release against FEASGM
-# {glue:text}`nb11_check_release`: the real fixed steps are indistinguishable from the SGM
-# output divided by the constant, as the code says they are.
+# {glue:text}`nb11_check_release` (with the same seeds the two coincide: the fixed steps times
+# the batch size are, variate for variate, the release's steps times its own divisor). The
+# real fixed steps are indistinguishable from the SGM output divided by the constant, as the
+# code says they are.
 
 # %%
 ceiling = float(eps_lower(cp_upper(0, TRIALS // 2), cp_upper(0, TRIALS - TRIALS // 2), DELTA))
