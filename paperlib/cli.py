@@ -309,7 +309,7 @@ def run_check(args) -> int:
             raise
         return _fail(f"check needs {top} (not installed): pip install 'paperlib[audit,accounting]'", 2)
     if args.json:
-        json.dump(_json_clean(r), sys.stdout)
+        json.dump(_json_clean(dict(r, statement=format_statement(r))), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_statement(r) + "\n")

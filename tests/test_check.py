@@ -207,6 +207,7 @@ def test_cli_json_is_the_report(capsys):
     for k in ("mechanism", "claimed_epsilon", "epsilon_certified", "epsilon_forced", "steps", "claim_stands"):
         assert got[k] == pytest.approx(want[k], rel=1e-12) if isinstance(want[k], float) else got[k] == want[k]
     assert [e["verdict"] for e in got["neighbours"]] == ["stands", "stands"]
+    assert got["statement"] == format_statement(want)
 
 
 def test_check_is_fast_enough_for_a_test():
