@@ -445,7 +445,7 @@ def _f(x, digits=4):
     return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
 
 
-def format_statement(report: dict, width: int = 96) -> str:
+def format_statement(report: dict, width: int = 88) -> str:
     """The report as a short statement (plain text, lines of at most about ``width`` characters)."""
     import textwrap
 
@@ -462,12 +462,12 @@ def format_statement(report: dict, width: int = 96) -> str:
              wrap(f"Claimed: epsilon = {_f(r['claimed_epsilon'])} at delta = {r['delta']:g} "
                   f"({r['claim']['source']}; the SGM analysis)."),
              "",
-             f"{'neighbour':<10}{'sizes':<19}{'claim':<13}{'certified eps':<15}{'interval [forced, certified]'}"]
+             f"{'neighbour':<10}{'sizes':<17}{'claim':<13}{'certified eps':<15}{'[forced, certified]'}"]
     for e in r["neighbours"]:
         c = e.get("epsilon_certified")
         cs = _f(c) + (f" ±{e['certified_accounting_error']:.2g}" if c is not None and
                       e.get("certified_accounting_error") else "")
-        lines.append(f"{e['name']:<10}{'{:,}/{:,}'.format(*e['sizes']):<19}{e['verdict'].upper():<13}{cs:<15}"
+        lines.append(f"{e['name']:<10}{'{:,}/{:,}'.format(*e['sizes']):<17}{e['verdict'].upper():<13}{cs:<15}"
                      f"[{_f(e.get('epsilon_forced'))}, {_f(c)}]")
     lines.append("")
     for e in r["neighbours"]:
