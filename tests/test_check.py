@@ -235,3 +235,29 @@ def test_readme_check_section_is_what_check_prints(r015):
         if line.strip() and not line.endswith("...") and line != "...":
             assert line in printed, line
     assert "check_opacus" in body and "CertifiedAccountant" in body
+
+
+def test_default_accountant_by_release():
+    assert [default_accountant(v) for v in ("0.13.0", "0.15.0", "1.0.2", "1.2.0", "1.3.0", "1.6.0")] == \
+        ["rdp", "rdp", "rdp", "rdp", "prv", "prv"]
+
+
+def test_given_rate_and_steps_equal_the_derived_run():
+    """A rate and a step count given as Opacus 1.6.0 derives them give the same report."""
+    by_batch = check_run("1.6.0", 60_000, 256, epochs=2, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
+    by_rate = check_run("1.6.0", 60_000, sample_rate=1 / 235, steps=470, noise_multiplier=1.1, n_params=26_010,
+                        accountant="rdp")
+    for k in ("sample_rate", "accountant_sample_rate", "steps", "claimed_epsilon", "epsilon_certified",
+              "epsilon_forced"):
+        assert by_rate[k] == by_batch[k], k
+
+
+def test_opacus1_float_quirk_charges_one_over_len_of_the_dp_loader():
+    """int(1/(1/93)) = 92 in floating point: the DPDataLoader runs 92 steps, Opacus charges 1/92 and divides
+    by int(N/92); check uses the charged rate and says so."""
+    r = check_run("1.6.0", 9_300, sample_rate=1 / 93, epochs=1, noise_multiplier=1.0, n_params=100, accountant="rdp")
+    assert r["steps_per_epoch"] == 92 and r["accountant_sample_rate"] == 1 / 92 and r["sample_rate"] == 1 / 93
+    assert any("charges the accountant" in n for n in r["notes"])
+    acc = check_run("1.6.0", 9_300, sample_rate=1 / 92, steps=92, noise_multiplier=1.0, n_params=100,
+                    accountant="rdp", charged_rate=True)
+    assert acc["claimed_epsilon"] == r["claimed_epsilon"] and acc["epsilon_certified"] == r["epsilon_certified"]
