@@ -30,10 +30,12 @@
 # $Nq$, at $q = 0.005$ and $q = 0.5$. The three methods share this code path and differ
 # only in the model, and only its size $n$ enters the analysis; here the Tramèr-Boneh
 # CNN (`cnn-mnist`, 26,010 parameters) stands for all three on MNIST and Fashion-MNIST,
-# and `cnn-cifar10` for all three on CIFAR-10 (the 1,485,217-parameter model of DP-FETA
-# and PrivImage is audited in the next chapter). DPSUR writes its own ASGM step
+# and `cnn-cifar10` for all three on CIFAR-10. (The 1,485,217-parameter model of DP-FETA
+# and PrivImage is not audited through this EASGM path here; the next chapter audits it
+# through Opacus v1.0, the release DP-FETA builds on.) DPSUR writes its own ASGM step
 # (division by the realised batch size $|B|$); we run that step (`paperlib`'s
-# re-implementation from the DPSUR paper) on the same models at $q = 0.7$ and $q = 0.8$.
+# re-implementation of DPSUR's code, {glue:text}`nb06_dpsur_code`) on the same models at
+# $q = 0.7$ and $q = 0.8$.
 #
 # **The game** is that of the previous chapters, white box: the adversary knows every
 # per-example gradient at $\theta_0$, hence every Gaussian component of both output
@@ -64,13 +66,15 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
+from myst_nb import glue
 
 from paperlib.artifact import figures as pf
-from paperlib.artifact import plotting
-from paperlib.implementations import real_audit as RA
-from paperlib.implementations.datasets import resolve_dataset
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
+from paperlib.artifact.tables import show_table
+from paperlib.audit import cp_upper, eps_lower
+from paperlib.implementations import datasets as DS
+from paperlib.implementations import real_audit as RA
 
 T_START = pf.start_notebook(MODE)
 
@@ -83,23 +87,23 @@ MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10
 METHODS = [("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005),
            ("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5),
            ("DPSUR", "dpsur", 0.7), ("DPSUR", "dpsur", 0.8)]
-print(f"MODE={MODE} (audit mode {AUDIT_MODE}) SEED={SEED}: {TRIALS:,} counted + {TRIALS:,} calibration rounds "
-      f"per point" + (f", {CHECK_TRIALS} checked implementation steps per dataset" if CHECK_TRIALS else ""))
+glue("nb06_mode", MODE, display=False)
+glue("nb06_trials", f"{TRIALS:,}", display=False)
+glue("nb06_check_trials", f"{CHECK_TRIALS}" if CHECK_TRIALS else "every", display=False)
 
 # %% [markdown]
 # ## 1. The data points
 #
-# Five points per dataset, drawn with `SEED`. Without network access a dataset may be
-# missing; outside `full` mode the panel then falls back to the `synthetic` stand-in
-# (random pixels of the dataset's shape) and says so — those numbers are not about the real
-# dataset. In `full` mode a missing dataset stops the notebook.
+# Five real points per dataset, drawn with `SEED`. Where the full dataset is in the data
+# folder (`data/` or `$PAPERLIB_DATA`; `full` mode downloads it), they are drawn from its
+# training split, as in the paper. Otherwise they are drawn, by the same rule, from the ten
+# real test images per dataset that ship with the package (`paperlib/resources/points/`,
+# checksummed on load; MNIST under CC BY-SA 3.0, Fashion-MNIST under MIT, CIFAR-10 after
+# Krizhevsky 2009: see `DATA-LICENSE.md`). Every result records which (table below).
 
 
 # %%
-# a local copy of MNIST/FMNIST (../shared/data beside the clone) is used when data/ has none
-SOURCES = {name: resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DATASETS}
-for name, (used, root, note) in SOURCES.items():
-    print(f"{DATASETS[name]:>14}: " + (f"NOTE: {note}" if note else f"real data ({root or 'default data folder'})"))
+SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DATASETS}
 
 # %% [markdown]
 # ## 2. The audits
@@ -111,99 +115,145 @@ for name, (used, root, note) in SOURCES.items():
 
 # %%
 rows = []
-for name, (used, root, note) in SOURCES.items():
+for name, (used, root, source) in SOURCES.items():
     for label, impl, q in METHODS:
         try:
             r = RA.audit_implementation(impl, MODEL_OF[name], used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
                                         seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS, delta=DELTA,
-                                        progress=False, data_root=root, cache=pv.ResultCache(MODE))
+                                        progress=False, data_root=root, cache=pv.ResultCache(MODE),
+                                        points="bundled" if source == DS.SOURCE_BUNDLED else "folder")
             rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": r, "error": None})
         except (RuntimeError, ValueError) as exc:  # ImplementationMismatch, ReleaseNotAvailable, ...
             rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": None,
                          "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"})
 
 OPT, NORM = "optimal", "normality[chi2,weighted]"
-print(f"{'panel':>8} {'method':>31} {'q':>6} {'normaliser':>11} {'eps_L opt':>9} {'eps_L norm':>10} "
-      f"{'claim':>6} {'check p':>8}")
+done = [row for row in rows if row["result"]]
+# the three panels ran on different points: their hashes differ (never one stand-in for all)
+PANEL_SHA = {name: {row["result"]["points_sha256"] for row in done if row["panel"] == name} for name in DATASETS}
+assert all(len(v) == 1 for v in PANEL_SHA.values() if v), PANEL_SHA
+assert len({next(iter(v)) for v in PANEL_SHA.values() if v}) == sum(1 for v in PANEL_SHA.values() if v), \
+    "two panels audited the same points"
+show_table([{"panel": DATASETS[name], "data": src, "points": next(
+                (row["result"]["inputs"]["data_detail"] for row in done if row["panel"] == name), "-")}
+            for name, (_, _, src) in SOURCES.items()],
+           {"panel": "panel", "data": "data", "points": "the points audited"},
+           name="06_points", caption="The points each panel of Figure 4 audits (indices in their split).")
+table = []
 for row in rows:
     r = row["result"]
     if r is None:
-        print(f"{row['panel']:>8} {row['method']:>31} {row['q']:>6} not audited: {row['error']}")
+        table.append({"panel": DATASETS[row["panel"]], "method": row["method"], "q": row["q"],
+                      "normaliser": "not audited", "opt": None, "norm": None, "claim": None,
+                      "real": row["error"]})
         continue
-    chk = f"{r['check']['min_p']:.3f}" if r.get("check") else "-"
-    print(f"{row['panel']:>8} {row['method']:>31} {row['q']:>6} {r['normaliser_found']:>11} "
-          f"{r['eps_lower'][OPT]:9.2f} {r['eps_lower'][NORM]:10.2f} {r['eps_claimed']:6.3f} {chk:>8}")
+    table.append({"panel": DATASETS[row["panel"]], "method": row["method"], "q": row["q"],
+                  "normaliser": r["normaliser_found"], "opt": r["eps_lower"][OPT], "norm": r["eps_lower"][NORM],
+                  "claim": r["eps_claimed"],
+                  "real": f"{r['inputs']['real_rounds']:,} of {r['inputs']['rounds']:,}"})
+show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "normaliser": "normaliser found",
+                   "opt": "ε_L optimal", "norm": "ε_L normality", "claim": "ε SGM claim",
+                   "real": "real steps / rounds"},
+           name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
+           "both distinguishers, against the SGM claim; the last column counts the rounds that were real "
+           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3f", "q": "g"})
 
 # %% [markdown]
 # ## 3. The paper's Figure 4
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
+nd = TRIALS // 2
+CEILING = eps_lower(cp_upper(0, nd), cp_upper(0, TRIALS - nd), DELTA)  # no error at all: the largest eps_L
+fig, axes = plt.subplots(1, 3, figsize=(13, 5.2), sharey=True, layout="constrained")
 for ax, name in zip(axes, DATASETS):
     pts = [row for row in rows if row["panel"] == name]
     x = np.arange(len(pts))
-    for k, (lab, off, col) in enumerate([(OPT, -0.2, "C0"), (NORM, 0.2, "C1")]):
+    for k, (lab, off, col, hatch) in enumerate([(OPT, -0.2, "C0", None), (NORM, 0.2, "C1", "//")]):
         vals = [row["result"]["eps_lower"][lab] if row["result"] else np.nan for row in pts]
-        ax.bar(x + off, vals, width=0.38, color=col, label=["optimal distinguisher", "normality distinguisher"][k])
+        ax.bar(x + off, vals, width=0.38, color=col, hatch=hatch, edgecolor="k", linewidth=0.5,
+               label=["optimal distinguisher", "normality distinguisher"][k])
     claims = [row["result"]["eps_claimed"] if row["result"] else np.nan for row in pts]
     ax.hlines(claims, x - 0.45, x + 0.45, colors="k", linewidth=2, label="SGM claim")
+    ax.axhline(CEILING, color="grey", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
     ax.set_xticks(x, [f"{'EASGM' if row['impl'] != 'dpsur' else 'DPSUR'}\nq={row['q']}" for row in pts])
-    used, _, note = SOURCES[name]
-    ax.set_title(DATASETS[name] + (" (synthetic stand-in)" if note else "") + f", {MODEL_OF[name]}")
+    used, _, source = SOURCES[name]
+    kind = {DS.SOURCE_FULL: "full dataset", DS.SOURCE_BUNDLED: "bundled real points"}.get(source, source)
+    ax.set_title(f"{DATASETS[name]}\n({kind}, {MODEL_OF[name]})", fontsize=10)
     ax.set_yscale("symlog", linthresh=0.1)
+    ax.set_ylim(0, CEILING * 2)
 axes[0].set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
-axes[0].legend(fontsize=8, loc="upper left")
-fig.suptitle(f"One DP-SGD step on 5 real points, |D| = {N}, C = {C}, σ = {SIGMA} "
-             f"(mode {MODE}, seed {SEED}, {TRIALS:,} counted trials)", fontsize=10)
-fig.tight_layout()
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=9)
+REAL = all(src in (DS.SOURCE_FULL, DS.SOURCE_BUNDLED) for _, _, src in SOURCES.values())
+fig.suptitle(f"One DP-SGD step on {N + 1} {'real ' if REAL else ''}points per dataset, |D| = {N}, C = {C}, "
+             f"σ = {SIGMA} (mode {MODE}, seed {SEED}, {TRIALS:,} counted trials)", fontsize=11)
 meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
-        "delta": DELTA, "data": {k: v[0] for k, v in SOURCES.items()}}
+        "delta": DELTA, "data": {k: v[2] for k, v in SOURCES.items()}}
 pf.show_figure(fig, "06_fig4_real_audit", meta)
 
 # %% [markdown]
 # ```{glue:figure} 06_fig4_real_audit
 # :name: fig-06-fig4-real-audit
 #
-# The paper's Figure 4, regenerated: audited $\varepsilon_L$ of one step of the EASGM code
-# path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and PrivImage) at $q = 0.005, 0.5$
-# and of DPSUR's ASGM step at $q = 0.7, 0.8$, with $|D| = 4$, $|D'| = 5$, $C = 0.1$,
-# $\sigma = 10$, $\delta = 10^{-5}$; bars: the two distinguishers; black ticks: the SGM
-# claim's $\varepsilon$. The data source of each panel is in its title and in the line
-# below; a panel marked "synthetic stand-in" did not use the real dataset.
+# The paper's Figure 4, regenerated on {glue:text}`nb06_data`: audited $\varepsilon_L$ of
+# one step of the EASGM code path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and
+# PrivImage) at $q = 0.005, 0.5$ and of DPSUR's ASGM step at $q = 0.7, 0.8$, with
+# $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$; bars: the two
+# distinguishers; black ticks: the SGM claim's $\varepsilon$. Of the
+# {glue:text}`nb06_rounds` rounds of each audit, {glue:text}`nb06_real_rounds` were real
+# implementation steps in this mode ({glue:text}`nb06_mode`); the rest were drawn from the
+# documented mechanism with the same per-example gradients, after the steps passed the check.
 # ```
 
 # %%
-n_above = sum(1 for row in rows if row["result"] and row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])
-n_run = sum(1 for row in rows if row["result"])
-est = sum(row["result"]["full_mode_estimate_s"] or 0.0 for row in rows if row["result"])
-print(f"eps_L (optimal) above the SGM claim at {n_above} of {n_run} audited points")
-print(f"full mode (every one of the {2 * TRIALS:,} rounds per point an implementation step) would take about "
-      f"{est / 3600:.1f} h on this machine, from the measured cost per step "
-      f"(subprocess start-up of the old Opacus releases included)")
-save_result("06_fig4_real_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
-                                   "N": N, "sigma": SIGMA, "C": C, "delta": DELTA,
-                                   "methods": [list(m) for m in METHODS]},
-            {"points": [{k: v for k, v in row.items()} for row in rows],
-             "sources": {k: [v[0], str(v[1]) if v[1] else None, v[2]] for k, v in SOURCES.items()},
-             "full_mode_estimate_s": est},
-            mode=MODE, seed=SEED, wall_time=time.perf_counter() - T_START)
-print(f"notebook wall time {time.perf_counter() - T_START:.0f} s")
+n_above = sum(1 for row in done if row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])
+est = sum(row["result"]["full_mode_estimate_s"] or 0.0 for row in done)
+srcs = sorted({src for _, _, src in SOURCES.values()})
+real = sorted({row["result"]["inputs"]["real_rounds"] for row in done})
+gaps = {(row["panel"], row["q"]): row["result"]["eps_lower"][OPT] - row["result"]["eps_claimed"]
+        for row in done if row["impl"] == "dpsur"}
+asgm_up = sum(1 for name in DATASETS if (name, 0.8) in gaps and (name, 0.7) in gaps
+              and gaps[(name, 0.8)] > gaps[(name, 0.7)])
+glue("nb06_data", " and ".join(srcs), display=False)
+glue("nb06_rounds", f"{2 * TRIALS:,}", display=False)
+glue("nb06_real_rounds", " / ".join(f"{v:,}" for v in real) if real else "none", display=False)
+glue("nb06_n_above", f"{n_above}", display=False)
+glue("nb06_n_run", f"{len(done)}", display=False)
+glue("nb06_n_points", f"{len(rows)}", display=False)
+glue("nb06_ceiling", f"{CEILING:.2f}", display=False)
+glue("nb06_full_hours", f"{est / 3600:.1f}", display=False)
+glue("nb06_asgm_up", f"{asgm_up}", display=False)
+glue("nb06_n_panels", f"{len(DATASETS)}", display=False)
+glue("nb06_dpsur_code", next((row["result"]["inputs"]["code"] for row in done if row["impl"] == "dpsur"),
+                             "not run"), display=False)
+_saved = save_result(
+    "06_fig4_real_audit",
+    {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
+     "delta": DELTA, "methods": [list(m) for m in METHODS]},
+    {"points": [dict(row) for row in rows], "sources": {k: [v[0], v[2]] for k, v in SOURCES.items()},
+     "full_mode_estimate_s": est},
+    mode=MODE, seed=SEED, wall_time=time.perf_counter() - T_START)
 
 # %% [markdown]
 # ## 4. Reading the figure
 #
-# At every audited point the optimal distinguisher certifies more leakage than the SGM
-# analysis allows — the implementations' steps follow the normalised mechanisms (the
-# detected normaliser is $Nq$ for the Opacus v0.15.0 path and $|B|$ for DPSUR, as
-# documented), and for the normalised mechanisms the SGM claim is not a valid guarantee.
-# The gap is large for the EASGM path: dividing by $Nq$ with $N = 4$ and $N+1 = 5$ gives
-# outputs of visibly different scale on $D$ and $D'$, whatever the batch. For DPSUR's ASGM
-# step the gap is smaller, and larger at $q = 0.8$ than at $q = 0.7$ (the paper's
-# observations). Where the normality distinguisher finds less, this is the price of its
-# voting rule, not evidence of privacy: the optimal distinguisher bounds what any test of
-# the output can find. The largest $\varepsilon_L$ a run can certify is limited by the
-# number of trials (no errors at all gives about 7.7 with 10,000 counted rounds), so
-# the tallest bars are capped.
+# The optimal distinguisher certifies more leakage than the SGM analysis allows at
+# {glue:text}`nb06_n_above` of the {glue:text}`nb06_n_run` audited points (of
+# {glue:text}`nb06_n_points`). The implementations' steps follow the normalised mechanisms
+# (the normaliser read off the steps is in the table above: $Nq$ for the Opacus v0.15.0
+# path and $|B|$ for DPSUR, as documented), and for the normalised mechanisms the SGM claim
+# is not a valid guarantee. The gap is large for the EASGM path: dividing by $Nq$ with
+# $N = 4$ and $N+1 = 5$ gives outputs of visibly different scale on $D$ and $D'$, whatever
+# the batch. For DPSUR's ASGM step the paper finds the gap smaller, and larger at $q = 0.8$
+# than at $q = 0.7$; here it is larger at $q = 0.8$ in {glue:text}`nb06_asgm_up` of the {glue:text}`nb06_n_panels`
+# panels (optimal distinguisher). Where the normality distinguisher finds less, this is
+# the price of its voting rule, not evidence of privacy: the optimal distinguisher bounds
+# what any test of the output can find. The largest $\varepsilon_L$ a run can certify is
+# limited by the number of trials (no errors at all gives {glue:text}`nb06_ceiling` with
+# {glue:text}`nb06_trials` counted rounds), so the tallest bars are capped. Every round an
+# implementation step (`full` mode) would take about {glue:text}`nb06_full_hours` h on this
+# machine, from the measured cost per step (subprocess start-up of the old Opacus releases
+# included).
 
 # %%
 # The paper's claim C4, graded from this notebook's results by the same check (and
