@@ -1,6 +1,6 @@
 """What exists only for the book and ``make``: the result cache and provenance,
 dependency tracking, run logs, claims and grades, the artifact appendix, book tags,
-figure helpers and the plotting style.
+figure helpers, the plotting style and numbered tables (:mod:`paperlib.artifact.tables`).
 
 No computing layer (:mod:`paperlib.fdp`, :mod:`paperlib.mechanisms`,
 :mod:`paperlib.audit`, :mod:`paperlib.implementations`) imports this package; a test

@@ -180,12 +180,18 @@ def style_axes(ax, title: str | None = None, *, labels: bool = True):
     """Give ``ax`` the look of :func:`paperlib.artifact.plotting.new_axes` (for panels of a grid).
 
     [0, 1] limits, equal aspect, light grid, dashed grey line beta = 1 - alpha, axis
-    labels FPR (α) / FNR (β) unless ``labels`` is False.
+    labels FPR (α) / FNR (β) unless ``labels`` is False. On an axis already log-scaled the
+    limits start at the data instead of 0 and the aspect stays free (a log axis has no 0;
+    matplotlib would warn and print this file's path on the page).
     """
     ax.plot([0, 1], [1, 0], linestyle="--", color="#BBBBBB", linewidth=1.0, label="β = 1 − α", zorder=0)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
+    linear = ax.get_xscale() == "linear" and ax.get_yscale() == "linear"
+    if ax.get_xscale() == "linear":
+        ax.set_xlim(0, 1)
+    if ax.get_yscale() == "linear":
+        ax.set_ylim(0, 1)
+    if linear:
+        ax.set_aspect("equal")
     if labels:
         ax.set_xlabel("FPR (α)")
         ax.set_ylabel("FNR (β)")

@@ -4,8 +4,9 @@ The book shows a notebook's ``text/html`` output as it is, inside the content co
 plain ``<table>`` with many columns runs off the right edge there and hides the columns
 that carry the verdict. The tables made here never do:
 
-* fixed layout at 100 % of the column (``table-layout: fixed``), cells wrap at any
-  character if need be (``overflow-wrap: anywhere``), the font shrinks for many columns;
+* at 100 % of the column, cells wrap (at any character if need be: ``overflow-wrap:
+  anywhere``, which lets a column shrink below its longest word), the font shrinks for many
+  columns;
   the style is inline, so it holds in Jupyter too, and ``book/_static/paperlib.css`` adds
   the book's look (class ``paperlib-table``);
 * a caption ``"Table <chapter>.<k>: ..."`` numbered within its chapter: the chapter is the
@@ -34,9 +35,22 @@ __all__ = ["show_table", "number_of", "HtmlTable", "render_html", "format_value"
 _NUMBERS: dict[str, str] = {}
 _COUNT: dict[int, int] = {}
 
-_TABLE_STYLE = ("table-layout:fixed;width:100%;max-width:100%;border-collapse:collapse;"
-                "overflow-wrap:anywhere;word-break:normal;hyphens:auto;font-size:{size}")
-_CELL_STYLE = "padding:0.2em 0.4em;vertical-align:top;border-bottom:1px solid #ddd;text-align:{align}"
+# Automatic layout at the column's width: columns get what their content needs and, when the
+# row is too long, shrink. Numbers never break; words longer than a few characters (paths,
+# code, long headers) may break anywhere (`overflow-wrap: anywhere` lowers their cell's
+# minimum width), so a table wraps instead of overflowing.
+_TABLE_STYLE = ("table-layout:auto;width:100%;max-width:100%;border-collapse:collapse;"
+                "overflow-wrap:anywhere;word-break:normal;font-size:{size}")
+_CELL_STYLE = "padding:0.2em 0.3em;vertical-align:top;border-bottom:1px solid #ddd;text-align:{align}{wrap}"
+
+
+def _wrap(text: str, numeric: bool, longest: int) -> str:
+    """Per-cell wrapping: numbers never break; words break only when longer than ``longest``."""
+    if numeric:
+        return ";white-space:nowrap"
+    if any(len(w) > longest for w in text.split()):
+        return ";overflow-wrap:anywhere"
+    return ";overflow-wrap:break-word"
 
 
 def reset_numbering() -> None:
@@ -145,12 +159,15 @@ def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, captio
     ident = f' id="{html.escape(table_id)}"' if table_id else ""
     cap = (f'<caption style="caption-side:top;text-align:left;padding:0.3em 0">{html.escape(caption)}</caption>'
            if caption else "")
-    head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left")}">'
+    head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left", wrap=_wrap(h, False, 10))}">'
                    f"{_cell_html(h, markup)}</th>" for j, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(f'<td style="{_CELL_STYLE.format(align="right" if j < len(numeric) and numeric[j] else "left")}">'
-                         f"{_cell_html(c, markup)}</td>" for j, c in enumerate(r)) + "</tr>"
-        for r in rows)
+
+    def td(j, c):
+        num = j < len(numeric) and numeric[j]
+        style = _CELL_STYLE.format(align="right" if num else "left", wrap=_wrap(c, num and _numeric(c), 14))
+        return f'<td style="{style}">{_cell_html(c, markup)}</td>'
+
+    body = "".join("<tr>" + "".join(td(j, c) for j, c in enumerate(r)) + "</tr>" for r in rows)
     return (f'<div class="paperlib-table-wrap" style="max-width:100%;overflow-x:auto">'
             f'<table class="paperlib-table"{ident} style="{style}">{cap}<thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")

@@ -115,3 +115,19 @@ def test_plot_log_series_marks_zero_and_inf_at_the_edges():
 def test_thousands():
     assert plotting.thousands(59999) == "59,999" and plotting.thousands(999) == "999"
     assert plotting.thousands(1e6) == "1,000,000"
+
+
+def test_style_axes_on_a_log_axis_does_not_warn():
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from paperlib.artifact import figures as pf
+
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pf.style_axes(ax, "t")
+    assert ax.get_xlim() == (0.0, 1.0) and ax.get_aspect() == "auto"
+    plt.close(fig)
