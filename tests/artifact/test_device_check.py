@@ -242,4 +242,5 @@ def test_counts_match_notebooks_06_07(counts):
     for k in ("TRIALS", "N", "Q", "SIGMA", "C", "MODEL"):
         assert _lists(_full(a[k])) == p[k], k
     src = (ROOT / "notebooks" / "07_opacus_feasgm_figure6.py").read_text(encoding="utf-8")
-    assert 'RA.audit_implementation("opacus-installed", MODEL' in src
+    # chapter 7 audits Opacus 1.0.2 (the paper's release) and the installed Opacus on MODEL
+    assert 'for impl in ("opacus-1.0.2", "opacus-installed"):' in src and "impl, MODEL, DATASET" in src
