@@ -194,9 +194,8 @@ def _check_guarantee_size(args) -> None:
     seconds = comps * values * _SECONDS_PER_COMPONENT
     _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {_fmt_seconds(seconds)}; --bound upper "
                  "takes seconds", shown=args.N, hint=f"the guarantee mixes {comps:,} batch sizes of Bin(N, q), ")
-    if seconds > 10 and sys.stderr.isatty():  # say what to expect; the numerics then draw their own bar
-        sys.stderr.write(f"paperlib: the {args.mechanism.upper()} guarantee mixes {comps:,} batch sizes: "
-                         f"at least {_fmt_seconds(seconds)} (--bound upper takes seconds)\n")
+    # no up-front guess of the time: the numerics draw their own progress bar on a terminal
+    # (paperlib.fdp.progress), and --max-seconds stops them with the upper bound offered
 
 
 class _Parser(argparse.ArgumentParser):

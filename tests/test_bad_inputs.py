@@ -240,6 +240,9 @@ CLI_NUMERIC = [
     ("epsilon-delta-1e-300", _with(EP, delta="1e-300")),
     ("tradeoff-guarantee-2-rounds", _with(TR, rounds="2")),
     ("epsilon-asgm-upper-1e9-rounds", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000")),
+    # issue 11, item 7: large-N guarantees (formerly refused for noncentrality 4e10, or out of time at sigma 2)
+    ("epsilon-easgm-guarantee-N-200000-sigma-0.5", _with(EP, N="200000", q="0.005", sigma="0.5", n="1485217")),
+    ("epsilon-easgm-guarantee-N-200000-sigma-2", _with(EP, N="200000", q="0.005", sigma="2", n="1485217")),
 ]
 
 

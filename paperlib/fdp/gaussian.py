@@ -232,8 +232,8 @@ class GaussVarFamily(LRFamily):
             if self.n >= QUAD_MIN_DOF:
                 # large dimension: paperlib.fdp.tails.ncx2_cdf_sf (~1e-14 absolute, ~1-5 us a value;
                 # Boost's Poisson sum costs ~85 us at noncentrality 9e6 and fails beyond 6e9)
-                a[nc] = ncx2_cdf_sf(rr[nc], self.n, lp)[0]
-                b[nc] = ncx2_cdf_sf(rr[nc] / self.s2, self.n, lq)[1]
+                a[nc] = ncx2_cdf_sf(rr[nc], self.n, lp, which="cdf")[0]
+                b[nc] = ncx2_cdf_sf(rr[nc] / self.s2, self.n, lq, which="sf")[1]
             else:
                 a[nc] = stats.ncx2.cdf(rr[nc], self.n, lp)
                 b[nc] = stats.ncx2.sf(rr[nc] / self.s2, self.n, lq)

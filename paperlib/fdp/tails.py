@@ -527,6 +527,16 @@ def ncx2_quad_applies(k: float, lam) -> np.ndarray:
     return lam >= max(QUAD_MIN_NONCENTRALITY, (k - 1.0) / QUAD_DOF_RATIO)
 
 
+def _ncx2_chernoff_array(x: np.ndarray, k: float, lam: np.ndarray, upper: bool) -> np.ndarray:
+    """:func:`_ncx2_chernoff` for arrays (``x > 0``): an upper bound on the log tail probability."""
+    x = np.maximum(np.asarray(x, dtype=float), 1e-300)
+    u = 2.0 * x / (k + np.sqrt(k * k + 4.0 * lam * x))
+    theta = 0.5 * (1.0 - 1.0 / u)
+    bound = np.minimum(0.0, -theta * x + lam * theta * u + 0.5 * k * np.log(u))
+    vacuous = (u <= 1.0) if upper else (u >= 1.0)
+    return np.where(vacuous, 0.0, bound)
+
+
 def _quad_nodes(m: float, h_u: float, u_lo: float, u_hi: float) -> tuple[np.ndarray, np.ndarray]:
     """Trapezoid nodes ``y_j = m + sqrt(2m) u_j`` (``u_j`` spaced ``h_u``) and ``log`` of their weights
     ``h_y f_{chi^2_m}(y_j)`` (scipy's chi-square log-density: exact, no tail probability)."""
@@ -589,8 +599,13 @@ def ncx2_quad_log(x, k: float, lam, upper: bool, chunk: int = 1 << 21) -> np.nda
     else:
         u_star = np.minimum(u_star, 0.0)
     out = np.full(x.shape, np.nan)
-    todo = np.arange(x.size)
-    for _ in range(6):
+    # values whose Chernoff bound is below e^-800 are 0 in double precision (and far below 1e-300)
+    neg = _ncx2_chernoff_array(x, float(k), lam, upper) < NEGLIGIBLE_LOG
+    out[neg] = -np.inf
+    todo = np.flatnonzero(~neg)
+    for _ in range(20):
+        if todo.size == 0:
+            break
         # group values whose peaks are close, so that each group shares one grid of nodes
         us = u_star[todo]
         order = todo[np.argsort(us)]
@@ -611,7 +626,11 @@ def ncx2_quad_log(x, k: float, lam, upper: bool, chunk: int = 1 << 21) -> np.nda
                 # the window must hold the integrand's peak with e^-50 of it left at both ends;
                 # where the Gaussian estimate of the peak missed, centre the window on the peak found
                 if edge.any():
-                    u_star[ii[edge]] = (y[peak[edge]] - m) / sy
+                    # beyond the window's end the peak lies further out: move past the end
+                    u_peak = (y[peak[edge]] - m) / sy
+                    past = np.where(peak[edge] == 0, -QUAD_HALF_WIDTH, np.where(peak[edge] == y.size - 1,
+                                                                                QUAD_HALF_WIDTH, 0.0))
+                    u_star[ii[edge]] = u_peak + past
                     redo.append(ii[edge])
             start = stop
         if not redo:
@@ -661,11 +680,12 @@ POISSON_MIN_VALUES = 256
 BOOST_MAX_NONCENTRALITY = 1e4
 
 
-def ncx2_cdf_sf(x, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
+def ncx2_cdf_sf(x, k: float, lam, which: str = "both") -> tuple[np.ndarray, np.ndarray]:
     """``(P[X <= x], P[X > x])`` for ``X ~ chi'^2(k, lam)``, ``k >= QUAD_MIN_DOF``, each side computed directly.
 
     For sampling trade-off curves (``GaussVarFamily.tails``; the privacy profile uses the log-space
     functions, which also reach below 1e-300). ``x`` and ``lam > 0`` broadcast together.
+    ``which``: ``"both"``, or ``"cdf"``/``"sf"`` to compute one side only (the other is returned as NaN).
 
     * ``lam`` with :func:`ncx2_quad_applies`: the trapezoid rule over ``Y ~ chi^2_{k-1}`` of
       :func:`ncx2_quad_log` in linear space, on ``Y``'s bulk (10 standard deviations each side;
@@ -686,31 +706,37 @@ def ncx2_cdf_sf(x, k: float, lam) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"ncx2_cdf_sf needs dof >= {QUAD_MIN_DOF}, got {k!r}")
     if np.any(lam <= 0):
         raise ValueError("ncx2_cdf_sf needs a noncentrality > 0 (use the central chi-square)")
-    cdf = np.empty(x.shape)
-    sf = np.empty(x.shape)
+    if which not in ("both", "cdf", "sf"):
+        raise ValueError(f"which must be 'both', 'cdf' or 'sf', got {which!r}")
+    want_cdf, want_sf = which != "sf", which != "cdf"
+    cdf = np.full(x.shape, np.nan)
+    sf = np.full(x.shape, np.nan)
     big = ncx2_quad_applies(k, lam)
     if big.any():
-        cdf[big], sf[big] = _quad_linear(x[big], float(k), lam[big])
+        cdf[big], sf[big] = _quad_linear(x[big], float(k), lam[big], want_cdf, want_sf)
     small = ~big
     if small.any():
         if np.count_nonzero(small) < POISSON_MIN_VALUES and float(np.max(lam[small])) <= BOOST_MAX_NONCENTRALITY:
             # a few values at a small noncentrality: Boost is as fast (the recurrence pays off vectorised)
             with np.errstate(over="ignore", invalid="ignore"):
-                cdf[small] = stats.ncx2.cdf(x[small], k, lam[small])
-                sf[small] = stats.ncx2.sf(x[small], k, lam[small])
+                if want_cdf:
+                    cdf[small] = stats.ncx2.cdf(x[small], k, lam[small])
+                if want_sf:
+                    sf[small] = stats.ncx2.sf(x[small], k, lam[small])
         else:
-            cdf[small], sf[small] = _poisson_linear(x[small], float(k), lam[small])
+            cdf[small], sf[small] = _poisson_linear(x[small], float(k), lam[small], want_cdf, want_sf)
     return np.clip(cdf, 0.0, 1.0).reshape(shape), np.clip(sf, 0.0, 1.0).reshape(shape)
 
 
-def _quad_linear(x: np.ndarray, k: float, lam: np.ndarray, chunk: int = 1 << 21):
+def _quad_linear(x: np.ndarray, k: float, lam: np.ndarray, want_cdf: bool = True, want_sf: bool = True,
+                 chunk: int = 1 << 21):
     m = k - 1.0
     sy = math.sqrt(2.0 * m)
     h_u = 0.5 * min(1.0, float(np.min(np.sqrt(2.0 + 4.0 * lam))) / sy)
     y, logw = _quad_nodes(m, h_u, -10.0, 10.0)
     w = np.exp(logw)
-    cdf = np.empty(x.shape)
-    sf = np.empty(x.shape)
+    cdf = np.full(x.shape, np.nan)
+    sf = np.full(x.shape, np.nan)
     step = max(1, chunk // y.size)
     for c0 in range(0, x.size, step):
         xs, ls = x[c0:c0 + step], lam[c0:c0 + step]
@@ -722,8 +748,10 @@ def _quad_linear(x: np.ndarray, k: float, lam: np.ndarray, chunk: int = 1 << 21)
         # the second terms are below Phi(-sqrt(200)) ~ 1e-45. Both sides summed directly (sums of
         # positive terms: relative accuracy in either tail, no complement)
         pos = c > 0
-        cdf[c0:c0 + step] = np.where(pos, special.ndtr(d1), 0.0) @ w
-        sf[c0:c0 + step] = np.where(pos, special.ndtr(-d1), 1.0) @ w
+        if want_cdf:
+            cdf[c0:c0 + step] = np.where(pos, special.ndtr(d1), 0.0) @ w
+        if want_sf:
+            sf[c0:c0 + step] = np.where(pos, special.ndtr(-d1), 1.0) @ w
     return cdf, sf
 
 
@@ -743,28 +771,30 @@ def _log_power_term(a: np.ndarray, z: np.ndarray) -> np.ndarray:
     return out
 
 
-def _poisson_linear(x: np.ndarray, k: float, lam: np.ndarray):
+def _poisson_linear(x: np.ndarray, k: float, lam: np.ndarray, want_cdf: bool = True, want_sf: bool = True):
     a, z, h = k / 2.0, x / 2.0, lam / 2.0
     # Poisson mass beyond 9 standard deviations (+30 for small means) is below 1e-17
     width = np.ceil(9.0 * np.sqrt(h) + 30.0)
     j0 = np.maximum(0.0, np.floor(h - width))
     steps = int(np.max(np.floor(h + width) - j0)) + 1
     aj = a + j0
-    p = special.gammainc(aj, z)
-    qc = special.gammaincc(aj, z)
     d = np.exp(_log_power_term(aj, z))  # z^aj e^-z / Gamma(aj + 1)
     pois = np.exp(_log_power_term(j0, h))  # h^j0 e^-h / j0!
-    cdf = np.zeros(x.shape)
-    sf = np.zeros(x.shape)
-    j = j0.copy()
-    for _ in range(steps):
-        cdf += pois * p
-        sf += pois * qc
-        # P(a + 1, z) = P(a, z) - d (a ratio ~ z/a per step, no cancellation), Q(a + 1, z) = Q(a, z) + d
-        p = np.maximum(p - d, 0.0)
-        qc = qc + d
-        aj = aj + 1.0
-        d = d * z / aj
-        j = j + 1.0
-        pois = pois * h / j
-    return cdf, sf
+    out = []
+    # P(a + 1, z) = P(a, z) - d (a ratio ~ z/a per step, no cancellation), Q(a + 1, z) = Q(a, z) + d
+    for want, sign, start in ((want_cdf, -1.0, special.gammainc), (want_sf, 1.0, special.gammaincc)):
+        if not want:
+            out.append(np.full(x.shape, np.nan))
+            continue
+        g = start(aj, z)
+        dd, po, a_j, j = d.copy(), pois.copy(), aj.copy(), j0.copy()
+        acc = np.zeros(x.shape)
+        for _ in range(steps):
+            acc += po * g
+            g = np.maximum(g + sign * dd, 0.0)
+            a_j += 1.0
+            dd *= z / a_j
+            j += 1.0
+            po *= h / j
+        out.append(acc)
+    return out[0], out[1]

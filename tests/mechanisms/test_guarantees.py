@@ -567,3 +567,37 @@ def test_binomial_support_refuses_a_support_too_large():
         binomial_support(10**14, 0.5, 1e-12)
     with pytest.raises(ValueError, match=r"^N = "):
         binomial_support(2 * 10**7, 0.5, 0.0)
+
+
+# --------------------------------------------------------------------------- large N (issue 11, item 7)
+EPS_UPPER_N200000 = 0.0230852  # EASGM upper bound (Theorem 3.8) at N = 200,000, n = 1,485,217, delta = 1e-5
+
+
+@pytest.mark.parametrize("sigma", [0.5, 2.0])
+def test_easgm_guarantee_at_N_200000_answers_within_a_minute(sigma):
+    """EASGM at N = 200,000, q = 0.005, n = 1,485,217: formerly refused (noncentrality 4e10 at sigma 0.5)
+    or out of time (sigma 2); now answers in well under 60 s of CPU, above its upper bound's epsilon,
+    and the same with the profile evaluated at a finer root tolerance (monotone in sigma)."""
+    g = easgm_guarantee(200_000, 0.005, sigma, 1_485_217)
+    t0 = time.process_time()
+    eps = g.epsilon(1e-5)
+    assert time.process_time() - t0 < 60
+    assert math.isfinite(eps) and eps > EPS_UPPER_N200000
+    assert easgm_upper_bound(200_000, 0.005, sigma, 1_485_217).epsilon(1e-5) == pytest.approx(EPS_UPPER_N200000,
+                                                                                               rel=1e-5)
+    # the profile at eps is delta (the root), finite and in (0, 1)
+    assert g.delta(eps) == pytest.approx(1e-5, rel=1e-9)
+
+
+def test_easgm_epsilon_at_N_200000_falls_with_sigma():
+    e = [easgm_guarantee(200_000, 0.005, s, 1_485_217).epsilon(1e-5) for s in (0.5, 1.0, 2.0)]
+    assert e[0] > e[1] > e[2] > EPS_UPPER_N200000
+
+
+@pytest.mark.slow
+def test_asgm_guarantee_at_N_200000_answers_within_a_minute():
+    g = asgm_guarantee(200_000, 0.005, 1.0, 1_485_217)
+    t0 = time.process_time()
+    eps = g.epsilon(1e-5)
+    assert time.process_time() - t0 < 60
+    assert eps == pytest.approx(10.450815197, rel=1e-8)  # the value before the large-dimension numerics
