@@ -289,7 +289,7 @@ for N, q in [(140_199, 0.005), (59_999, 0.005), (10, 0.25), (3, 0.5)]:
 
 # %%
 # The paper's claim C8, graded from this notebook's results by the same check (and
-# tolerance) as the grade page: a claim these numbers do not support stops the build.
+# tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
 
 GRADE = grade_claim("C8")
