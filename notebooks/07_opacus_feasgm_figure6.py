@@ -66,7 +66,7 @@ AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)  # counted rounds (as many again calibrate)
 N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist"
 # real Opacus steps per dataset in quick/smoke mode (the paper's code gets the larger share)
-CHECK_TRIALS = {"opacus-1.0.2": pf.pick(MODE, smoke=20, quick=100, full=None),
+CHECK_TRIALS = {"opacus-1.0.2": pf.pick(MODE, smoke=20, quick=250, full=None),
                 "opacus-installed": pf.pick(MODE, smoke=20, quick=30, full=None)}
 DATASET, ROOT, SOURCE = DS.resolve_dataset("mnist", N + 1, SEED, mode=MODE)
 POINTS = "bundled" if SOURCE == DS.SOURCE_BUNDLED else "folder"
@@ -185,8 +185,10 @@ _saved = save_result(
     "07_fig6_opacus_feasgm",
     {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "q": Q, "sigma": SIGMA,
      "C": C, "model": MODEL},
-    {"result": R, "installed": R_NEW, "error": ERRORS.get("opacus-1.0.2"),
-     "installed_error": ERRORS.get("opacus-installed"), "dataset": DATASET, "source": SOURCE},
+    # the graded result is the paper's release; where it cannot run here (offline, not cached) the
+    # installed release stands in, and its r["inputs"] say so (the grade then reads "partly reproduced")
+    {"result": R or R_NEW, "installed": R_NEW, "paper_release_error": ERRORS.get("opacus-1.0.2"),
+     "error": ERRORS.get("opacus-installed") if R is None else None, "dataset": DATASET, "source": SOURCE},
     mode=MODE, seed=SEED, wall_time=time.perf_counter() - T_START)
 
 # %% [markdown]
