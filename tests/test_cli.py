@@ -190,11 +190,14 @@ def test_time_budget_refuses_with_the_upper_bound_offered():
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert abs(ub - json.loads(ref.stdout)["epsilon"]) <= 1e-5 * ub
     assert wall < 60
-    # beyond the numerics' noncentrality limit the same question is refused at once, in one line
+    # at the paper's model size (noncentrality 1e10, beyond Boost's range) the large-dimension numerics
+    # answer within the budget (issue 11, item 7): a finite epsilon above the upper bound's
+    t1 = time.perf_counter()
     big = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
                           "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert big.returncode == 1 and len(big.stderr.strip().splitlines()) == 1 and "upper bound" in big.stderr
+    assert big.returncode == 0, big.stderr
+    assert json.loads(big.stdout)["epsilon"] > 0.0230852 and time.perf_counter() - t1 < 60
     bad = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5",
                           "--sigma", "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "-1"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)

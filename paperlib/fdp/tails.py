@@ -21,8 +21,14 @@ digits), and ``1 - cdf`` is 0 from about 1e-17 on. This module gives their logar
   ``sum_j Pois(j; lam/2) P(k/2 + j, x/2)`` (DLMF 8.? / Johnson-Kotz) summed in log space
   over the window of ``j`` that carries all but ``e^-60`` of it.
 * :func:`hockey_from_logs` — ``max(e^la - e^lb, 0)`` without overflow or underflow.
+* :func:`ncx2_cdf_sf`, :func:`ncx2_quad_log` — the noncentral chi-square at large dimension
+  (``k >= QUAD_MIN_DOF``): ``X = (Z + sqrt(lam))^2 + chi^2_{k-1}``, integrated by the trapezoid
+  rule over the central part's density when the noncentrality is large (no Boost, no limit on
+  ``lam``), and the Poisson mixture by the recurrence of ``P(a + j, z)`` in ``j`` below. Used by
+  :class:`~paperlib.fdp.gaussian.GaussVarFamily` and by :func:`ncx2_logcdf`/:func:`ncx2_logsf`.
 
-Every function is checked against mpmath at 60 digits in ``tests/test_fdp_edges.py``.
+Every function is checked against mpmath at 60 digits in ``tests/fdp/test_fdp_edges.py`` (the
+large-dimension ones in ``tests/fdp/test_ncx2_quadrature.py``).
 Only numpy and scipy are used.
 """
 
@@ -46,6 +52,10 @@ __all__ = [
     "ncx2_logcdf",
     "ncx2_logsf",
     "hockey_from_logs",
+    "QUAD_MIN_DOF",
+    "ncx2_quad_applies",
+    "ncx2_quad_log",
+    "ncx2_cdf_sf",
 ]
 
 #: Below this value scipy's incomplete gamma / noncentral chi-square values are replaced
