@@ -684,10 +684,9 @@ def _quad_sum(x: np.ndarray, lam: np.ndarray, y: np.ndarray, logw: np.ndarray, u
     return val, peak, edge
 
 
-#: :func:`ncx2_cdf_sf` leaves fewer values than this at noncentralities up to BOOST_MAX_NONCENTRALITY
-#: to Boost (a Python loop over the Poisson terms costs more than Boost's C++ for few values)
+#: :func:`ncx2_cdf_sf` leaves fewer values than this below the quadrature's range to Boost (a Python
+#: loop over the Poisson terms costs more than Boost's C++ for few values)
 POISSON_MIN_VALUES = 256
-BOOST_MAX_NONCENTRALITY = 1e4
 
 
 def ncx2_cdf_sf(x, k: float, lam, which: str = "both") -> tuple[np.ndarray, np.ndarray]:
@@ -726,8 +725,9 @@ def ncx2_cdf_sf(x, k: float, lam, which: str = "both") -> tuple[np.ndarray, np.n
         cdf[big], sf[big] = _quad_linear(x[big], float(k), lam[big], want_cdf, want_sf)
     small = ~big
     if small.any():
-        if np.count_nonzero(small) < POISSON_MIN_VALUES and float(np.max(lam[small])) <= BOOST_MAX_NONCENTRALITY:
-            # a few values at a small noncentrality: Boost is as fast (the recurrence pays off vectorised)
+        if np.count_nonzero(small) < POISSON_MIN_VALUES:
+            # a few values (below the quadrature's range, lam < (k - 1)/128): Boost is faster there (the
+            # recurrence's Python loop over ~2 (9 sqrt(lam/2) + 30) terms pays off only vectorised)
             with np.errstate(over="ignore", invalid="ignore"):
                 if want_cdf:
                     cdf[small] = stats.ncx2.cdf(x[small], k, lam[small])
