@@ -33,9 +33,8 @@
 # and `cnn-cifar10` for all three on CIFAR-10. (The 1,485,217-parameter model of DP-FETA
 # and PrivImage is not audited through this EASGM path here; the next chapter audits it
 # through Opacus v1.0, the release DP-FETA builds on.) DPSUR writes its own ASGM step
-# (division by the realised batch size $|B|$); we run that step (`paperlib`'s
-# re-implementation of DPSUR's code, {glue:text}`nb06_dpsur_code`) on the same models at
-# $q = 0.7$ and $q = 0.8$.
+# (division by the realised batch size $|B|$); we run that step (here:
+# {glue:text}`nb06_dpsur_code`) on the same models at $q = 0.7$ and $q = 0.8$.
 #
 # **The game** is that of the previous chapters, white box: the adversary knows every
 # per-example gradient at $\theta_0$, hence every Gaussian component of both output
