@@ -47,8 +47,9 @@
 # one step of the implementation. In `quick` and `smoke` mode only the first
 # `CHECK_TRIALS` steps per dataset come from the implementation; they must pass a
 # Kolmogorov-Smirnov check (every projected coordinate and the residual norm, against the
-# batched mechanism with the same gradients, Bonferroni at level 0.001) before the remaining
-# rounds are drawn from the batched mechanism fed with those gradients
+# batched mechanism with the same gradients, Bonferroni at family level
+# {glue:text}`nb06_check_level`) before the remaining rounds are drawn from the batched
+# mechanism fed with those gradients
 # (`paperlib.implementations.real_audit`). The normaliser each implementation actually used
 # is also read off its steps (`runners.detect_normaliser`).
 
@@ -87,6 +88,7 @@ METHODS = [("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005),
            ("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5),
            ("DPSUR", "dpsur", 0.7), ("DPSUR", "dpsur", 0.8)]
 glue("nb06_mode", MODE, display=False)
+glue("nb06_check_level", f"{RA.CHECK_LEVEL:g}", display=False)
 glue("nb06_trials", f"{TRIALS:,}", display=False)
 glue("nb06_check_trials", f"{CHECK_TRIALS}" if CHECK_TRIALS else "every", display=False)
 

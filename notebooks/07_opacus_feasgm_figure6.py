@@ -208,7 +208,7 @@ _saved = save_result(
 #
 # Both distinguishers certify far more leakage than the claim allows: the step divides by
 # 1 on $D$ and by 2 on $D'$, so the noise scale alone — visible in the norm of a
-# 1.5-million-dimensional output — tells the datasets apart, whatever batch was drawn.
+# 1,485,217-dimensional output — tells the datasets apart, whatever batch was drawn.
 # The bars are capped by the number of trials, not by the mechanism.
 
 # %%

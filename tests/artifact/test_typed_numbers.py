@@ -252,12 +252,7 @@ def _context(text: str, tok: str) -> str:
 # Notebooks whose prose other helpers are rewriting in this round (issue 14): listed with
 # a reason so that the test says what remains instead of failing the suite. Remove an
 # entry once its notebook passes.
-PENDING: dict[str, str] = {
-    "06_audit_real_figure4": "chapter 6 is rewritten by its owner (issue 14, items 1 and 3): the level of its "
-                             "Bonferroni pre-check is typed in the prose",
-    "07_opacus_feasgm_figure6": "chapter 7 is rewritten by its owner (issue 14, item 3): 'a 1.5-million-"
-                                "dimensional output' is typed (n = 1,485,217 is the paper's constant)",
-}
+PENDING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.stem)
