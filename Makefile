@@ -279,19 +279,22 @@ book: grade appendix | $(ENV_TARGET)
 sync: | $(ENV_TARGET)
 	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --quiet --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
 
-# tests/ plus every paired notebook executed once by nbval with its own parameters cell
+# tests/ plus every paired notebook executed once by nbval with its own parameters cell,
+# spread over TEST_WORKERS pytest-xdist workers (--dist loadfile: a notebook's cells stay in order on one worker)
 # (quick-mode defaults), in this environment's kernel; outputs go to build/test/. Before
 # that, the whole pipeline (papermill, grade, appendix, jupyter-book -W) builds the book
 # in smoke mode in a copy under build/testbook/, which tests/artifact/test_book_browser.py opens in
 # headless Chromium (screenshots in build/screenshots/).
 TESTBOOK := $(ROOT)/build/testbook
+# pytest-xdist workers for `make test` (one notebook or test file per worker at a time)
+TEST_WORKERS ?= 2
 test: lint sync test-book browser-deps | $(ENV_TARGET)
 	@rm -rf build/test && mkdir -p build/test
 	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
 	  PAPERLIB_RESULTS=$(ROOT)/build/test/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
 	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html \
 	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
-	  $(PY) -m pytest tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(addsuffix .ipynb,$(basename $(NB_SRC))))
+	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(addsuffix .ipynb,$(basename $(NB_SRC))))
 
 # The sources the book needs, copied (not the outputs), then `make book MODE=smoke` there
 # with this environment; results/figures/book outputs stay inside build/testbook/. A second
