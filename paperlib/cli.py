@@ -360,17 +360,66 @@ def run_audit(args) -> dict:
             "sigma": r.sigma, "C": r.C, "seed": r.seed, "device": r.device}
 
 
-IMPLEMENTATIONS = ("opacus-0.13.0", "opacus-0.15.0", "opacus-installed", "dpsur")
+class _LazyChoices:
+    """argparse ``choices`` read from a constant of the implementations package when first
+    needed (a value checked, a usage line printed), so that building the parser does not
+    import torch: one definition of the names, and the core commands run without the
+    [audit] extra."""
+
+    def __init__(self, load):
+        self._load, self._values = load, None
+
+    def _get(self) -> tuple:
+        if self._values is None:
+            self._values = tuple(self._load())
+        return self._values
+
+    def __contains__(self, value) -> bool:
+        return value in self._get()
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __getitem__(self, i):
+        return self._get()[i]
+
+
+def _implementation_names() -> tuple[str, ...]:
+    """The releases as shipped (runners.IMPLEMENTATIONS), then the fixed ones (runners.FIXED_IMPLEMENTATIONS)."""
+    from paperlib.implementations import runners
+
+    return tuple(runners.IMPLEMENTATIONS) + tuple(runners.FIXED_IMPLEMENTATIONS)
+
+
+def _dataset_names() -> tuple[str, ...]:
+    from paperlib.implementations import datasets
+
+    return tuple(datasets.DATASETS)
+
+
+IMPLEMENTATION_CHOICES = _LazyChoices(_implementation_names)
+DATASET_CHOICES = _LazyChoices(_dataset_names)
 
 
 def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
     """Options of ``python -m paperlib audit-implementation`` (paperlib.implementations.real_audit)."""
-    a.add_argument("--implementation", required=True, choices=IMPLEMENTATIONS,
-                   help="whose DP-SGD step: Opacus v0.13.0 (ASGM), v0.15.0 (EASGM), the installed v1.x (FEASGM), DPSUR (ASGM)")
+    # metavar given: argparse would otherwise list the (lazy) choices while building the parser
+    a.add_argument("--implementation", required=True, choices=IMPLEMENTATION_CHOICES, metavar="IMPLEMENTATION",
+                   help="one of %(choices)s; whose DP-SGD step: opacus-installed (v1.x, FEASGM), opacus-1.0.2 (FEASGM, the v1.0 line the "
+                        "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), dpsur (ASGM), "
+                        "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
     a.add_argument("--model", required=True, choices=("cnn-mnist", "cnn-cifar10", "large-mnist"),
                    help="model at fixed parameters theta_0 (built from --seed)")
-    a.add_argument("--dataset", required=True, choices=("mnist", "fmnist", "cifar10", "synthetic"),
-                   help="where the N+1 random points come from")
+    a.add_argument("--dataset", required=True, choices=DATASET_CHOICES, metavar="DATASET",
+                   help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
+                        "<repo>/data; downloaded in full mode), else the real points bundled with the package; "
+                        "synthetic (a random stand-in) only when named")
+    a.add_argument("--batch-size", type=int, default=None,
+                   help="the configured batch size the fixed implementation divides by (opacus-installed+fix "
+                        "only; required there), an integer >= 1")
     a.add_argument("--N", type=int, required=True, help="size of D (D' has N+1); at most 12 (subsets are enumerated)")
     a.add_argument("--q", type=float, required=True, help="Poisson sampling rate in (0, 1]")
     a.add_argument("--sigma", type=float, required=True, help="noise multiplier > 0")
@@ -384,8 +433,29 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
     a.add_argument("--yes", action="store_true", help="run even above the size limits (see python -m pydoc paperlib.cli)")
 
 
+def _check_batch_size_option(args) -> None:
+    """``--batch-size``: required by the fixed implementations, refused by the others (one line naming it)."""
+    from paperlib.implementations.runners import FIXED_IMPLEMENTATIONS
+
+    b = args.batch_size
+    if args.implementation in FIXED_IMPLEMENTATIONS:
+        if b is None:
+            raise ValueError(f"batch_size (--batch-size): {args.implementation} divides by the configured batch "
+                             "size; give --batch-size (an integer >= 1)")
+        if b < 1 or b > MAX_INTEGER:
+            raise ValueError(f"batch_size (--batch-size) must be an integer >= 1 (and <= 2^53), got {b}")
+    elif b is not None:
+        raise ValueError(f"batch_size (--batch-size): only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
+                         f"not {args.implementation}")
+
+
 def run_audit_implementation(args) -> dict:
-    """``audit-implementation``: one step of a real implementation, white-box game, Eq. 3."""
+    """``audit-implementation``: one step of a real implementation, white-box game, Eq. 3.
+
+    The points: :func:`paperlib.implementations.datasets.resolve_dataset` -- the dataset in
+    the data folder if it is there (downloaded in full mode), otherwise the real points
+    bundled with the package; the synthetic stand-in only for ``--dataset synthetic``. The
+    output's ``inputs`` says which ran (data and code)."""
     _check_integers(args)
     check_int(args.N, "N", 1)
     if args.N > 12:
@@ -396,6 +466,7 @@ def run_audit_implementation(args) -> dict:
     check_int(args.trials, "trials", 2)
     check_delta(args.delta)
     check_seed(args.seed)
+    _check_batch_size_option(args)
     if args.mode == "full":
         _refuse_size(args, "trials", args.trials, MAX_IMPLEMENTATION_TRIALS_FULL,
                      f"{_fmt_seconds(2 * args.trials * _SECONDS_PER_STEP)}: every round a real step",
@@ -405,24 +476,29 @@ def run_audit_implementation(args) -> dict:
         _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS,
                      f"{_fmt_seconds(seconds)} and {_fmt_bytes(2 * args.trials * _BYTES_PER_TRIAL)} of memory")
     from paperlib.artifact.provenance import ResultCache
-    from paperlib.implementations import real_audit
+    from paperlib.implementations import datasets, real_audit
 
     try:
-        from paperlib.implementations.datasets import DatasetUnavailable
-    except ImportError:  # pragma: no cover - the loader is part of the package
-        DatasetUnavailable = ()  # noqa: N806
-    try:
-        r = real_audit.audit_implementation(args.implementation, args.model, args.dataset, N=args.N, q=args.q,
+        name, root, source = datasets.resolve_dataset(args.dataset, args.N + 1, args.seed, mode=args.mode)
+        extra = {"batch_size": args.batch_size} if args.batch_size is not None else {}
+        r = real_audit.audit_implementation(args.implementation, args.model, name, N=args.N, q=args.q,
                                             sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
                                             mode=args.mode, delta=args.delta, progress=sys.stderr.isatty(),
-                                            cache=ResultCache(args.mode))
-    except DatasetUnavailable as exc:
+                                            cache=ResultCache(args.mode), data_root=root,
+                                            points="bundled" if source == datasets.SOURCE_BUNDLED else "folder",
+                                            **extra)
+    except datasets.DatasetUnavailable as exc:
         raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
             "mode", "path", "normaliser_found", "fpr", "fnr", "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed",
             "violation", "trials", "calibration_trials", "seconds", "seconds_per_step", "full_mode_estimate_s")
     out = {"command": "audit-implementation"}
     out.update({k: r.get(k) for k in keys})
+    if args.batch_size is not None:
+        out["batch_size"] = args.batch_size
+    out["data"] = source
+    if r.get("inputs"):
+        out["inputs"] = r["inputs"]
     if r.get("check"):
         out["check"] = {k: r["check"][k] for k in ("passed", "min_p", "threshold", "tests", "trials")}
     return out
@@ -621,7 +697,14 @@ def _first_line(exc: BaseException) -> str:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except ModuleNotFoundError as exc:  # audit-implementation's choices come from the torch-based package
+        if (exc.name or "").split(".")[0] not in AUDIT_EXTRA:
+            raise
+        sys.stderr.write(f"paperlib: error: audit-implementation needs the [audit] extra ({exc.name} is not "
+                         "installed): pip install 'paperlib[audit]'\n")
+        return 2
     if args.command == "check":
         return run_check(args)
     try:

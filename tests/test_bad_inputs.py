@@ -188,6 +188,15 @@ CLI_INVALID = [
     ("impl-model-unknown", _with(AI, model="resnet"), "model"),
     ("impl-dataset-unknown", _with(AI, dataset="imagenet"), "dataset"),
     ("impl-mode-unknown", _with(AI, mode="medium"), "mode"),
+    # --batch-size: required by the fix (opacus-installed+fix), refused by the releases as shipped
+    ("impl-fix-without-batch-size", _with(AI, implementation="opacus-installed+fix"), "--batch-size"),
+    ("impl-batch-size-for-dpsur", _with(AI, **{"batch-size": "2"}), "--batch-size"),
+    ("impl-batch-size-for-opacus-1.0.2", _with(AI, implementation="opacus-1.0.2", **{"batch-size": "2"}),
+     "--batch-size"),
+    ("impl-fix-batch-size-zero", _with(AI, implementation="opacus-installed+fix", **{"batch-size": "0"}),
+     "--batch-size"),
+    ("impl-fix-batch-size-fraction", _with(AI, implementation="opacus-installed+fix", **{"batch-size": "1.5"}),
+     "--batch-size"),
     # --- check (paperlib.check.check_run): the settings of an Opacus run
     ("check-batch-larger-than-dataset", _with(CK, **{"batch-size": "70000"}), "--batch-size"),
     ("check-no-poisson", CK + ["--no-poisson"], "--poisson"),

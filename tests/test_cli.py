@@ -202,3 +202,75 @@ def test_time_budget_refuses_with_the_upper_bound_offered():
                           "--sigma", "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "-1"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert bad.returncode == 2 and "max-seconds" in bad.stderr
+
+
+# --------------------------------------------------------------------------- audit-implementation
+AI = ["audit-implementation", "--model", "cnn-mnist", "--N", "3", "--q", "0.5", "--sigma", "10", "--C", "0.1",
+      "--trials", "20", "--seed", "0"]
+
+
+def test_audit_implementation_choices_are_the_runners():
+    """One definition: --implementation offers runners.IMPLEMENTATIONS + FIXED_IMPLEMENTATIONS
+    (opacus-1.0.2 and the fix among them), --dataset the loader's DATASETS."""
+    from paperlib import cli
+    from paperlib.implementations import datasets, runners
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command").choices["audit-implementation"]
+    opts = {a.dest: a for a in sub._actions}
+    assert tuple(opts["implementation"].choices) == runners.IMPLEMENTATIONS + runners.FIXED_IMPLEMENTATIONS
+    assert {"opacus-1.0.2", "opacus-installed+fix"} <= set(opts["implementation"].choices)
+    assert tuple(opts["dataset"].choices) == datasets.DATASETS
+    assert "--batch-size" in sub.format_help() and "opacus-1.0.2" in sub.format_help()
+
+
+def _fake_audit(seen):
+    def audit(implementation, model, dataset, **kw):
+        seen.append({"implementation": implementation, "dataset": dataset, **kw})
+        return {"implementation": implementation, "dataset": dataset, "mechanism": "x",
+                "inputs": {"data": "recorded"}}
+    return audit
+
+
+@pytest.mark.parametrize("impl,extra", [("opacus-1.0.2", []), ("opacus-installed+fix", ["--batch-size", "2"]),
+                                        ("dpsur", [])])
+def test_audit_implementation_points_follow_resolve_dataset(impl, extra, tmp_path, monkeypatch, capsys):
+    """No data folder: the bundled real points (points='bundled', no folder); a data folder that
+    resolve_dataset finds: that folder; synthetic only when named. --batch-size reaches the audit."""
+    from paperlib.implementations import datasets as D
+    from paperlib.implementations import real_audit as RA
+
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    seen = []
+    monkeypatch.setattr(RA, "audit_implementation", _fake_audit(seen))
+    argv = AI + ["--implementation", impl] + extra
+    code, out, err = run(argv + ["--dataset", "mnist"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_BUNDLED and d["inputs"] == {"data": "recorded"}
+    assert seen[-1]["points"] == "bundled" and seen[-1]["data_root"] is None and seen[-1]["dataset"] == "mnist"
+    assert seen[-1].get("batch_size") == (2 if extra else None) and d.get("batch_size") == (2 if extra else None)
+    assert seen[-1]["implementation"] == impl
+    code, out, err = run(argv + ["--dataset", "synthetic"], capsys)
+    assert code == 0 and json.loads(out)["data"] == D.SOURCE_SYNTHETIC and seen[-1]["dataset"] == "synthetic"
+    monkeypatch.setattr(D, "resolve_dataset", lambda name, k, seed, mode="quick": (name, tmp_path, D.SOURCE_FULL))
+    code, out, err = run(argv + ["--dataset", "fmnist"], capsys)
+    assert code == 0 and json.loads(out)["data"] == D.SOURCE_FULL
+    assert seen[-1]["points"] == "folder" and seen[-1]["data_root"] == tmp_path and seen[-1]["dataset"] == "fmnist"
+
+
+def test_audit_implementation_fix_runs_on_bundled_points(tmp_path, monkeypatch, capsys):
+    """The fix through the command line, offline, tiny (20 trials, 10 real steps per dataset):
+    the real Opacus step divides by --batch-size on both datasets, audited as SGM on real points."""
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run(AI + ["--implementation", "opacus-installed+fix", "--batch-size", "2", "--dataset", "mnist"],
+                         capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["mechanism"] == "sgm" and d["batch_size"] == 2
+    assert d["normaliser_found"] == "2 (the configured batch size)"
+    assert d["data"] == "bundled real points" and d["inputs"]["data"] == "bundled real points"
+    assert d["inputs"]["real_rounds"] == 20 and d["check"]["passed"]
+    assert abs(d["eps_claimed"] - 0.174045) < 1e-5  # the SGM claim at q = 0.5, sigma = 10, delta = 1e-5
+    assert not (tmp_path / "none").exists() or not list((tmp_path / "none").iterdir())  # nothing downloaded
