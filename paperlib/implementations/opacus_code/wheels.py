@@ -167,8 +167,19 @@ def _pip(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     )
 
 
+#: terminal escape sequences in pip's output (its rich console colours errors even in a pipe):
+#: CSI (``ESC [ ... m`` and the like), OSC (``ESC ] ... BEL/ST``), two-character escapes, and
+#: an SGR code whose ESC was already dropped (``[0m``)
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\[[0-9][0-9;]*m")
+
+
+def _strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text or "")
+
+
 def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()]
+    """The last non-empty line of pip's output, without terminal escape sequences (for one-line errors)."""
+    lines = [ln.strip() for ln in _strip_ansi(text).strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "no output"
 
 
