@@ -32,9 +32,12 @@
 # CNN (`cnn-mnist`, 26,010 parameters) stands for all three on MNIST and Fashion-MNIST,
 # and `cnn-cifar10` for all three on CIFAR-10. (The 1,485,217-parameter model of DP-FETA
 # and PrivImage is not audited through this EASGM path here; the next chapter audits it
-# through Opacus v1.0, the release DP-FETA builds on.) DPSUR writes its own ASGM step
-# (division by the realised batch size $|B|$); we run that step (here:
-# {glue:text}`nb06_dpsur_code`) on the same models at $q = 0.7$ and $q = 0.8$.
+# through Opacus v1.0, the release DP-FETA builds on.) DPSUR writes its own step, which
+# the paper analyses as ASGM: it divides by a batch size, but one taken from a separate
+# Poisson draw of the data loader just before the batch it divides (`algorithm/DPSUR.py`,
+# lines 145-146, at the commit we pin), and it takes no step on an empty batch. We run
+# that step (here: {glue:text}`nb06_dpsur_code`) on the same models at $q = 0.7$ and
+# $q = 0.8$.
 #
 # **The game** is that of the previous chapters, white box: the adversary knows every
 # per-example gradient at $\theta_0$, hence every Gaussian component of both output
@@ -242,7 +245,7 @@ _saved = save_result(
 # {glue:text}`nb06_n_above` of the {glue:text}`nb06_n_run` audited points (of
 # {glue:text}`nb06_n_points`). The implementations' steps follow the normalised mechanisms
 # (the normaliser read off the steps is in the table above: $Nq$ for the Opacus v0.15.0
-# path and $|B|$ for DPSUR, as documented), and for the normalised mechanisms the SGM claim
+# path and, for DPSUR, the size of its separate draw), and for the normalised mechanisms the SGM claim
 # is not a valid guarantee. The gap is large for the EASGM path: dividing by $Nq$ with
 # $N = 4$ and $N+1 = 5$ gives outputs of visibly different scale on $D$ and $D'$, whatever
 # the batch. For DPSUR's ASGM step the paper finds the gap smaller, and larger at $q = 0.8$
