@@ -12,13 +12,13 @@ mechanism   normaliser ``nu``     who does it
 SGM         1 (a public constant) the mechanism the privacy analysis covers
 EASGM       ``N_data q``          Opacus 0.14-0.15 (expected batch size)
 FEASGM      ``floor(N_data q)``   Opacus 1.x (``int(len(dataset) * sample_rate)``)
-ASGM        ``|B|``               Opacus <= 0.13, DPSUR (realised batch size)
+ASGM        ``|B|``               Opacus <= 0.13; DPSUR as the paper models it (its code divides by a separate draw's size)
 ==========  ====================  ==============================================
 
 Decided once, here, for every layer:
 
 * **Empty ASGM batch.** ``|B| = 0`` divides by 1 (the noise alone is released), as the
-  paper's ASGM definition (Section 3) and DPSUR do.
+  paper's ASGM definition (Section 3) does (DPSUR's own code instead takes no step).
 * **FEASGM with** ``floor(N_data q) = 0``. Opacus v1.x divides by zero. The normaliser
   is returned as 0 (what the code computes); the torch sampler, which reproduces the
   implementation, then yields inf/NaN outputs with a warning; every analysis (guarantees,

@@ -18,7 +18,7 @@ is, per trial:
    ========  ==================  =========================================
    SGM       1                   Opacus ``loss_reduction="sum"``
    EASGM     ``N_data * q``      Opacus v0.14-v0.15 (Poisson, mean)
-   ASGM      ``|B|`` (1 if empty) Opacus v0.12-v0.13, DPSUR
+   ASGM      ``|B|`` (1 if empty) Opacus v0.12-v0.13; DPSUR as modelled (see implementations.dpsur)
    FEASGM    ``floor(N_data q)`` Opacus v1.x (``int(len(dataset) * q)``)
    ========  ==================  =========================================
 
