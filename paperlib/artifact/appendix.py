@@ -478,10 +478,11 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += ["| claim | paper item | last verdict | experiment |", "|---|---|---|---|"]
     for c in _claims.CLAIMS:
         e = by_nb.get(c.notebook)
-        L.append(f"| {c.id} | {_esc(c.item)} | {_esc(_verdict_word(ctx, c.id))} | {e['id'] if e else 'none'} |")
+        L.append(f"| {c.id} | {_esc(_claims.item_label(c))} | {_esc(_verdict_word(ctx, c.id))} | "
+                 f"{e['id'] if e else 'none'} |")
     L.append("")
     for c in _claims.CLAIMS:
-        L.append(f"- {c.id} ({_esc(c.item)}), {_esc(_verdict(ctx, c.id))}. Claim: {_esc(c.statement)}")
+        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))}. Claim: {_esc(c.statement)}")
     L.append("")
 
     L += H("Experiments")
@@ -497,7 +498,7 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
                  "`make grade`: the verdict is printed and written to `results/grade.json`.")
         if cl:
             for c in cl:
-                L.append(f"- **Supports {c.id} ({_esc(c.item)}). Expected:** {_esc(c.paper)}. "
+                L.append(f"- **Supports {_esc(_claims.id_item(c))}. Expected:** {_esc(c.paper)}. "
                          f"**Tolerance:** {_esc(c.tolerance)}.")
         else:
             L.append("- **Expected:** the notebook runs to the end; its in-line checks (assertions against "
@@ -576,7 +577,7 @@ def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "not
     L += H("Main Results and Claims")
     for c in _claims.CLAIMS:
         e = ctx["by_nb"].get(c.notebook)
-        L += [f"#### Main Result {c.id[1:]}: {_esc(c.item)}", "",
+        L += [f"#### Main Result {c.id if c.beyond_paper else c.id[1:]}: {_esc(_claims.item_label(c))}", "",
               f"{_esc(c.statement)} The paper: {_esc(c.paper)}. "
               + (f"Experiment {e['id']} checks it." if e else "Nothing to measure.")
               + f" Last verdict: {_esc(_verdict(ctx, c.id))}.", ""]
