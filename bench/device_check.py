@@ -162,6 +162,8 @@ def full_mode_work() -> dict:
             {"what": f"table of normality tests (full path, {p4['SENS_DISTINGUISHERS']} distinguishers, n = 100)",
              "points": len(p4["N_VALUES"]) * len(p4["SENS_SETTINGS"]),
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-sens"},
+            {"what": "seed spread: one Figure 2 point at 3 seeds (projected path, 2 distinguishers)", "points": 3,
+             "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-fig2"},
         ],
         "05_audit_figure3": [
             {"what": f"Figure 3 sweep (projected path, {p5['DISTINGUISHERS']} distinguishers, n = 1 ... 10,000)",

@@ -17,7 +17,7 @@ from tqdm import tqdm
 from paperlib.artifact.provenance import load_result, save_result
 from paperlib.audit.game import AUDIT_VERSION, vectors_digest, audit_distinguishers, worst_case_vectors
 
-__all__ = ["cached_audit", "audit_sweep"]
+__all__ = ["cached_audit", "audit_sweep", "audit_point"]
 
 
 # ---------------------------------------------------------------------------- cached audits
@@ -56,6 +56,30 @@ def _point_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
 
 
+def audit_point(point: dict, *, index: int, seed: int = 0, **common) -> dict:
+    """Point ``index`` of an :func:`audit_sweep` at ``seed``, run alone (not cached).
+
+    The same vectors and rounds as that sweep's point ``index`` (seed
+    ``SeedSequence([seed, index])``), so ``audit_point(points[i], index=i, seed=SEED,
+    **common)`` gives what ``audit_sweep(name, points, seed=SEED, **common)`` holds for
+    point ``i``, and another ``seed`` re-audits the same setting with other rounds (the
+    seed spread of :func:`paperlib.audit.seed_spread`). Returns
+    ``{label: AuditResult.to_dict()}``; ``point`` and ``common`` as in :func:`audit_sweep`.
+    """
+    p = dict(common)
+    p.pop("progress", None)
+    p.update(point)
+    mech, N, n, q = p.pop("mechanism"), p.pop("N"), p.pop("n"), p.pop("q")
+    kind = p.pop("kind", "worst")
+    direction = p.pop("direction", "e1")
+    dists = p.pop("distinguishers", ("optimal",))
+    sigma, C = p.pop("sigma"), p.pop("C")
+    ps = _point_seed(seed, index)
+    v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=ps)
+    res = audit_distinguishers(v, mech, q, sigma, C, distinguishers=dists, seed=ps, data=kind, **p)
+    return {k: r.to_dict() for k, r in res.items()}
+
+
 def audit_sweep(name: str, points: list, *, seed: int = 0, mode: str = "quick", progress: bool = True,
                 **common) -> list:
     """Audit a list of synthetic points, cached and resumable in ``results/<name>.json``.
@@ -81,17 +105,7 @@ def audit_sweep(name: str, points: list, *, seed: int = 0, mode: str = "quick", 
     it = tqdm(range(len(done), len(pts)), desc=name, unit="point", disable=not progress, initial=len(done),
               total=len(pts))
     for i in it:
-        p = dict(common)
-        p.update(pts[i])
-        mech, N, n, q = p.pop("mechanism"), p.pop("N"), p.pop("n"), p.pop("q")
-        kind = p.pop("kind", "worst")
-        direction = p.pop("direction", "e1")
-        dists = p.pop("distinguishers", ("optimal",))
-        sigma, C = p.pop("sigma"), p.pop("C")
-        v = worst_case_vectors(N, n, C, kind=kind, direction=direction, seed=_point_seed(seed, i))
-        res = audit_distinguishers(v, mech, q, sigma, C, distinguishers=dists, seed=_point_seed(seed, i),
-                                   data=kind, **p)
-        done.append({"point": pts[i], "results": {k: r.to_dict() for k, r in res.items()}})
+        done.append({"point": pts[i], "results": audit_point(pts[i], index=i, seed=seed, **common)})
         data = {"points": done, "complete": len(done) == len(pts), "wall_time_s": prior + time.perf_counter() - t0}
         save_result(name, params, data, mode=mode, seed=seed, wall_time=data["wall_time_s"])
     return done

@@ -5,6 +5,7 @@
 * :mod:`~paperlib.audit.distinguishers` — the optimal (likelihood-ratio) distinguisher
   and the paper's normality-test distinguisher.
 * :mod:`~paperlib.audit.stats` — Clopper-Pearson intervals, ``eps_L`` and ``delta_L`` (Eq. 3).
+* :mod:`~paperlib.audit.spread` — one audit repeated at several seeds: the spread of ``eps_L``.
 * :mod:`~paperlib.audit.game` — the balanced game with separate calibration trials,
   worst-case synthetic data, audits of given outputs (:func:`audit_outputs`). The book's
   cached, resumable sweeps are in :mod:`paperlib.artifact.sweeps`. By default the rounds are sampled
@@ -41,6 +42,7 @@ from paperlib.audit.game import (
     select_threshold,
     worst_case_vectors,
 )
+from paperlib.audit.spread import seed_spread, spread_seeds
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
 
 __all__ = [
@@ -68,4 +70,6 @@ __all__ = [
     "cp_upper",
     "delta_lower",
     "eps_lower",
+    "seed_spread",
+    "spread_seeds",
 ]

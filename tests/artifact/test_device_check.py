@@ -122,7 +122,7 @@ def test_notebook_extrapolation_and_tables(smoke):
         assert nbs[name]["partial_estimate_s"] > 0 and nbs[name]["representative"] is False
         assert "NOT the full-mode cost" in nbs[name]["basis"]
     w4 = nbs["04_audit_figure2"]["work"]
-    assert [w["points"] for w in w4] == [44, 12] and all(w["rounds_per_point"] == 20_000 for w in w4)
+    assert [w["points"] for w in w4] == [44, 12, 3] and all(w["rounds_per_point"] == 20_000 for w in w4)
     assert sum(w["points"] for w in nbs["06_audit_real_figure4"]["work"]) == 12
     assert nbs["01_tradeoff_basics"]["estimate_s"] is None  # no device path, no full-mode record here
     tot = rep["make_all_full"]
