@@ -36,8 +36,9 @@ Code paths (``id`` in the report). On the device (``torch`` device ``DEVICE``):
   tests (full path, nine distinguishers).
 
 On the CPU whatever ``DEVICE`` says (they take no device; reported as ``cpu-only``):
-``implementations.runners.run_steps`` for each implementation (``opacus-installed`` at
-``large-mnist``'s ``n = 1,485,217``, notebook 07; ``opacus-0.15.0`` and ``dpsur`` at
+``implementations.runners.run_steps`` for each implementation (``opacus-installed`` and
+``opacus-1.0.2`` at ``large-mnist``'s ``n = 1,485,217``, notebook 07's two audits;
+``opacus-0.15.0`` and ``dpsur`` at
 ``cnn-mnist`` and ``cnn-cifar10``, notebook 06; ``opacus-0.13.0``, in no notebook of
 ``make all``), with :func:`~paperlib.implementations.runners.detect_normaliser` on the
 steps, and ``implementations.real_audit.audit_implementation(mode="full")`` (one point
@@ -117,9 +118,11 @@ NOTEBOOK_PARAMS = {
     },
     "07_opacus_feasgm_figure6": {
         # notebooks/07_opacus_feasgm_figure6.py: AUDIT_MODE = "full"; TRIALS = pf.pick(..., full=10_000);
-        # N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist"; "opacus-installed"
+        # N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist";
+        # for impl in ("opacus-1.0.2", "opacus-installed"): one audit each (the paper's release, the installed one)
         "TRIALS": 10_000,
         "N": 3, "Q": 0.5, "SIGMA": 10.0, "C": 0.1, "MODEL": "large-mnist",
+        "IMPLEMENTATIONS": ["opacus-1.0.2", "opacus-installed"],
     },
 }
 #: notebooks whose every computation is NumPy/SciPy (their DEVICE parameter is unused: each says
@@ -154,6 +157,10 @@ def full_mode_work() -> dict:
             nb06.append({"what": f"{impl} on {ds} ({p6['MODEL_OF'][ds]}), q = {q}", "points": 1,
                          "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": impl,
                          "model": p6["MODEL_OF"][ds], "measure": "real"})
+    # the seed spread: dpsur on mnist at q = 0.7 again at SEED + 1 and SEED + 2 (SEED is the figure's run)
+    nb06.append({"what": "seed spread: dpsur on mnist (cnn-mnist), q = 0.7, 2 more seeds", "points": 2,
+                 "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": "dpsur",
+                 "model": p6["MODEL_OF"]["mnist"], "measure": "real"})
     return {
         "04_audit_figure2": [
             {"what": "Figure 2 sweep (projected path, 2 distinguishers, n = 100)",
@@ -169,12 +176,15 @@ def full_mode_work() -> dict:
             {"what": f"Figure 3 sweep (projected path, {p5['DISTINGUISHERS']} distinguishers, n = 1 ... 10,000)",
              "points": len(p5["SETTINGS"]) * len(p5["N_DIMS"]),
              "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
+            {"what": f"seed spread: one Figure 3 point at 3 seeds (projected path, {p5['DISTINGUISHERS']} "
+                     "distinguishers, n = 100)", "points": 3,
+             "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
         ],
         "06_audit_real_figure4": nb06,
         "07_opacus_feasgm_figure6": [
-            {"what": f"opacus-installed on {p7['MODEL']}, q = {p7['Q']}", "points": 1,
-             "rounds_per_point": _rounds("07_opacus_feasgm_figure6"), "implementation": "opacus-installed",
-             "model": p7["MODEL"], "measure": "real"},
+            {"what": f"{impl} on {p7['MODEL']}, q = {p7['Q']}", "points": 1,
+             "rounds_per_point": _rounds("07_opacus_feasgm_figure6"), "implementation": impl,
+             "model": p7["MODEL"], "measure": "real"} for impl in p7["IMPLEMENTATIONS"]
         ],
     }
 
@@ -197,10 +207,11 @@ SIZES = {
 }
 #: models each implementation runs on in make all's full mode (notebooks 06, 07); opacus-0.13.0
 #: (ASGM) is in no notebook of make all and is measured at the small model
-FULL_MODELS = {"opacus-installed": ["large-mnist"], "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10"],
+FULL_MODELS = {"opacus-installed": ["large-mnist"], "opacus-1.0.2": ["large-mnist"],
+               "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10"],
                "opacus-0.13.0": ["cnn-mnist"], "dpsur": ["cnn-mnist", "cnn-cifar10"]}
 #: (N, q) of each implementation's timed steps, as in its notebook
-STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-0.15.0": (4, 0.5), "opacus-0.13.0": (4, 0.5),
+STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-1.0.2": (3, 0.5), "opacus-0.15.0": (4, 0.5), "opacus-0.13.0": (4, 0.5),
                 "dpsur": (4, 0.7)}
 SIGMA, C = 10.0, 0.1
 KS_LEVEL = 1e-3  # family-wise level of each path's KS tests (Bonferroni)
@@ -998,7 +1009,8 @@ def _paths(ck: Check):
           "notebooks": ["04_audit_figure2"], "device_support": dev}, lambda e: path_audit_nb04_sens(ck, e)),
     ]
     p6, p7 = NOTEBOOK_PARAMS["06_audit_real_figure4"], NOTEBOOK_PARAMS["07_opacus_feasgm_figure6"]
-    real_nb = {"opacus-installed": ["07_opacus_feasgm_figure6"], "opacus-0.15.0": ["06_audit_real_figure4"],
+    real_nb = {"opacus-installed": ["07_opacus_feasgm_figure6"], "opacus-1.0.2": ["07_opacus_feasgm_figure6"],
+               "opacus-0.15.0": ["06_audit_real_figure4"],
                "opacus-0.13.0": [], "dpsur": ["06_audit_real_figure4"]}
     why = "runners.run_steps takes no device: the steps run on the CPU whatever DEVICE says"
     def steps(impl):
@@ -1019,6 +1031,7 @@ def _paths(ck: Check):
          lambda e: path_real_audit(ck, e, "06_audit_real_figure4", *(("dpsur", "cnn-cifar10", p6["N"], 0.7)
                                                                     if ck.mode == "smoke" else
                                                                     ("opacus-0.15.0", "cnn-cifar10", p6["N"], 0.5))))]
+    P.append(steps("opacus-1.0.2"))  # chapter 7's second audit (its real-audit overhead is the installed one's)
     P.append(steps("opacus-0.13.0"))
     return P
 

@@ -31,11 +31,12 @@ DEVICE_PATHS = [
     "audit.game.audit_distinguishers[projected, nb05 Figure 3]",
     "audit.game.audit_distinguishers[full, nb04 normality tests]",
 ]
-CPU_PATHS = [f"implementations.runners.run_steps[{i}]" for i in ("opacus-installed", "opacus-0.15.0",
+CPU_PATHS = [f"implementations.runners.run_steps[{i}]" for i in ("opacus-installed", "opacus-1.0.2", "opacus-0.15.0",
                                                                   "opacus-0.13.0", "dpsur")]
 CPU_PATHS += ["implementations.real_audit.audit_implementation[06]",
               "implementations.real_audit.audit_implementation[07]"]
-RELEASE_PATHS = {"implementations.runners.run_steps[opacus-0.15.0]", "implementations.runners.run_steps[opacus-0.13.0]"}
+RELEASE_PATHS = {"implementations.runners.run_steps[opacus-0.15.0]", "implementations.runners.run_steps[opacus-0.13.0]",
+                 "implementations.runners.run_steps[opacus-1.0.2]"}
 
 
 def _run(args=(), timeout=60, **env):
@@ -123,7 +124,7 @@ def test_notebook_extrapolation_and_tables(smoke):
         assert "NOT the full-mode cost" in nbs[name]["basis"]
     w4 = nbs["04_audit_figure2"]["work"]
     assert [w["points"] for w in w4] == [44, 12, 3] and all(w["rounds_per_point"] == 20_000 for w in w4)
-    assert sum(w["points"] for w in nbs["06_audit_real_figure4"]["work"]) == 12
+    assert sum(w["points"] for w in nbs["06_audit_real_figure4"]["work"]) == 12 + 2  # + the seed spread
     assert nbs["01_tradeoff_basics"]["estimate_s"] is None  # no device path, no full-mode record here
     tot = rep["make_all_full"]
     assert tot["estimate_s"] is None and "01_tradeoff_basics" in tot["not_measured"]
@@ -236,7 +237,7 @@ def test_counts_match_notebooks_06_07(counts):
     assert list(ast.literal_eval(a["DATASETS"])) == p["DATASETS"]
     assert [[impl, q] for _, impl, q in ast.literal_eval(a["METHODS"])] == p["METHODS"]
     w = counts["work"]["06_audit_real_figure4"]
-    assert len(w) == len(p["DATASETS"]) * len(p["METHODS"]) == 12 and all(x["rounds_per_point"] == 20_000 for x in w)
+    assert len(w) == len(p["DATASETS"]) * len(p["METHODS"]) + 1 == 13 and all(x["rounds_per_point"] == 20_000 for x in w)
     p, a = counts["params"]["07_opacus_feasgm_figure6"], _top_level("07_opacus_feasgm_figure6")
     assert ast.unparse(a["AUDIT_MODE"]) == "'full' if MODE == 'full' else 'quick'"
     for k in ("TRIALS", "N", "Q", "SIGMA", "C", "MODEL"):
@@ -244,3 +245,8 @@ def test_counts_match_notebooks_06_07(counts):
     src = (ROOT / "notebooks" / "07_opacus_feasgm_figure6.py").read_text(encoding="utf-8")
     # chapter 7 audits Opacus 1.0.2 (the paper's release) and the installed Opacus on MODEL
     assert 'for impl in ("opacus-1.0.2", "opacus-installed"):' in src and "impl, MODEL, DATASET" in src
+    loop = "for impl in (" + ", ".join(f'"{i}"' for i in p["IMPLEMENTATIONS"]) + "):"
+    assert loop in src, loop
+    w7 = counts["work"]["07_opacus_feasgm_figure6"]
+    assert [x["implementation"] for x in w7] == p["IMPLEMENTATIONS"] == ["opacus-1.0.2", "opacus-installed"]
+    assert all(x["model"] == p["MODEL"] and x["rounds_per_point"] == 2 * p["TRIALS"] for x in w7)
