@@ -400,3 +400,13 @@ save_result("11_fix_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "chec
 if not ERRORS:
     assert FIX_HOLDS and RELEASE_FAILS, (FIX_HOLDS, RELEASE_FAILS)
 print(f"notebook 11 finished in {wall:.1f} s (MODE={MODE})")
+
+# %%
+# Claim E1 (beyond the paper: the fix, audited), graded from this notebook's results by the same
+# check (and tolerance) as the grade page; the verdict, including "not reproduced", is printed here
+# and on the grade page.
+from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+
+GRADE = grade_claim("E1")
+print(f"E1 ({GRADE['item']}, our addition): {GRADE['verdict']} in {GRADE['mode']} mode"
+      + (f" -- {GRADE['reason']}" if GRADE["verdict"] != "reproduced" and GRADE.get("reason") else ""))
