@@ -211,7 +211,8 @@ FULL_MODELS = {"opacus-installed": ["large-mnist"], "opacus-1.0.2": ["large-mnis
                "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10"],
                "opacus-0.13.0": ["cnn-mnist"], "dpsur": ["cnn-mnist", "cnn-cifar10"]}
 #: (N, q) of each implementation's timed steps, as in its notebook
-STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-1.0.2": (3, 0.5), "opacus-0.15.0": (4, 0.5), "opacus-0.13.0": (4, 0.5),
+STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-1.0.2": (3, 0.5), "opacus-0.15.0": (4, 0.5),
+                "opacus-0.13.0": (4, 0.5),
                 "dpsur": (4, 0.7)}
 SIGMA, C = 10.0, 0.1
 KS_LEVEL = 1e-3  # family-wise level of each path's KS tests (Bonferroni)
