@@ -461,13 +461,26 @@ def test_data_intact_files_load(tmp_path, offline):
 
 
 def test_data_cli_quick_mode_never_downloads_and_missing_folder_is_one_line(tmp_path, offline, monkeypatch, capsys):
-    """``PAPERLIB_DATA`` at a folder that does not exist: status 2 naming the dataset, no download,
-    and no cached result reused (the points are loaded before the cache is read)."""
+    """``PAPERLIB_DATA`` at a folder that does not exist: quick mode downloads nothing and audits the
+    real points bundled with the package (datasets.resolve_dataset), never the synthetic stand-in;
+    with the bundle damaged as well: status 2, one line naming the dataset and the folder."""
+    from paperlib.implementations import datasets as D
+
     monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "does-not-exist"))
     monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
-    code, out, err = run_main(_with(AI, dataset="mnist"), capsys)
+    code, out, err = run_main(_with(AI, dataset="mnist", trials="20"), capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_BUNDLED and d["inputs"]["data"] == D.SOURCE_BUNDLED
+    assert not (tmp_path / "does-not-exist").exists()
+
+    def damaged(*a, **k):
+        raise D.DatasetUnavailable("bundled points mnist.npz: sha256 mismatch\nsecond line")
+
+    monkeypatch.setattr(D, "load_bundled", damaged)
+    code, out, err = run_main(_with(AI, dataset="mnist", trials="20"), capsys)
     line = assert_one_line_error(code, out, err, 2, "dataset")
-    assert "download=False" in line and str(tmp_path / "does-not-exist") in line
+    assert str(tmp_path / "does-not-exist") in line and "sha256 mismatch" in line
     assert not (tmp_path / "does-not-exist").exists()
 
 
