@@ -1,7 +1,7 @@
 # Reproducibility artifact for "Rethinking the Security of DP-SGD" (Wang et al. 2026).
 #
 #   make all      execute every notebook (MODE auto: full on a CUDA GPU, else quick), build the book
-#   make test     pytest: tests/ plus every notebook run once with nbval (quick-mode defaults),
+#   make test     pytest: tests/ plus every notebook run once more with nbval (smoke parameters, read from the test book's results),
 #                 and the book built in smoke mode (build/testbook) checked in headless Chromium
 #   make figures  execute notebooks/*.py into book/notebooks/*.ipynb (writes results/, figures/)
 #   make book     figures + jupyter-book build (warnings are errors)
@@ -279,39 +279,44 @@ book: grade appendix | $(ENV_TARGET)
 sync: | $(ENV_TARGET)
 	@if [ -n "$(NB_SRC)" ]; then $(JUPYTEXT) --quiet --sync $(NB_SRC); else echo "No notebooks/NN_*.py to sync."; fi
 
-# tests/ plus every paired notebook executed once by nbval with its own parameters cell,
-# spread over TEST_WORKERS pytest-xdist workers (--dist loadfile: a notebook's cells stay in order on one worker)
-# (quick-mode defaults), in this environment's kernel; outputs go to build/test/. Before
-# that, the whole pipeline (papermill, grade, appendix, jupyter-book -W) builds the book
-# in smoke mode in a copy under build/testbook/, which tests/artifact/test_book_browser.py opens in
-# headless Chromium (screenshots in build/screenshots/).
+# tests/ plus every paired notebook executed once more by nbval, spread over TEST_WORKERS
+# pytest-xdist workers (--dist loadfile: a notebook's cells stay in order on one worker), in
+# this environment's kernel. Before that, the whole pipeline (papermill, grade, appendix,
+# jupyter-book -W) builds the book in smoke mode in a copy under build/testbook/, which
+# tests/artifact/test_book_browser.py opens in headless Chromium (screenshots in
+# build/screenshots/). nbval then runs each notebook with the smoke parameters injected
+# (papermill --prepare-only into build/test/nb/) against the test book's results folder: the
+# path an interrupted or partly re-run `make all` takes, every result read back from the
+# cache and checked, never recomputed unless it can no longer be read. Quick mode itself is
+# what `make all` runs.
 TESTBOOK := $(ROOT)/build/testbook
 # pytest-xdist workers for `make test` (one notebook or test file per worker at a time)
 TEST_WORKERS ?= 2
-test: lint sync test-book browser-deps | $(ENV_TARGET)
-	@rm -rf build/test && mkdir -p build/test
+NBVAL_NB := $(addprefix build/test/nb/,$(addsuffix .ipynb,$(NB_NAMES)))
+test: lint sync test-book browser-deps | $(KERNEL_SPEC) $(ENV_TARGET)
+	@rm -rf build/test && mkdir -p build/test/nb
+	@for nb in $(NB_NAMES); do \
+	  $(JUPYTER_ENV) $(PAPERMILL) --prepare-only notebooks/$$nb.ipynb build/test/nb/$$nb.ipynb -k $(KERNEL_NAME) \
+	    --language python -p MODE smoke -p DEVICE cpu -p SEED 0 --log-level WARNING || exit 1; \
+	done
 	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
-	  PAPERLIB_RESULTS=$(ROOT)/build/test/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
+	  PAPERLIB_RESULTS=$(TESTBOOK)/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
 	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html \
 	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
-	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(addsuffix .ipynb,$(basename $(NB_SRC))))
+	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(NBVAL_NB))
 
 # The sources the book needs, copied (not the outputs), then `make book MODE=smoke` there
-# with this environment; results/figures/book outputs stay inside build/testbook/. A second
-# pass re-executes every notebook with its results read back from results/ (the path an
-# interrupted or partly re-run `make all` takes), so that path is tested too.
+# with this environment; results/figures/book outputs stay inside build/testbook/ (the
+# notebooks are then re-executed from that results cache by nbval in `make test`).
 test-book: | $(ENV_TARGET)
 	@rm -rf $(TESTBOOK) && mkdir -p $(TESTBOOK)/book
 	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md CITATION.cff notebooks paperlib $(TESTBOOK)/
 	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md -e build_info.md) $(TESTBOOK)/book/
-	@echo "== building the test book (MODE=smoke) in $(TESTBOOK), then again from the results cache"
-	@for pass in compute cached; do \
-	  if [ $$pass = cached ]; then touch $(TESTBOOK)/notebooks/[0-9]*.py; fi; \
-	  env -u MAKEFLAGS -u MFLAGS VIRTUAL_ENV=$(abspath $(BIN)/..) PAPERLIB_RESULTS=$(TESTBOOK)/results \
+	@echo "== building the test book (MODE=smoke) in $(TESTBOOK)"
+	@env -u MAKEFLAGS -u MFLAGS VIRTUAL_ENV=$(abspath $(BIN)/..) PAPERLIB_RESULTS=$(TESTBOOK)/results \
 	    PAPERLIB_FIGURES=$(TESTBOOK)/figures $(MAKE) --no-print-directory -C $(TESTBOOK) book MODE=smoke SEED=0 \
-	    > $(ROOT)/build/testbook-$$pass.log 2>&1 || { tail -40 $(ROOT)/build/testbook-$$pass.log >&2; \
-	    echo "error: the smoke-mode book did not build ($$pass pass; full log: build/testbook-$$pass.log)" >&2; exit 1; }; \
-	done
+	    > $(ROOT)/build/testbook.log 2>&1 || { tail -40 $(ROOT)/build/testbook.log >&2; \
+	    echo "error: the smoke-mode book did not build (full log: build/testbook.log)" >&2; exit 1; }
 	@echo "== test book built in $(TESTBOOK)/book/_build/html"
 
 # Debian's chromium for the browser test: installed when missing and apt-get can run as

@@ -401,7 +401,7 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 
 # %%
 wall = time.perf_counter() - T_START
-save_result("10_practitioners", {"mode": MODE, "settings": SETTINGS, "families": FAMILIES,
+_ = save_result("10_practitioners", {"mode": MODE, "settings": SETTINGS, "families": FAMILIES,
                                  "your_run": mine["inputs"]},
             {"settings": [{"setting": s, "family": f, "report": reports[(s, f)]} for s, f in reports],
              "your_run": mine, "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad, "rate_changes": changes}},

@@ -1108,13 +1108,13 @@ def _check_table2(rd: Path) -> dict:
                                      "poisson_usable": r.get("poisson_usable")} for r in in_range]}}
 
 
-#: E1: the fixed step's guarantee "equals" the SGM claim when the two epsilons at delta agree to
+#: X1: the fixed step's guarantee "equals" the SGM claim when the two epsilons at delta agree to
 #: this relative tolerance (both are the SGM trade-off curve's epsilon; the notebook asserts 1e-9).
 FIX_GUARANTEE_RTOL = 1e-6
 
 
 def _check_fix(rd: Path) -> dict:
-    """E1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.fix` audited with chapter 7's
+    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.fix` audited with chapter 7's
     game. Reads ``11_fix_audit.json`` (notebook ``11_the_fix``): ``audits.fixed`` and
     ``audits.release`` (two :func:`paperlib.implementations.real_audit.audit_implementation`
     results: ``"opacus-installed+fix"`` and ``"opacus-installed"``), ``eps_claimed`` and
@@ -1269,7 +1269,7 @@ CLAIMS: tuple[Claim, ...] = (
           _check_table2, ("paperlib/resources/opacus_table2.json",), notebook="08_opacus_code_audit",
           tolerance="exact: every release's class and the Poisson-sampling version agree with the paper's "
                     "Table 2"),
-    Claim("E1", "the fix",
+    Claim("X1", "the fix",
           "Beyond the paper: dividing by the configured batch size (paperlib.fix) makes Opacus 1.x's step the SGM "
           "output post-processed, so on chapter 7's pair (MNIST, q = 0.5, |D| = 3) the fixed step's audited "
           "leakage stays within the SGM claim and its guarantee equals the claim, while the same audit of the "
@@ -1375,7 +1375,7 @@ VERDICT_RULE = ("A verdict is *reproduced* when the claim ran on the paper's inp
 
 
 def id_item(c: "Claim | dict") -> str:
-    """``"C6 (Fig. 6)"``; a claim beyond the paper ``"E1 (the fix) (our addition)"``. *c*: a
+    """``"C6 (Fig. 6)"``; a claim beyond the paper ``"X1 (the fix) (our addition)"``. *c*: a
     :class:`Claim` or a graded record."""
     cid, item, beyond = ((c.id, c.item, c.beyond_paper) if isinstance(c, Claim)
                          else (c.get("id", ""), c.get("item", ""), c.get("beyond_paper")))

@@ -248,14 +248,14 @@ def test_grade_page_json_appendix_and_terminal_agree(results, tmp_path):
     text = claims.render_text(g)
     by_text = {}
     for line in text.splitlines():
-        if line[:1] in "CE" and line[1:2].isdigit():  # C1..C8, and E1 (beyond the paper)
+        if line[:1] in "CX" and line[1:2].isdigit():  # C1..C8, and X1 (beyond the paper)
             cid, rest = line[:5].strip(), line[15:]
             by_text[cid] = next(v for v in sorted(claims.VERDICTS, key=len, reverse=True) if rest.startswith(v))
     app = appendix.render(book=True, notebooks_dir=ROOT / "notebooks")
     by_app = {}
     for line in app.split("### Major claims")[1].split("### Experiments")[0].splitlines():
         cells = [x.strip() for x in line.strip("|").split("|")]
-        if line[:3] in ("| C", "| E") and len(cells) == 4:
+        if line[:3] in ("| C", "| X") and len(cells) == 4:
             by_app[cells[0]] = cells[2].split(" (")[0]
     ids = [c.id for c in claims.CLAIMS]
     assert list(by_json) == ids

@@ -443,7 +443,7 @@ def test_table2(rd):
     assert _claim("C8").evaluate(rd)["verdict"] == "reproduced"
 
 
-# ---------------------------------------------------------------- E1 (the fix, beyond the paper)
+# ---------------------------------------------------------------- X1 (the fix, beyond the paper)
 FIX_INPUTS = REAL_INPUTS | {"code": "opacus-installed+fix (Opacus 1.6.0)", "code_as_paper": False,
                             "paper_code": "none (not in the paper)"}
 
@@ -469,25 +469,25 @@ def _fix(d, p_fixed=0.45, p_release=0.0, p_fixed_paper=None, g_fixed=0.174, inpu
 
 
 def test_fix_claim_is_beyond_the_paper_and_listed_so(rd, tmp_path):
-    c = _claim("E1")
+    c = _claim("X1")
     assert c.beyond_paper and c.notebook == "11_the_fix" and c.files == ("11_fix_audit.json",)
-    assert not any(x.beyond_paper for x in cl.CLAIMS if x.id != "E1")
-    assert cl.item_label(c) == "the fix (our addition)" and cl.id_item(c) == "E1 (the fix) (our addition)"
+    assert not any(x.beyond_paper for x in cl.CLAIMS if x.id != "X1")
+    assert cl.item_label(c) == "the fix (our addition)" and cl.id_item(c) == "X1 (the fix) (our addition)"
     assert cl.item_label(_claim("C6")) == "Fig. 6"
     _fix(rd)
     g = cl.grade(rd)
-    e1 = next(x for x in g["claims"] if x["id"] == "E1")
-    assert e1["beyond_paper"] is True and cl.id_item(e1) == "E1 (the fix) (our addition)"
+    e1 = next(x for x in g["claims"] if x["id"] == "X1")
+    assert e1["beyond_paper"] is True and cl.id_item(e1) == "X1 (the fix) (our addition)"
     md = cl.render_markdown(g)
-    assert "| reproduced | E1 (the fix) (our addition) |" in md and "### E1 (the fix) (our addition): reproduced" in md
+    assert "| reproduced | X1 (the fix) (our addition) |" in md and "### X1 (the fix) (our addition): reproduced" in md
     assert "C6 (Fig. 6) (our addition)" not in md
     text = cl.render_text(g)
-    assert "our addition, beyond the paper" in text.split("\nE1 ")[1]
+    assert "our addition, beyond the paper" in text.split("\nX1 ")[1]
 
 
 def test_fix_reproduced_where_the_statements_hold(rd):
     _fix(rd)
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "reproduced", r["reason"]
     graded = [p for p in r["parts"] if p["graded"]]
     assert len(graded) == 5 and all(p["verdict"] == "reproduced" for p in graded)
@@ -504,14 +504,14 @@ def test_fix_reproduced_where_the_statements_hold(rd):
 ])
 def test_fix_not_reproduced_where_a_statement_fails(rd, kw, statement):
     _fix(rd, **kw)
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "not reproduced" and statement in r["reason"], r["reason"]
 
 
 def test_fix_fixed_eps_above_the_claim_is_not_reproduced(rd):
     """The fixed step's eps_L above the claim (FPR = FNR = 0.05: eps_L about 2.8 > 0.174)."""
     _fix(rd, p_fixed=0.05)
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "not reproduced"
     assert r["values"]["eps_lower_fixed"]["optimal"] > 2.5
     assert sum(p["verdict"] == "not reproduced" for p in r["parts"]) == 2  # both distinguishers
@@ -519,23 +519,23 @@ def test_fix_fixed_eps_above_the_claim_is_not_reproduced(rd):
 
 def test_fix_inputs_decide_the_verdict_but_not_the_paper_code(rd):
     _fix(rd, inputs=FIX_INPUTS | {"real_rounds": 60})  # quick mode: part of the rounds real steps
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "partly reproduced"
     assert r["reason"] == "substituted: 60 of 10,000 rounds ran as real implementation steps (2/2 points)"
     assert "paper audited" not in r["reason"]  # the claim is about the code that ran, not the paper's
     _fix(rd, inputs=FIX_INPUTS | {"data": "synthetic stand-in", "data_detail": "random pixels"})
-    assert _claim("E1").evaluate(rd)["verdict"] == "not reproduced"
+    assert _claim("X1").evaluate(rd)["verdict"] == "not reproduced"
     _fix(rd, inputs=None)
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "partly reproduced" and r["reason"] == "substituted: inputs not recorded (2/2 points)"
 
 
 def test_fix_missing_parts_not_run(rd):
     _fix(rd, release=False)
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "not run" and "release as shipped" in r["reason"]
     _write(rd, "11_fix_audit.json", {"audits": {"fixed": None, "release": None}, "errors": {"fixed": "ValueError: x"}})
-    r = _claim("E1").evaluate(rd)
+    r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "not run" and "ValueError: x" in r["reason"]
 
 
@@ -544,7 +544,7 @@ def test_missing_files_not_run(rd):
     g = cl.grade()
     by = {c["id"]: c for c in g["claims"]}
     assert by["C1"]["verdict"] == "not applicable"
-    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "E1"):
+    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "X1"):
         assert by[cid]["verdict"] == "not run", by[cid]
         assert "missing" in by[cid]["reason"]
     assert g["counts"]["not run"] == 8
@@ -566,7 +566,7 @@ def test_main_writes_grade_json_and_page(rd, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "C2" in out and "not reproduced" in out
     g = json.loads((rd / "grade.json").read_text())  # strict JSON
-    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["E1"]  # E1: beyond the paper
+    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["X1"]  # X1: beyond the paper
     # the reason comes right after the verdict in each record
     assert all(list(c)[:4] == ["id", "item", "verdict", "reason"] for c in g["claims"])
     assert set(g["counts"]) == set(cl.VERDICTS) and "partly reproduced" in cl.VERDICTS
