@@ -400,6 +400,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     basis = white_box_basis(grads, C)
     ds_names = {"D": "D", "D'": "Dprime"}
     step_kw = {"q": q, "sigma": sigma, "C": C}
+    if implementation == "dpsur":  # DPSUR's own source is fetched in full mode only (network)
+        step_kw["source_download"] = mode == "full"
     if batch_size is not None:
         step_kw["batch_size"] = int(batch_size)
     impl_info: dict = {}
@@ -562,8 +564,10 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
                                     f"(a data folder of {(drawn or {}).get('n', '?')} images, not the full split)")
     v = str(version) if version is not None else "unknown"
     if implementation == "dpsur":
-        code = ("paperlib's re-implementation of DPSUR's ASGM step (paperlib.implementations.dpsur)"
-                if v == "paperlib" else f"DPSUR's own step ({v}, run in a subprocess)")
+        from paperlib.implementations.dpsur_source import dpsur_provenance
+
+        code = (dpsur_provenance() if v == "paperlib"
+                else f"DPSUR's own step ({v}, pinned source sha256-verified, run in a subprocess)")
         as_paper = v != "paperlib"
     elif implementation == "opacus-installed":
         code, as_paper = f"Opacus {v} DPOptimizer step (the installed release)", False

@@ -358,17 +358,26 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
 # ---------------------------------------------------------------------------- DPSUR
 
 
-def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed):
+def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, source_download=False):
+    """DPSUR's own step (its pinned source, sha256-verified, in a subprocess) when that source is in
+    the cache or ``source_download`` may fetch it; else paperlib's line-by-line re-implementation
+    (:mod:`paperlib.implementations.dpsur`), which gives the same draws for the same seed. A source
+    file that fails its sha256 raises (one line; nothing runs)."""
+    from paperlib.implementations import dpsur_source
     from paperlib.implementations.dpsur import dpsur_updates
 
+    try:
+        return dpsur_source.runner_steps(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed,
+                                         download=source_download)
+    except dpsur_source.DPSURSourceUnavailable:
+        pass
     model = build_model(model_name, seed=model_seed)
     gen = torch.Generator().manual_seed(seed)
-    U, sizes = dpsur_updates(model, Xd, yd, q, sigma, C, gen, trials)
-    notes = ["DPSUR-style ASGM step from the DPSUR paper's description (paperlib.implementations.dpsur): "
-             "clip, add N(0, sigma^2 C^2), divide by |B|; an empty batch divides the noise by 1",
-             "batched over trials at fixed theta_0; mask and noise from one generator seeded with seed; "
-             "the update does not depend on lr (u = (theta_0 - theta_1)/lr exactly)"]
-    return U.double().numpy(), sizes.numpy(), "paperlib", notes
+    U, sizes, m = dpsur_updates(model, Xd, yd, q, sigma, C, gen, trials, return_divisors=True)
+    notes = dpsur_source.step_notes(sizes, m, len(Xd), q) + [
+        "batched over trials at fixed theta_0; draws from one generator seeded with seed, in DPSUR's order; "
+        "the update does not depend on lr (u = (theta_0 - theta_1)/lr exactly)"]
+    return U.double().numpy(), sizes.numpy() if hasattr(sizes, "numpy") else np.asarray(sizes), "paperlib", notes
 
 
 # ---------------------------------------------------------------------------- public API
@@ -376,7 +385,7 @@ def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed):
 
 def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: float, sigma: float, C: float,
               trials: int, seed: int, lr: float = 1.0, progress: bool = False, model_seed: int = DEFAULT_MODEL_SEED,
-              download: bool = True, batch_size: int | None = None) -> dict[str, Any]:
+              download: bool = True, batch_size: int | None = None, source_download: bool = False) -> dict[str, Any]:
     """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
 
     ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
@@ -398,6 +407,10 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     uses only the cache. Either way a release that cannot be had raises
     :class:`ReleaseNotAvailable` naming the command that fills the cache.
 
+    ``source_download``: ``"dpsur"`` only: fetch DPSUR's pinned source when it is not in the cache
+    (full mode; needs the network). With the source present DPSUR's own step runs (``version``
+    ``"DPSUR <commit>"``), else paperlib's re-implementation (``version`` ``"paperlib"``).
+
     ``batch_size``: the configured batch size that ``"opacus-installed+fix"`` divides by
     (required there, an integer >= 1; ``normaliser_rule`` is then ``"<batch_size>"``);
     must be ``None`` for the other implementations.
@@ -412,7 +425,7 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     elif implementation == "opacus-installed+fix":
         U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b)
     elif implementation == "dpsur":
-        U, sizes, version, notes = _run_dpsur(*args)
+        U, sizes, version, notes = _run_dpsur(*args, source_download=source_download)
     else:
         U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download)
     documented = IMPLEMENTATION_MECHANISM[implementation]
