@@ -1370,7 +1370,7 @@ VERDICT_RULE = ("A verdict is *reproduced* when the claim ran on the paper's inp
                 "substituted something the paper's statement depends on (real data in another form, a re-implementation "
                 "or another release, only part of the rounds as real implementation steps, inputs not recorded) or "
                 "cannot resolve a statement at its reduced trial count; *not reproduced* when a computed number violates "
-                "a statement or a real-data claim ran on synthetic stand-in data; *not run* when a result is missing. "
+                "a statement or a real-data claim ran on synthetic data in place of the real points; *not run* when a result is missing. "
                 "The reason is shown first.")
 
 
