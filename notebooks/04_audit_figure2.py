@@ -440,10 +440,7 @@ spread, _ = pf.cached("04_seed_spread", {"point": SPREAD_POINT, "index": SPREAD_
                                             labels=["optimal", NORMALITY]),
                       mode=MODE, seed=SEED)
 _c = claim[SPREAD_POINT["q"]]
-_rows = [[str(s), spread["eps"]["optimal"][k], spread["eps"][NORMALITY][k], _c]
-         for k, s in enumerate(spread["seeds"])]
-_rows += [["min", spread["min"]["optimal"], spread["min"][NORMALITY], _c],
-          ["max", spread["max"]["optimal"], spread["max"][NORMALITY], _c]]
+_rows = A.spread_rows(spread, ["optimal", NORMALITY], _c)
 show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim"], name="04_seed_spread",
            caption=f"One point of Figure 2 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "
                    f"N = {SPREAD_POINT['N']}, n = {N_DIM}) audited at three seeds, {TRIALS:,} counted trials each: "

@@ -345,9 +345,7 @@ spread, _ = pf.cached("05_seed_spread", {"point": SPREAD_POINT, "index": SPREAD_
                                             labels=["optimal", NORMALITY, HALF]),
                       mode=MODE, seed=SEED)
 _c = claim[SPREAD_POINT["q"]]
-_rows = [[str(s), spread["eps"]["optimal"][k], spread["eps"][NORMALITY][k], spread["eps"][HALF][k], _c]
-         for k, s in enumerate(spread["seeds"])]
-_rows += [[w, spread[w]["optimal"], spread[w][NORMALITY], spread[w][HALF], _c] for w in ("min", "max")]
+_rows = A.spread_rows(spread, ["optimal", NORMALITY, HALF], _c)
 show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε_L normality (ties ½)", "ε SGM claim"],
            name="05_seed_spread",
            caption=f"One point of Figure 3 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "

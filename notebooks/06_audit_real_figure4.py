@@ -299,9 +299,7 @@ if spread is not None:
     _c = SPREAD_RUNS[SEED]["eps_claimed"]
     _real = [f"{SPREAD_RUNS[s]['inputs']['real_rounds']:,} of {SPREAD_RUNS[s]['inputs']['rounds']:,}"
              for s in spread["seeds"]]
-    _rows = [[str(s), spread["eps"][OPT][k], spread["eps"][NORM][k], _c, _real[k]]
-             for k, s in enumerate(spread["seeds"])]
-    _rows += [[w, spread[w][OPT], spread[w][NORM], _c, "-"] for w in ("min", "max")]
+    _rows = A.spread_rows(spread, [OPT, NORM], _c, extra=_real)
     show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim", "real steps / rounds"],
                name="06_seed_spread",
                caption=f"One point of Figure 4 ({SPREAD_METHOD[1]}, q = {SPREAD_METHOD[2]:g}, "

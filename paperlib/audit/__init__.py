@@ -42,7 +42,7 @@ from paperlib.audit.game import (
     select_threshold,
     worst_case_vectors,
 )
-from paperlib.audit.spread import seed_spread, spread_seeds
+from paperlib.audit.spread import seed_spread, spread_rows, spread_seeds
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
 
 __all__ = [
@@ -71,5 +71,6 @@ __all__ = [
     "delta_lower",
     "eps_lower",
     "seed_spread",
+    "spread_rows",
     "spread_seeds",
 ]

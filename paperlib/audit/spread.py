@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["seed_spread", "spread_seeds"]
+__all__ = ["seed_spread", "spread_rows", "spread_seeds"]
 
 
 def spread_seeds(seed: int, count: int = 3) -> list[int]:
@@ -101,3 +101,25 @@ def seed_spread(audit_fn: Callable[[int], Mapping[str, Any]], seeds: Sequence[in
     hi = {lab: max(v) for lab, v in eps.items()}
     return {"seeds": seeds, "labels": labels, "eps": eps, "min": lo, "max": hi,
             "range": {lab: hi[lab] - lo[lab] for lab in labels}}
+
+
+def spread_rows(spread: Mapping[str, Any], labels: Sequence[str], claim: float,
+                extra: Sequence[Any] | None = None) -> list[list]:
+    """The rows of a seed-spread table: one per seed, then ``min`` and ``max``.
+
+    Each row is ``[seed (str), eps_L of each label..., claim]`` plus, with ``extra`` (one
+    value per seed, e.g. how many rounds were real steps), that value (``"-"`` on the
+    ``min``/``max`` rows). ``spread`` is the dict of :func:`seed_spread`; ``labels`` must be
+    among its labels. Raises ValueError for an unknown label or an ``extra`` of the wrong length.
+    """
+    seeds = list(spread["seeds"])
+    unknown = [lab for lab in labels if lab not in spread["eps"]]
+    if unknown:
+        raise ValueError(f"labels must be among {sorted(spread['eps'])}, got {unknown}")
+    if extra is not None and len(extra) != len(seeds):
+        raise ValueError(f"extra must hold one value per seed ({len(seeds)}), got {len(extra)}")
+    tail = [] if extra is None else [[v] for v in extra]
+    rows = [[str(s), *(spread["eps"][lab][k] for lab in labels), claim, *(tail[k] if tail else [])]
+            for k, s in enumerate(seeds)]
+    rows += [[w, *(spread[w][lab] for lab in labels), claim, *(["-"] if tail else [])] for w in ("min", "max")]
+    return rows

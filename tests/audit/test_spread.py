@@ -53,3 +53,19 @@ def test_seed_spread_of_real_audits_matches_independent_runs():
     assert s["eps"]["optimal"] == [run(k)["optimal"]["eps_lower"] for k in (10, 11, 12)]
     assert len(set(s["eps"]["optimal"])) > 1
     assert 0 < s["min"]["optimal"] <= s["max"]["optimal"] < 10
+
+
+def test_spread_rows_one_row_per_seed_then_min_and_max():
+    from paperlib.audit import seed_spread, spread_rows
+
+    table = {3: {"optimal": 1.5, "normality": 0.25}, 4: {"optimal": 2.0, "normality": 0.0},
+             5: {"optimal": 1.0, "normality": 0.5}}
+    sp = seed_spread(lambda s: table[s], [3, 4, 5])
+    rows = spread_rows(sp, ["optimal", "normality"], 0.2, extra=["a", "b", "c"])
+    assert rows == [["3", 1.5, 0.25, 0.2, "a"], ["4", 2.0, 0.0, 0.2, "b"], ["5", 1.0, 0.5, 0.2, "c"],
+                    ["min", 1.0, 0.0, 0.2, "-"], ["max", 2.0, 0.5, 0.2, "-"]]
+    assert spread_rows(sp, ["normality"], 0.2)[-1] == ["max", 0.5, 0.2]
+    with pytest.raises(ValueError, match="labels"):
+        spread_rows(sp, ["ties"], 0.2)
+    with pytest.raises(ValueError, match="extra"):
+        spread_rows(sp, ["optimal"], 0.2, extra=["a"])
