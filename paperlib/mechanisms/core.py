@@ -12,13 +12,23 @@ mechanism   normaliser ``nu``     who does it
 SGM         1 (a public constant) the mechanism the privacy analysis covers
 EASGM       ``N_data q``          Opacus 0.14-0.15 (expected batch size)
 FEASGM      ``floor(N_data q)``   Opacus 1.x (``int(len(dataset) * sample_rate)``)
-ASGM        ``|B|``               Opacus <= 0.13; DPSUR as the paper models it (its code divides by a separate draw's size)
+ASGM        ``|B|``               Opacus <= 0.13; DPSUR as the paper models it
+DPSUR       ``|B'|``              DPSUR's own code: ``B'`` is a separate Poisson(q)
+                                  draw from the same data set; an empty ``B``
+                                  takes no step (THEORY.md §2, §11.4)
 ==========  ====================  ==============================================
 
 Decided once, here, for every layer:
 
 * **Empty ASGM batch.** ``|B| = 0`` divides by 1 (the noise alone is released), as the
-  paper's ASGM definition (Section 3) does (DPSUR's own code instead takes no step).
+  paper's ASGM definition (Section 3) does.
+* **DPSUR's own rule** (pinned commit, ``algorithm/DPSUR.py:145-146``; see
+  :mod:`paperlib.implementations.dpsur`). The divisor is the size ``m = |B'|`` of a second,
+  independent Poisson(q) draw from the same data set (so Binomial(N, q) on D, Binomial(N+1, q)
+  on D'); when ``B'`` is empty DPSUR keeps its previous divisor, which in the first round is
+  its ``batch_size = N_data q``. When the batch ``B`` itself is empty, no step is taken: the
+  release is exactly 0 (:attr:`Mechanism.skips_empty_batch`). :meth:`Mechanism.normaliser`
+  takes the *separate draw's* size for DPSUR (:attr:`Mechanism.draws_divisor`).
 * **FEASGM with** ``floor(N_data q) = 0``. Opacus v1.x divides by zero. The normaliser
   is returned as 0 (what the code computes); the torch sampler, which reproduces the
   implementation, then yields inf/NaN outputs with a warning; every analysis (guarantees,
@@ -42,7 +52,7 @@ import numpy as np
 
 from paperlib.validation import check_int, check_rate
 
-__all__ = ["Mechanism", "MECHANISMS", "feasgm_floors"]
+__all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 
 
 class Mechanism(enum.StrEnum):
@@ -52,22 +62,27 @@ class Mechanism(enum.StrEnum):
     EASGM = "easgm"
     ASGM = "asgm"
     FEASGM = "feasgm"
+    DPSUR = "dpsur"
 
     # ------------------------------------------------------------------ parsing
     @classmethod
-    def parse(cls, value) -> "Mechanism":
+    def parse(cls, value, allowed=None) -> "Mechanism":
         """The mechanism named ``value`` (a :class:`Mechanism` or its name, any case).
 
-        Raises ValueError naming ``mechanism`` and the allowed names otherwise.
+        ``allowed``: the mechanisms the caller handles (default: the paper's four, SGM, EASGM,
+        ASGM and FEASGM; pass ``tuple(Mechanism)`` to accept DPSUR's own rule too). Raises
+        ValueError naming ``mechanism`` and the allowed names otherwise.
         """
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
+        allowed = PAPER_MECHANISMS if allowed is None else tuple(cls(m) for m in allowed)
+        mech = value if isinstance(value, cls) else None
+        if mech is None and isinstance(value, str):
             try:
-                return cls(value.strip().lower())
+                mech = cls(value.strip().lower())
             except ValueError:
                 pass
-        raise ValueError(f"mechanism must be one of {', '.join(m.value for m in cls)}, got {value!r}")
+        if mech is None or mech not in allowed:
+            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {value!r}")
+        return mech
 
     @classmethod
     def from_rule(cls, rule: str) -> "Mechanism":
@@ -89,6 +104,16 @@ class Mechanism(enum.StrEnum):
         return _RULES[self]
 
     @property
+    def draws_divisor(self) -> bool:
+        """True when the divisor is the size of a separate Poisson draw (DPSUR's own rule), not of the batch."""
+        return self is Mechanism.DPSUR
+
+    @property
+    def skips_empty_batch(self) -> bool:
+        """True when an empty batch takes no step, so the release is exactly 0 (DPSUR's code)."""
+        return self is Mechanism.DPSUR
+
+    @property
     def data_dependent(self) -> bool:
         """True when the normaliser depends on the data set (every mechanism but SGM)."""
         return self is not Mechanism.SGM
@@ -96,7 +121,7 @@ class Mechanism(enum.StrEnum):
     # ------------------------------------------------------------------ the normaliser
     def fixed_normaliser(self, N_data: int, q: float) -> float | None:
         """The normaliser when it does not depend on the batch: SGM 1, EASGM ``N_data q``,
-        FEASGM ``float(int(N_data * q))`` (may be 0.0); ``None`` for ASGM."""
+        FEASGM ``float(int(N_data * q))`` (may be 0.0); ``None`` for ASGM and DPSUR."""
         if self is Mechanism.SGM:
             return 1.0
         if self is Mechanism.EASGM:
@@ -110,7 +135,9 @@ class Mechanism(enum.StrEnum):
 
         ``batch_size`` may be an int, a numpy array or a torch tensor; the result has its
         kind and shape (float64). ASGM divides an empty batch by 1; FEASGM may give 0
-        (see the module docstring): nothing is corrected here.
+        (see the module docstring): nothing is corrected here. For DPSUR
+        (:attr:`draws_divisor`) ``batch_size`` is the size of the *separate* draw ``B'``, and
+        an empty draw gives DPSUR's first-round divisor ``N_data q``.
         """
         fixed = self.fixed_normaliser(N_data, q)
         torch = sys.modules.get("torch")  # only when the caller already uses torch
@@ -118,10 +145,15 @@ class Mechanism(enum.StrEnum):
             b = batch_size if batch_size.is_floating_point() else batch_size.to(torch.float64)
             if fixed is not None:
                 return torch.full_like(b, fixed)
-            return torch.where(b > 0, b, torch.ones_like(b))
+            return torch.where(b > 0, b, torch.full_like(b, self._empty_divisor(N_data, q)))
         b = np.asarray(batch_size, dtype=float)
-        out = np.full_like(b, fixed) if fixed is not None else np.where(b > 0, b, 1.0)
+        out = np.full_like(b, fixed) if fixed is not None else np.where(b > 0, b, self._empty_divisor(N_data, q))
         return float(out) if out.ndim == 0 else out
+
+    def _empty_divisor(self, N_data: int, q: float) -> float:
+        # ASGM: an empty batch divides by 1 (paper Section 3); DPSUR: an empty separate draw keeps
+        # the previous divisor, N_data q in the first round (algorithm/DPSUR.py:87-95, 145-146)
+        return float(N_data * q) if self is Mechanism.DPSUR else 1.0
 
     def divides_by_zero(self, N_data: int, q: float) -> bool:
         """True for FEASGM with ``floor(N_data q) = 0`` (Opacus v1.x divides by zero)."""
@@ -142,10 +174,14 @@ class Mechanism(enum.StrEnum):
         return feasgm_floors(N, q)
 
 
-_RULES = {Mechanism.SGM: "1", Mechanism.EASGM: "Nq", Mechanism.FEASGM: "floor(Nq)", Mechanism.ASGM: "|B|"}
+_RULES = {Mechanism.SGM: "1", Mechanism.EASGM: "Nq", Mechanism.FEASGM: "floor(Nq)", Mechanism.ASGM: "|B|",
+          Mechanism.DPSUR: "|B'|"}
 
-#: The mechanisms' names, in the order the command line lists them.
-MECHANISMS: tuple[str, ...] = tuple(m.value for m in Mechanism)
+#: The four mechanisms the paper analyses; :meth:`Mechanism.parse` accepts only these unless told
+#: otherwise. DPSUR's own rule is a :class:`Mechanism` too, accepted only where its analysis exists.
+PAPER_MECHANISMS: tuple[Mechanism, ...] = (Mechanism.SGM, Mechanism.EASGM, Mechanism.ASGM, Mechanism.FEASGM)
+#: Their names, in the order the command line lists them.
+MECHANISMS: tuple[str, ...] = tuple(m.value for m in PAPER_MECHANISMS)
 
 
 def feasgm_floors(N: int, q: float) -> tuple[int, int]:

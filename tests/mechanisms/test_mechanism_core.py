@@ -23,8 +23,21 @@ def test_names_parse_and_serialise():
             Mechanism.parse(bad)
 
 
+def test_dpsur_is_accepted_only_where_asked_for():
+    assert Mechanism.parse("DPSUR", allowed=tuple(Mechanism)) is Mechanism.DPSUR
+    with pytest.raises(ValueError, match=r"^mechanism must be one of sgm, easgm, asgm, feasgm, got 'dpsur'$"):
+        Mechanism.parse("dpsur")
+    with pytest.raises(ValueError, match=r"^mechanism must be one of asgm, dpsur, got 'sgm'$"):
+        Mechanism.parse("sgm", allowed=("asgm", "dpsur"))
+    assert Mechanism.DPSUR.draws_divisor and Mechanism.DPSUR.skips_empty_batch
+    assert not any(m.draws_divisor or m.skips_empty_batch for m in Mechanism if m is not Mechanism.DPSUR)
+    # the separate draw's size divides; an empty draw keeps DPSUR's first-round divisor N q
+    np.testing.assert_allclose(Mechanism.DPSUR.normaliser(4, np.array([0, 1, 3]), 0.7), [2.8, 1.0, 3.0], rtol=1e-15)
+    assert Mechanism.DPSUR.fixed_normaliser(4, 0.7) is None
+
+
 def test_rules_round_trip():
-    assert [m.rule for m in Mechanism] == ["1", "Nq", "|B|", "floor(Nq)"]
+    assert [m.rule for m in Mechanism] == ["1", "Nq", "|B|", "floor(Nq)", "|B'|"]
     for m in Mechanism:
         assert Mechanism.from_rule(m.rule) is m
     with pytest.raises(ValueError, match="rule must be one of"):
