@@ -417,6 +417,9 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
                         "<repo>/data; downloaded in full mode), else the real points bundled with the package; "
                         "synthetic (a random stand-in) only when named")
+    a.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="the data folder to read the dataset from (default $PAPERLIB_DATA or <repo>/data); a dataset "
+                        "there is used as it is or refused, naming the file that cannot be read")
     a.add_argument("--batch-size", type=int, default=None,
                    help="the configured batch size the fixed implementation divides by (opacus-installed+fix "
                         "only; required there), an integer >= 1")
@@ -478,8 +481,17 @@ def run_audit_implementation(args) -> dict:
     from paperlib.artifact.provenance import ResultCache
     from paperlib.implementations import datasets, real_audit
 
+    if args.data_dir is not None and not args.data_dir.strip():
+        raise ValueError("data_dir (--data-dir) must be a folder, got an empty string")
     try:
-        name, root, source = datasets.resolve_dataset(args.dataset, args.N + 1, args.seed, mode=args.mode)
+        try:
+            choice = datasets.resolve_points(args.dataset, args.N + 1, args.seed, mode=args.mode,
+                                             root=args.data_dir)
+        except datasets.TooFewPoints as exc:  # k = N + 1 points: say it with the user's parameter
+            raise ValueError(f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
+                             f"{args.N}; put the full dataset into the data folder (--data-dir or "
+                             "$PAPERLIB_DATA)") from None
+        name, root, source = choice.dataset, choice.root, choice.source
         extra = {"batch_size": args.batch_size} if args.batch_size is not None else {}
         r = real_audit.audit_implementation(args.implementation, args.model, name, N=args.N, q=args.q,
                                             sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
@@ -497,6 +509,7 @@ def run_audit_implementation(args) -> dict:
     if args.batch_size is not None:
         out["batch_size"] = args.batch_size
     out["data"] = source
+    out["data_note"] = choice.note
     if r.get("inputs"):
         out["inputs"] = r["inputs"]
     if r.get("check"):

@@ -542,6 +542,429 @@ def test_data_resolve_dataset_names_the_folder_it_used(tmp_path, offline, monkey
     assert (name, note) == ("mnist", "data folder sample") and root == (tmp_path / "env").resolve()
 
 
+# ============================================================================ DATA (suite): used as given or refused
+# A data folder that holds the dataset is used as it is or refused in one line naming the file
+# and the problem -- through $PAPERLIB_DATA, through --data-dir and through the Python API --
+# never silently replaced by the bundled points. The bundled points are used only when no
+# folder holds the dataset, and the output says so in words (data_note).
+def _mnist_state(root: Path, state: str, folder: str = "MNIST") -> Path:
+    """Write MNIST-like files under ``root`` broken as ``state``; returns the path the error must name."""
+    if state == "folder-is-a-file":
+        root.parent.mkdir(parents=True, exist_ok=True)
+        root.write_bytes(b"not a folder")
+        return root
+    if state == "dataset-folder-is-a-file":
+        root.mkdir(parents=True)
+        (root / folder).write_bytes(b"not a folder")
+        return root / folder
+    kw = {"labels-shorter-than-images": dict(labels=np.arange(8) % 10), "label-outside-0-9": dict(labels=[252] * 12),
+          "images-truncated": dict(truncate=7), "bad-magic": dict(magic=0x00000802)}.get(state, {})
+    raw = write_mnist(root, folder=folder, **kw)
+    img, lab = raw / "train-images-idx3-ubyte", raw / "train-labels-idx1-ubyte"
+    if state == "garbage":
+        img.write_bytes(np.random.default_rng(1).bytes(5000))
+    elif state == "empty-file":
+        img.write_bytes(b"")
+    elif state == "trailing-bytes":
+        img.write_bytes(img.read_bytes() + b"\0" * 28)
+    elif state == "wrong-image-size":
+        img.write_bytes(struct.pack(">IIII", 0x00000803, 12, 32, 32) + bytes(12 * 32 * 32))
+    elif state == "file-missing":
+        (raw / "t10k-labels-idx1-ubyte").unlink()
+        return raw / "t10k-labels-idx1-ubyte"
+    elif state == "file-is-a-folder":
+        img.unlink()
+        img.mkdir()
+    elif state == "test-split-truncated":
+        t = raw / "t10k-images-idx3-ubyte"
+        t.write_bytes(t.read_bytes()[:-100])
+        return t
+    return lab if state in ("labels-shorter-than-images", "label-outside-0-9") else img
+
+
+def _cifar_state(root: Path, state: str) -> Path:
+    """CIFAR-10 batches (random pixels: their md5s cannot be the originals) broken as ``state``."""
+    import pickle
+
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for f in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        entry = {"data": np.random.default_rng(0).integers(0, 256, (4, 3072), dtype=np.uint8), "labels": [1, 2, 3, 4]}
+        (folder / f).write_bytes(pickle.dumps(entry, protocol=2))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [str(i) for i in range(10)]}, protocol=2))
+    if state == "cifar-meta-missing":
+        (folder / "batches.meta").unlink()
+        return folder / "batches.meta"
+    if state == "cifar-garbage-batch":
+        (folder / "data_batch_1").write_bytes(np.random.default_rng(2).bytes(3000))
+    return folder / "data_batch_1"
+
+
+# (id, dataset, state, a word of the problem the line must hold)
+FOLDER_STATES = [
+    ("mnist-labels-shorter-than-images", "mnist", "labels-shorter-than-images", "8 labels"),
+    ("mnist-label-outside-0-9", "mnist", "label-outside-0-9", "outside the classes 0-9"),
+    ("mnist-images-truncated", "mnist", "images-truncated", "truncated"),
+    ("mnist-bad-magic", "mnist", "bad-magic", "magic number"),
+    ("mnist-garbage", "mnist", "garbage", "magic number"),
+    ("mnist-empty-file", "mnist", "empty-file", "too short"),
+    ("mnist-trailing-bytes", "mnist", "trailing-bytes", "truncated or corrupt"),
+    ("mnist-wrong-image-size", "mnist", "wrong-image-size", "32 x 32 pixels"),
+    ("mnist-file-missing", "mnist", "file-missing", "is missing"),
+    ("mnist-file-is-a-folder", "mnist", "file-is-a-folder", "is a folder, not a file"),
+    ("mnist-test-split-truncated", "mnist", "test-split-truncated", "truncated"),
+    ("mnist-folder-is-a-file", "mnist", "folder-is-a-file", "is a file, not a folder"),
+    ("mnist-dataset-folder-is-a-file", "mnist", "dataset-folder-is-a-file", "is a file, not a folder"),
+    ("fmnist-images-truncated", "fmnist", "images-truncated", "truncated"),
+    ("fmnist-label-outside-0-9", "fmnist", "label-outside-0-9", "outside the classes 0-9"),
+    ("cifar10-not-the-original-md5", "cifar10", "cifar-random-batches", "md5"),
+    ("cifar10-garbage-batch", "cifar10", "cifar-garbage-batch", "md5"),
+    ("cifar10-meta-missing", "cifar10", "cifar-meta-missing", "is missing"),
+]
+
+
+def _broken_folder(root: Path, dataset: str, state: str) -> Path:
+    if dataset == "cifar10":
+        return _cifar_state(root, state)
+    return _mnist_state(root, state, folder={"mnist": "MNIST", "fmnist": "FashionMNIST"}[dataset])
+
+
+def _ai_for(dataset: str, **opts):
+    return _with(AI, dataset=dataset, model="cnn-cifar10" if dataset == "cifar10" else "cnn-mnist", trials="20",
+                 **opts)
+
+
+@pytest.mark.parametrize("how", ["PAPERLIB_DATA", "--data-dir"])
+@pytest.mark.parametrize("dataset,state,word", [pytest.param(*r[1:], id=r[0]) for r in FOLDER_STATES])
+def test_data_folder_that_cannot_be_read_is_refused_in_one_line(dataset, state, word, how, tmp_path, offline,
+                                                                 monkeypatch, capsys):
+    """audit-implementation with a named folder holding a broken dataset: status 2, one line
+    naming the file and the problem, no audit run and nothing written into the folder."""
+    root = tmp_path / "data"
+    bad = _broken_folder(root, dataset, state)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    if how == "PAPERLIB_DATA":
+        monkeypatch.setenv("PAPERLIB_DATA", str(root))
+        argv = _ai_for(dataset)
+    else:
+        monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+        argv = _ai_for(dataset, **{"data-dir": str(root)})
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(bad) in line and word in line, line
+    assert "bundled" not in line
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "results" not in p.parts) == before
+
+
+@pytest.mark.parametrize("dataset,state,word", [pytest.param(*r[1:], id=r[0]) for r in FOLDER_STATES])
+def test_data_folder_that_cannot_be_read_is_refused_by_resolve_dataset(dataset, state, word, tmp_path, offline,
+                                                                      monkeypatch):
+    """The same through the Python API, in every mode (full mode never downloads over a dataset
+    that is present): DatasetUnavailable, one line naming the file and the problem."""
+    from paperlib.implementations.datasets import DatasetUnavailable, resolve_dataset, resolve_points
+
+    root = tmp_path / "data"
+    bad = _broken_folder(root, dataset, state)
+    monkeypatch.setenv("PAPERLIB_DATA", str(root))
+    for mode in ("quick", "full"):
+        with pytest.raises(DatasetUnavailable) as info:
+            resolve_dataset(dataset, 5, 0, mode=mode)
+        msg = str(info.value)
+        assert "\n" not in msg and str(bad) in msg and word in msg, msg
+    monkeypatch.delenv("PAPERLIB_DATA")
+    with pytest.raises(DatasetUnavailable) as info:  # the folder as an argument
+        resolve_points(dataset, 5, 0, root=root)
+    assert "\n" not in str(info.value) and str(bad) in str(info.value)
+
+
+def test_data_no_folder_named_uses_the_bundle_and_says_so(tmp_path, offline, monkeypatch, capsys):
+    """No $PAPERLIB_DATA and no dataset in the default folder: the bundled points, and the
+    output's data_note says so in words and names the folder looked in."""
+    from paperlib.implementations import datasets as D
+
+    monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+    monkeypatch.setattr(D, "_repo_root", lambda: tmp_path / "clone")  # <clone>/data: the default folder
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_ai_for("mnist"), capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_BUNDLED
+    note = d["data_note"]
+    assert "bundled with paperlib" in note and "no MNIST dataset in " + str(tmp_path / "clone" / "data") in note
+    assert "default data folder" in note and "does not exist" in note
+
+
+def test_data_named_folder_that_holds_the_dataset_is_used_and_said(tmp_path, offline, monkeypatch, capsys):
+    from paperlib.implementations import datasets as D
+
+    write_mnist(tmp_path / "mine")
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+    code, out, err = run_main(_ai_for("mnist", **{"data-dir": str(tmp_path / "mine")}), capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_FOLDER_SAMPLE and d["inputs"]["data"] == D.SOURCE_FOLDER_SAMPLE
+    assert str((tmp_path / "mine").resolve()) in d["data_note"] and "12 images" in d["data_note"]
+
+
+# audit-implementation options of this block (bad values -> 2, one line naming the option)
+CLI_INVALID_DATA = [
+    ("impl-N-10-with-10-bundled-points", _with(AI, dataset="mnist", N="10"), "--N", "<= 9"),
+    ("impl-data-dir-empty", _with(AI, dataset="mnist", **{"data-dir": " "}), "--data-dir", "empty"),
+    ("impl-data-dir-missing-value", AI + ["--data-dir"], "--data-dir", "expected one argument"),
+    ("impl-sigma-zero", _with(AI, sigma="0"), "sigma", "> 0"),
+    ("impl-sigma-nan", _with(AI, sigma="nan"), "sigma", None),
+    ("impl-delta-one", _with(AI, delta="1"), "delta", None),
+    ("impl-delta-wrong-type", _with(AI, delta="small"), "delta", None),
+    ("impl-yes-with-a-value", AI + ["--yes=no"], "yes", None),
+    ("impl-model-for-other-input", _with(AI, dataset="cifar10"), "model", None),
+]
+
+
+@pytest.mark.parametrize("argv,param,word", [pytest.param(*r[1:], id=r[0]) for r in CLI_INVALID_DATA])
+def test_data_cli_options_are_one_line_naming_the_option(argv, param, word, tmp_path, offline, monkeypatch, capsys):
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    assert word is None or word in line, line
+
+
+def test_data_cli_N_above_a_small_data_folder_names_N(tmp_path, offline, monkeypatch, capsys):
+    write_mnist(tmp_path / "small", n_images=6)
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_with(AI, dataset="mnist", N="8", **{"data-dir": str(tmp_path / "small")}), capsys)
+    line = assert_one_line_error(code, out, err, 2, "--N")
+    assert "<= 5" in line and str(tmp_path / "small") in line
+
+
+def test_data_cli_given_folder_that_does_not_exist(tmp_path, offline, monkeypatch, capsys):
+    """--data-dir at a folder that does not exist (quick mode): refused, nothing created."""
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_with(AI, dataset="mnist", **{"data-dir": str(tmp_path / "typo")}), capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(tmp_path / "typo") in line and "does not exist" in line
+    assert not (tmp_path / "typo").exists()
+
+
+def test_data_every_audit_implementation_option_has_a_bad_input_row():
+    """The table grows with the surface: each option of audit-implementation is the parameter of
+    at least one bad-input row (CLI_INVALID or CLI_INVALID_DATA), -h aside."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["audit-implementation"]
+    options = {a.option_strings[-1] for a in sub._actions if a.option_strings and a.dest != "help"}
+    rows = [(argv, param) for _, argv, param in CLI_INVALID if argv[0] == "audit-implementation"]
+    rows += [(argv, param) for _, argv, param, _ in CLI_INVALID_DATA]
+    covered = {"--" + p.lstrip("-") for _, p in rows}
+    assert options - covered == set(), f"options without a bad-input row: {sorted(options - covered)}"
+
+
+# ---------------------------------------------------------------------------- the dataset functions
+def _data_api_rows(tmp: Path):
+    from paperlib.implementations import datasets as D
+
+    f = tmp / "a-file"
+    f.write_text("x")
+    return [
+        # (id, function, parameter, call, exception)
+        ("load_points-name", "load_points", "name", lambda: D.load_points("imagenet", 5), ValueError),
+        ("load_points-k", "load_points", "k", lambda: D.load_points("synthetic", 0), ValueError),
+        ("load_points-seed", "load_points", "seed", lambda: D.load_points("synthetic", 5, -1), ValueError),
+        ("load_points-root-type", "load_points", "root", lambda: D.load_points("mnist", 5, root=3), TypeError),
+        ("load_points-root-empty", "load_points", "root", lambda: D.load_points("mnist", 5, root=""), ValueError),
+        ("load_points-root-a-file", "load_points", "root", lambda: D.load_points("mnist", 5, root=f, download=False),
+         D.DatasetUnavailable),
+        ("load_points-train-string", "load_points", "train", lambda: D.load_points("synthetic", 5, train="no"),
+         TypeError),
+        ("load_points-download-string", "load_points", "download",
+         lambda: D.load_points("synthetic", 5, download="yes"), TypeError),
+        ("resolve_points-name", "resolve_points", "name", lambda: D.resolve_points("svhn", 5), ValueError),
+        ("resolve_points-k", "resolve_points", "k", lambda: D.resolve_points("mnist", 2.5), ValueError),
+        ("resolve_points-k-above-bundle", "resolve_points", "k", lambda: D.resolve_points("mnist", 11), ValueError),
+        ("resolve_points-seed", "resolve_points", "seed", lambda: D.resolve_points("mnist", 5, -3), ValueError),
+        ("resolve_points-mode", "resolve_points", "mode", lambda: D.resolve_points("mnist", 5, mode="medium"),
+         ValueError),
+        ("resolve_points-root-type", "resolve_points", "root", lambda: D.resolve_points("mnist", 5, root=1.5),
+         TypeError),
+        ("resolve_points-root-missing", "resolve_points", "root",
+         lambda: D.resolve_points("mnist", 5, root=tmp / "typo"), D.DatasetUnavailable),
+        ("resolve_points-extra_roots-string", "resolve_points", "extra_roots",
+         lambda: D.resolve_points("mnist", 5, extra_roots=str(tmp)), TypeError),
+        ("resolve_points-extra_roots-item", "resolve_points", "extra_roots",
+         lambda: D.resolve_points("mnist", 5, extra_roots=[None]), TypeError),
+        ("resolve_dataset-name", "resolve_dataset", "name", lambda: D.resolve_dataset(None, 5), ValueError),
+        ("resolve_dataset-k", "resolve_dataset", "k", lambda: D.resolve_dataset("mnist", True), ValueError),
+        ("resolve_dataset-seed", "resolve_dataset", "seed", lambda: D.resolve_dataset("mnist", 5, "0"), ValueError),
+        ("resolve_dataset-mode", "resolve_dataset", "mode", lambda: D.resolve_dataset("mnist", 5, mode=None),
+         ValueError),
+        ("resolve_dataset-root", "resolve_dataset", "root", lambda: D.resolve_dataset("mnist", 5, root=b"/tmp"),
+         TypeError),
+        ("resolve_dataset-extra_roots", "resolve_dataset", "extra_roots",
+         lambda: D.resolve_dataset("mnist", 5, extra_roots=7), TypeError),
+        ("bundle_info-name", "bundle_info", "name", lambda: D.bundle_info("synthetic"), ValueError),
+        ("bundle_info-folder", "bundle_info", "folder", lambda: D.bundle_info("mnist", folder=["x"]), TypeError),
+        ("load_bundled-name", "load_bundled", "name", lambda: D.load_bundled("svhn", 5), ValueError),
+        ("load_bundled-k", "load_bundled", "k", lambda: D.load_bundled("mnist", 11), ValueError),
+        ("load_bundled-seed", "load_bundled", "seed", lambda: D.load_bundled("mnist", 5, 1.5), ValueError),
+        ("load_bundled-folder", "load_bundled", "folder", lambda: D.load_bundled("mnist", 5, folder=""), ValueError),
+        ("build_bundle-source", "build_bundle", "source", lambda: D.build_bundle(None, tmp / "out"), TypeError),
+        ("build_bundle-out", "build_bundle", "out", lambda: D.build_bundle(tmp, 5), TypeError),
+        ("drawn_indices-name", "drawn_indices", "name", lambda: D.drawn_indices("synthetic", 5, root=tmp), ValueError),
+        ("drawn_indices-k", "drawn_indices", "k", lambda: D.drawn_indices("mnist", 0, root=tmp), ValueError),
+        ("drawn_indices-seed", "drawn_indices", "seed", lambda: D.drawn_indices("mnist", 5, -1, root=tmp), ValueError),
+        ("drawn_indices-root", "drawn_indices", "root", lambda: D.drawn_indices("mnist", 5, root=4), TypeError),
+        ("drawn_indices-train", "drawn_indices", "train", lambda: D.drawn_indices("mnist", 5, root=tmp, train=1),
+         TypeError),
+        ("dataset_present-name", "dataset_present", "name", lambda: D.dataset_present("svhn", tmp), ValueError),
+        ("dataset_present-root", "dataset_present", "root", lambda: D.dataset_present("mnist", None), TypeError),
+        ("describe_points-name", "describe_points", "name",
+         lambda: D.describe_points("svhn", D.SOURCE_BUNDLED, [1], split="test"), ValueError),
+        ("describe_points-source", "describe_points", "source",
+         lambda: D.describe_points("mnist", "somewhere", [1], split="test"), ValueError),
+        ("describe_points-indices", "describe_points", "indices",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [-1], split="test"), ValueError),
+        ("describe_points-split", "describe_points", "split",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split=None), TypeError),
+        ("describe_points-sha_ok", "describe_points", "sha_ok",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split="test", sha_ok="yes"), TypeError),
+        ("describe_points-root", "describe_points", "root",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split="test", root=3), TypeError),
+    ]
+
+
+@pytest.fixture
+def data_api_rows(tmp_path, offline, monkeypatch):
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    return {r[0]: r[1:] for r in _data_api_rows(tmp_path)}
+
+
+_DATA_API_ROW_IDS = [
+    "load_points-name", "load_points-k", "load_points-seed", "load_points-root-type", "load_points-root-empty",
+    "load_points-root-a-file", "load_points-train-string", "load_points-download-string", "resolve_points-name",
+    "resolve_points-k", "resolve_points-k-above-bundle", "resolve_points-seed", "resolve_points-mode",
+    "resolve_points-root-type", "resolve_points-root-missing", "resolve_points-extra_roots-string",
+    "resolve_points-extra_roots-item", "resolve_dataset-name", "resolve_dataset-k", "resolve_dataset-seed",
+    "resolve_dataset-mode", "resolve_dataset-root", "resolve_dataset-extra_roots", "bundle_info-name",
+    "bundle_info-folder", "load_bundled-name", "load_bundled-k", "load_bundled-seed", "load_bundled-folder",
+    "build_bundle-source", "build_bundle-out", "drawn_indices-name", "drawn_indices-k", "drawn_indices-seed",
+    "drawn_indices-root", "drawn_indices-train", "dataset_present-name", "dataset_present-root",
+    "describe_points-name", "describe_points-source", "describe_points-indices", "describe_points-split",
+    "describe_points-sha_ok", "describe_points-root",
+]
+
+
+@pytest.mark.parametrize("row", _DATA_API_ROW_IDS)
+def test_data_api_bad_input_raises_naming_the_parameter(row, data_api_rows, tmp_path):
+    func, param, call, exc_type = data_api_rows[row]
+    with pytest.raises(exc_type) as info:
+        call()
+    msg = str(info.value)
+    assert len(msg.strip().splitlines()) == 1, msg
+    assert names(msg, param) or (param == "root" and str(tmp_path) in msg), (param, msg)
+    assert "Traceback" not in msg
+
+
+def test_data_api_rows_cover_every_parameter_of_every_dataset_function(tmp_path):
+    """Every parameter of every public function of paperlib.implementations.datasets has a row."""
+    import inspect
+
+    from paperlib.implementations import datasets as D
+
+    rows = _data_api_rows(tmp_path)
+    assert [r[0] for r in rows] == _DATA_API_ROW_IDS
+    covered = {(r[1], r[2]) for r in rows}
+    wanted = {(fname, p) for fname in D.__all__ if inspect.isfunction(getattr(D, fname))
+              for p in inspect.signature(getattr(D, fname)).parameters}
+    assert wanted - covered == set(), f"without a bad-input row: {sorted(wanted - covered)}"
+
+
+# ---------------------------------------------------------------------------- the bundle, tampered
+def _tampered_bundle(folder: Path, name="mnist", **arrays):
+    """A copy of the bundle whose ``name`` file holds ``arrays`` in place of its own, with
+    SHA256SUMS rewritten to match: what a checksum file beside the data cannot catch."""
+    import hashlib
+
+    from paperlib.implementations import datasets as D
+
+    shutil.copytree(D.bundle_dir(), folder)
+    path = folder / f"{name}.npz"
+    with np.load(path, allow_pickle=False) as z:
+        content = {k: z[k] for k in z.files}
+    content.update(arrays)
+    content = {k: v for k, v in content.items() if v is not None}
+    np.savez(path, **content)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    lines = [ln if not ln.endswith(path.name) else f"{digest}  {path.name}"
+             for ln in (folder / "SHA256SUMS").read_text().splitlines()]
+    (folder / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    return path, digest
+
+
+def test_data_tampered_bundle_with_rewritten_checksum_file_is_refused(tmp_path, offline, monkeypatch, capsys):
+    """Labels changed to floats and SHA256SUMS rewritten: refused against the hash held in the
+    code, in one line, by the API and by audit-implementation (status 2)."""
+    from paperlib.implementations import datasets as D
+
+    folder = tmp_path / "points"
+    with np.load(D.bundle_dir() / "mnist.npz") as z:
+        labels = z["labels"].astype(np.float64) + 0.5
+    path, _ = _tampered_bundle(folder, labels=labels)
+    with pytest.raises(D.DatasetUnavailable) as info:
+        D.load_bundled("mnist", 5, folder=folder)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and "sha256" in msg and "held in paperlib" in msg
+    monkeypatch.setattr(D, "bundle_dir", lambda: folder)
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_ai_for("mnist"), capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(path) in line and "sha256" in line
+    D.load_bundled("fmnist", 5, folder=folder)  # the files left alone still load
+
+
+# arrays a bundle must not hold even when its hash were the one in the code (the checks after the hash)
+BAD_BUNDLE_ARRAYS = [
+    ("labels-float", dict(labels="float"), "labels float64"),
+    ("label-outside-0-9", dict(labels="12"), "outside the classes 0-9"),
+    ("pixels-wrong-shape", dict(pixels="flat"), "pixels"),
+    ("pixels-float", dict(pixels="float"), "pixels float32"),
+    ("indices-repeated", dict(indices="repeat"), "distinct"),
+    ("split-train", dict(split=np.array("train")), "split"),
+    ("extra-array", dict(extra=np.zeros(3)), "arrays"),
+    ("labels-missing", dict(labels=None), "arrays"),
+    ("labels-pickled-objects", dict(labels="object"), "cannot be read"),
+]
+
+
+@pytest.mark.parametrize("change,word", [pytest.param(*r[1:], id=r[0]) for r in BAD_BUNDLE_ARRAYS])
+def test_data_bundle_arrays_checked_after_the_hash(change, word, tmp_path, monkeypatch):
+    from paperlib.implementations import datasets as D
+
+    with np.load(D.bundle_dir() / "mnist.npz") as z:
+        orig = {k: z[k] for k in z.files}
+    made = {"float": {"labels": orig["labels"].astype(np.float64), "pixels": orig["pixels"].astype(np.float32)},
+            "12": {"labels": np.full(10, 12, np.uint8)}, "flat": {"pixels": orig["pixels"].reshape(10, -1)},
+            "repeat": {"indices": np.zeros(10, np.int64)},
+            "object": {"labels": np.array([1, "a"] * 5, dtype=object)}}
+    arrays = {k: (made[v][k] if isinstance(v, str) else v) for k, v in change.items()}
+    folder = tmp_path / "points"
+    if any(isinstance(v, np.ndarray) and v.dtype == object for v in arrays.values()):
+        shutil.copytree(D.bundle_dir(), folder)
+        path = folder / "mnist.npz"
+        np.savez(path, **{**orig, **arrays})  # np.savez pickles object arrays
+        import hashlib
+
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    else:
+        path, digest = _tampered_bundle(folder, **arrays)
+    monkeypatch.setitem(D.BUNDLE_SHA256, "mnist.npz", digest)  # as if the code's table had been changed too
+    with pytest.raises(D.DatasetUnavailable) as info:
+        D.bundle_info("mnist", folder)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and word in msg, msg
+
+
 # ============================================================================ RESULTS: damaged files
 def _record(tmp_results, name="03_figure5_readout"):
     from paperlib.artifact import provenance as pv
