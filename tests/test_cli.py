@@ -176,7 +176,7 @@ def test_time_budget_refuses_with_the_upper_bound_offered():
     fast upper bound and its epsilon (issue: large-N guarantees answer or say they will not).
 
     Nothing here depends on the machine's speed: the exact guarantee at N = 200,000, q = 0.5
-    sums over ~200,000 batch sizes and takes minutes on any machine, far beyond the 3 s asked
+    sums over ~200,000 batch sizes and ran over 6 minutes here (killed then), far beyond the 3 s asked
     for; that the budget really interrupts a computation is tested with one that never ends
     (next test); the times themselves are measured in bench/bench_sizes.py."""
     r = run_cli("epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "200000", "--q", "0.5", "--sigma",

@@ -127,15 +127,17 @@ def test_rounds_equal_more_coordinates():
     assert MR.easgm_rounds_upper_bound(50, None, None, 31, rounds=3).m == three.m == 3 * one.m
 
 
-def test_timing_200_rounds_large_model():
-    import time
-
-    t = time.perf_counter()
+def test_200_rounds_large_model_is_a_tradeoff_function():
+    """Figure 7's 200 rounds at the large model answer: a trade-off function and a finite epsilon
+    (its time, formerly asserted here, is measured by bench/bench_multiround.py)."""
     pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, 1_485_217, rounds=FIG7["rounds"])
-    pair(np.linspace(0, 1, 1001))
+    alpha = np.linspace(0, 1, 1001)
+    beta = np.asarray(pair(alpha))
+    assert np.all(np.isfinite(beta)) and np.all((0 <= beta) & (beta <= 1 - alpha + 1e-12))
+    assert np.all(np.diff(beta) <= 1e-12)  # non-increasing
     pair.curve()
-    pair.epsilon(DELTA)
-    assert time.perf_counter() - t < 10.0
+    eps = pair.epsilon(DELTA)
+    assert math.isfinite(eps) and eps > 0
 
 
 # --------------------------------------------------------------------------------------
