@@ -309,13 +309,24 @@ def _check_root(name: str, root: Path) -> None:
 def _missing(name: str, paths, download: bool) -> None:
     """Expected files of a dataset that is present: the first missing one is named.
 
-    With ``download=True`` an un-gzipped MNIST file whose ``.gz`` is there is left to
-    torchvision (it checks the ``.gz``'s md5 and unpacks it, offline)."""
+    With ``download=True`` an un-gzipped MNIST file whose original ``.gz`` is there (its md5
+    is torchvision's) is left to torchvision, which unpacks it offline; a ``.gz`` with another
+    md5 is refused, so that nothing is downloaded over the user's files."""
     for path in paths:
         if path.is_file():
             continue
-        if download and Path(str(path) + ".gz").is_file():
-            continue
+        gz = Path(str(path) + ".gz")
+        if download and gz.is_file():
+            import torchvision.datasets.utils as tv_utils
+            from torchvision import datasets as tvd
+
+            cls = {"mnist": tvd.MNIST, "fmnist": tvd.FashionMNIST}[name]
+            md5 = dict(cls.resources).get(gz.name)
+            if md5 is not None and tv_utils.check_integrity(str(gz), md5):
+                continue
+            raise DatasetUnavailable(
+                f"Dataset {name!r}: {gz} does not have the original file's md5 and {path.name} is missing; "
+                f"replace it with the original file (from {_SOURCES[name][3]})")
         what = "is a folder, not a file" if path.exists() else "is missing"
         raise DatasetUnavailable(
             f"Dataset {name!r}: {path} {what} (the folder {path.parent} holds part of the dataset); complete "
