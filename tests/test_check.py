@@ -210,9 +210,11 @@ def test_cli_json_is_the_report(capsys):
     assert got["statement"] == format_statement(want)
 
 
-def test_check_is_fast_enough_for_a_test():
+def test_check_of_an_mnist_sized_run_answers():
+    """An MNIST-sized run (10^6 parameters) gets a finite certified epsilon and reports its time;
+    the time's target is bench/bench_check.py's (no test asserts a speed)."""
     r = check_run("1.6.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=10**6, accountant="rdp")
-    assert r["seconds"] < 30 and math.isfinite(r["epsilon_certified"])
+    assert r["seconds"] > 0 and math.isfinite(r["epsilon_certified"])
 
 
 def test_readme_check_section_is_what_check_prints(r015):
