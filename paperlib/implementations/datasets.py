@@ -406,9 +406,16 @@ def _check_cifar_files(root: Path, train: bool) -> None:
     folder = _dataset_folder("cifar10", root)
     _missing("cifar10", [folder / f for f, _ in files], False)
     for f, md5 in files:
-        if not tv_cifar.check_integrity(str(folder / f), md5):
-            raise _corrupt("cifar10", train, folder / f, "does not have the original file's md5 (truncated, "
-                           "altered or not CIFAR-10's python batch)")
+        st = (folder / f).stat()
+        key = (str(folder / f), md5, st.st_size, st.st_mtime_ns)  # a file's md5 is computed once per process
+        if key not in _MD5_CHECKED:
+            if not tv_cifar.check_integrity(str(folder / f), md5):
+                raise _corrupt("cifar10", train, folder / f, "does not have the original file's md5 (truncated, "
+                               "altered or not CIFAR-10's python batch)")
+            _MD5_CHECKED.add(key)
+
+
+_MD5_CHECKED: set[tuple] = set()
 
 
 def _check_loaded(name: str, root: Path, train: bool, n_images: int, targets) -> np.ndarray:
