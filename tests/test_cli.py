@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import numpy as np
-from conftest import run_cli, run_main
+from conftest import run_main
 import pytest
 from scipy import optimize
 from scipy.stats import norm
@@ -171,32 +171,34 @@ def test_feasgm_floor_zero_exits_2(capsys):
     assert "N*q" in err and len(err.strip().splitlines()) == 1
 
 
-def test_time_budget_refuses_with_the_upper_bound_offered():
+def test_time_budget_refuses_with_the_upper_bound_offered(capsys):
     """A guarantee that does not finish in --max-seconds is one line (status 1) that offers the
     fast upper bound and its epsilon (issue: large-N guarantees answer or say they will not).
 
     Nothing here depends on the machine's speed: the exact guarantee at N = 200,000, q = 0.5
-    sums over ~200,000 batch sizes and ran over 6 minutes here (killed then), far beyond the 3 s asked
-    for; that the budget really interrupts a computation is tested with one that never ends
-    (next test); the times themselves are measured in bench/bench_sizes.py."""
-    r = run_cli("epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "200000", "--q", "0.5", "--sigma",
-                "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "3")
-    assert r.returncode == 1 and r.stdout == "", r.stderr
-    lines = r.stderr.strip().splitlines()
+    sums over ~200,000 batch sizes and ran over 6 minutes here (killed then), far beyond the 3 s
+    asked for; that the budget really interrupts a computation is tested with one that never
+    ends (next test); the times themselves are measured in bench/bench_sizes.py. In-process
+    (``main(argv)``, SIGALRM in this main thread) rather than in four fresh interpreters: the
+    same code path, without their start-up time; ``python -m paperlib`` itself is run above."""
+    slow = ["epsilon", "--mechanism", "easgm", "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20",
+            "--delta", "1e-5"]
+    code, out, err = run(slow + ["--bound", "guarantee", "--max-seconds", "3"], capsys)
+    assert code == 1 and out == "", err
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and "within --max-seconds 3" in lines[0] and "--bound upper" in lines[0], lines
     ub = float(lines[0].split("gives epsilon ")[1].split()[0])
-    ref = run_cli("epsilon", "--mechanism", "easgm", "--bound", "upper", "--N", "200000", "--q", "0.5", "--sigma", "2",
-                  "--n", "20", "--delta", "1e-5")
-    assert abs(ub - json.loads(ref.stdout)["epsilon"]) <= 1e-5 * ub
+    code, out, err = run(slow + ["--bound", "upper"], capsys)
+    assert code == 0 and abs(ub - json.loads(out)["epsilon"]) <= 1e-5 * ub
     # at the paper's model size (noncentrality 1e10, beyond Boost's range) the large-dimension numerics
     # answer (issue 11, item 7): a finite epsilon above the upper bound's (its time: bench/bench_sizes.py)
-    big = run_cli("epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "200000", "--q", "0.005",
-                  "--sigma", "1", "--n", "1485217", "--delta", "1e-5")
-    assert big.returncode == 0, big.stderr
-    assert json.loads(big.stdout)["epsilon"] > 0.0230852
-    bad = run_cli("epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2", "--n", "20", "--delta",
-                  "1e-5", "--max-seconds", "-1")
-    assert bad.returncode == 2 and "max-seconds" in bad.stderr
+    code, out, err = run(["epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "200000", "--q", "0.005",
+                          "--sigma", "1", "--n", "1485217", "--delta", "1e-5"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["epsilon"] > 0.0230852
+    code, out, err = run(["epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2", "--n", "20",
+                          "--delta", "1e-5", "--max-seconds", "-1"], capsys)
+    assert code == 2 and "max-seconds" in err
 
 
 def test_time_budget_interrupts_a_computation_that_never_ends(monkeypatch, capsys):
