@@ -325,8 +325,8 @@ test-loaded: | $(ENV_TARGET)
 	  command -v taskset >/dev/null 2>&1 || { echo "error: LOAD_CORES needs taskset (util-linux)" >&2; exit 2; }; \
 	  pin="taskset -c 0-$$(( $(LOAD_CORES) - 1 ))"; fi; \
 	busy=(); for i in $$(seq 1 $(LOAD_PROCS)); do $$pin bash -c 'while :; do :; done' & busy+=($$!); done; \
-	trap 'kill $${busy[@]} 2>/dev/null; wait $${busy[@]} 2>/dev/null' EXIT; \
-	echo "== make test with $(LOAD_PROCS) busy loops$${pin:+ on cores 0-$$(( $(LOAD_CORES) - 1 ))} (load average now: $$(cut -d' ' -f1-3 /proc/loadavg))"; \
+	trap 'kill $${busy[@]} 2>/dev/null; wait $${busy[@]} 2>/dev/null || true' EXIT; \
+	echo "== make test with $(LOAD_PROCS) busy loops$${pin:+ on cores 0-$$(( $(LOAD_CORES) - 1 ))} (pids $${busy[*]}; load average now: $$(cut -d' ' -f1-3 /proc/loadavg))"; \
 	start=$$(date +%s); rc=0; $$pin $(MAKE) --no-print-directory test || rc=$$?; \
 	echo "== make test under load: status $$rc after $$(( $$(date +%s) - start )) s; load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	exit $$rc
