@@ -93,21 +93,17 @@ def plain_sentence(c: dict) -> str:
     v = c.get("verdict")
     what = str(c.get("plain") or c.get("statement") or "").rstrip(".")
     if v == "not applicable":
-        return f"{what}: a drawing, with nothing to measure."
+        return f"{what}. It is a drawing, with nothing to measure."
     reasons = c.get("reasons") if isinstance(c.get("reasons"), list) else []
-    aspects = []
-    for f in c.get("fidelity") or []:
-        a = f.get("aspect", "inputs")
-        if a not in aspects:
-            aspects.append(a)
+    aspects = list(dict.fromkeys(f.get("aspect", "inputs") for f in c.get("fidelity") or []))
     violated = sum(r.get("kind") == "violated" for r in reasons)
     unresolved = sum(r.get("kind") == "unresolved" for r in reasons)
     missing = sum(r.get("kind") == "incomplete" for r in reasons)
     if v == "not run":
-        return f"{what}: not run — {c.get('reason') or 'a result is missing'}."
+        return f"{what}. Not run: {c.get('reason') or 'a result is missing'}."
     if v == "reproduced":
-        tail = " (from the committed table, not recomputed by this build)" if c.get("basis") else ""
-        return f"{what}: reproduced{tail} — every statement the paper makes here holds, on the paper's own setting."
+        tail = " (read from the committed table, which this build did not recompute)" if c.get("basis") else ""
+        return f"{what}. Every statement the paper makes here holds{tail}, on the paper's own setting."
     why = []
     if violated:
         why.append(f"this run's numbers contradict {_count(violated, 'statement')} the paper makes here")
@@ -119,11 +115,12 @@ def plain_sentence(c: dict) -> str:
                    "(too few trials, or points outside what the paper states)")
     if missing:
         why.append(f"{_count(missing, 'statement')} could not be computed")
-    lead = "not reproduced" if v == "not reproduced" else "partly reproduced"
+    text = "; ".join(why) or f"see the reason: {c.get('reason') or 'none recorded'}"
     if v == "partly reproduced":
-        why.insert(0, "nothing measured contradicts it, but")
-        return f"{what}: {lead} — " + why[0] + " " + "; ".join(why[1:]) + "."
-    return f"{what}: {lead} — " + "; ".join(why) + "."
+        text = "Nothing measured contradicts it, but " + text
+    else:
+        text = text[0].upper() + text[1:]
+    return f"{what}. {text}."
 
 
 def headline(c: dict) -> str:
