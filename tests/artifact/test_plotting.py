@@ -4,6 +4,7 @@ import json
 
 import matplotlib
 import numpy as np
+import pytest
 
 from paperlib.artifact import plotting
 
@@ -188,3 +189,19 @@ def test_savefig_records_layout_problems(tmp_path, monkeypatch):
     side = json.loads((tmp_path / "clipped.json").read_text())
     assert side["layout_problems"] and "clipped" in side["layout_problems"][0]
     plt.close(fig)
+
+
+@pytest.mark.xfail(strict=True, reason="known open defects of the built figures (issue 21 Build 5/6): clipped "
+                   "panel titles (Figures 2.x, 5.1), legends over curves (1.x, 2.x, 3.x), off-scale markers on each "
+                   "other (4.1, 5.x); remove this marker when layout_problems finds none")
+def test_built_figures_have_no_layout_problems():
+    """Every figure the book build wrote has an empty layout_problems list in its sidecar."""
+    from pathlib import Path
+
+    sides = sorted(Path(plotting.figures_dir()).glob("*.json"))
+    if not sides:
+        pytest.skip("no built figures (run make all or make test-book first)")
+    bad = {p.name: json.loads(p.read_text())["layout_problems"] for p in sides
+           if json.loads(p.read_text()).get("layout_problems")}
+    missing = [p.name for p in sides if "layout_problems" not in json.loads(p.read_text())]
+    assert not bad and not missing, (bad, missing)
