@@ -40,7 +40,7 @@ import warnings
 
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.practitioner import (PRV_MAX_BYTES, _parse_version, opacus1_rates, opacus_mechanism, prv_grid_bytes)
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["check_run", "claimed_epsilon", "format_statement", "check_opacus", "default_accountant",
            "MAX_CHECK_STEPS"]

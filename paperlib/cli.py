@@ -44,7 +44,7 @@ from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
 from paperlib.fdp.mixture import LRMixture
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
 
 BOUNDS = ("guarantee", "upper", "clt")
 #: tradeoff/epsilon stop after this many seconds (--max-seconds) and offer the fast upper bound

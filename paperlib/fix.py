@@ -45,7 +45,7 @@ This module imports torch and Opacus only inside its functions; nothing in
 
 from __future__ import annotations
 
-from paperlib.validation import check_int, check_positive
+from paperlib.fdp.validation import check_int, check_positive
 
 __all__ = ["fix_normaliser", "normaliser_of", "sum_reduction_lr"]
 

@@ -35,7 +35,7 @@ import math
 
 from opacus.accountants import IAccountant
 
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = ["CertifiedAccountant"]
 

@@ -20,7 +20,7 @@ import warnings
 from paperlib.fdp.composition import Chi2Pair
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.multiround import asgm_rounds_upper_bound, sgm_claim_epsilon
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["OPACUS_TABLE2", "PRV_MAX_BYTES", "opacus_mechanism", "opacus1_rates", "opacus_sampling",
            "prv_grid_bytes", "practitioner_report"]

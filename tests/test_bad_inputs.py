@@ -333,7 +333,7 @@ def _api_rows():
     from paperlib.implementations.datasets import load_points
     from paperlib.implementations.real_audit import audit_implementation
     from paperlib.mechanisms.multiround import sgm_claim_epsilon
-    from paperlib.validation import check_seed
+    from paperlib.fdp.validation import check_seed
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [

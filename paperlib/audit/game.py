@@ -59,7 +59,7 @@ from tqdm import tqdm
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
 from paperlib.audit.distinguishers import make_distinguisher
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from paperlib.validation import check_delta, check_probability
+from paperlib.fdp.validation import check_delta, check_probability
 
 __all__ = ["clopper_pearson", "cp_upper", "eps_lower", "delta_lower"]
 

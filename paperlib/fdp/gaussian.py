@@ -58,7 +58,7 @@ from scipy import special, stats
 
 from paperlib.fdp.tails import (QUAD_MIN_DOF, TINY, _ncx2_log, hockey_from_logs, ncx2_cdf_sf, ncx2_log_deep,
                                 ncx2_quad_applies)
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "GaussVarFamily",

@@ -26,7 +26,7 @@ from paperlib.fdp.gaussian import IdentityFamily, _check_eps, diluted_hockey
 from paperlib.fdp.progress import progress_bar
 from paperlib.fdp.tradeoff import (DELTA_FLOOR, SAMPLED_DELTA_FLOOR, TradeOff, TradeOffCurve, _chord_tangent_gaps,
                                    checked_curve)
-from paperlib.validation import check_alpha_array
+from paperlib.fdp.validation import check_alpha_array
 
 __all__ = ["LRMixture", "PointwiseMixture"]
 

@@ -39,7 +39,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from paperlib.validation import check_positive
+from paperlib.fdp.validation import check_positive
 
 __all__ = [
     "TINY",

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special, stats
 
-from paperlib.validation import check_alpha_array, check_delta, check_positive, check_probability
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_positive, check_probability
 
 __all__ = [
     "TradeOff",

@@ -455,7 +455,7 @@ def _check_batch_size(implementation: str, batch_size) -> int | None:
         if batch_size is None:
             raise ValueError(f"batch_size: {implementation} divides by the configured batch size; give it "
                              "(an integer >= 1)")
-        from paperlib.validation import check_int
+        from paperlib.fdp.validation import check_int
 
         return check_int(batch_size, "batch_size", 1)
     if batch_size is not None:

@@ -34,7 +34,7 @@ from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mix
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import rounds_curve, sgm_claim_rounds
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set"]
 

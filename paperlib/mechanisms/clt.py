@@ -17,7 +17,7 @@ from paperlib.fdp.mixture import PointwiseMixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
-from paperlib.validation import check_positive, check_probability, check_rate
+from paperlib.fdp.validation import check_positive, check_probability, check_rate
 
 __all__ = ["clt_upper_bound_easgm", "clt_upper_bound_feasgm", "CLTCurve", "clt_bound"]
 

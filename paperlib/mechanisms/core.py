@@ -50,7 +50,7 @@ import sys
 
 import numpy as np
 
-from paperlib.validation import check_int, check_rate
+from paperlib.fdp.validation import check_int, check_rate
 
 __all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 

@@ -30,7 +30,7 @@ from scipy import stats
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",
@@ -448,7 +448,7 @@ def scale_test_tradeoff(alpha, s: float) -> np.ndarray:
     """Closed form of ``T(N(0, 1), N(0, s^2))`` (``0 < s < 1``): the test rejects D when
     ``|X| < tau``, so ``alpha = 2 Phi(tau) - 1`` and ``beta = 2 (1 - Phi(tau / s))``
     (THEORY.md §7, the pure scale test). ``alpha`` in [0, 1], array in, array out."""
-    from paperlib.validation import check_alpha_array
+    from paperlib.fdp.validation import check_alpha_array
 
     if not (isinstance(s, (int, float)) and 0 < s < 1):
         raise ValueError(f"s must be a number in (0, 1), got {s!r}")

@@ -25,7 +25,7 @@ from paperlib.fdp.tradeoff import TradeOffCurve, eps_delta_tradeoff
 from paperlib.mechanisms import clt as mclt
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
 
 __all__ = [
     "easgm_rounds_upper_bound",
