@@ -36,6 +36,7 @@ __all__ = [
     "check_delta",
     "check_bool",
     "check_alpha_array",
+    "check_eps",
     "check_nonnegative_array",
     "check_seed",
     "check_size",
@@ -146,6 +147,15 @@ def check_alpha_array(alpha, name: str = "alpha") -> np.ndarray:
         bad = a[~(np.isfinite(a) & (a >= 0) & (a <= 1))].ravel()[0]
         raise ValueError(f"{name} must be in [0, 1] (an FPR), got {float(bad)!r}")
     return a
+
+
+def check_eps(eps) -> np.ndarray:
+    """Return ``eps`` as a float array of at least one dimension after checking every entry is finite
+    and >= 0 (the argument of a privacy profile ``delta(eps)``)."""
+    e = np.atleast_1d(np.asarray(eps, dtype=float))
+    if not np.all(np.isfinite(e)) or np.any(e < 0):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    return e
 
 
 def check_nonnegative_array(x, name: str) -> np.ndarray:
