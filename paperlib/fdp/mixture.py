@@ -271,7 +271,10 @@ class LRMixture(TradeOff):
         self._vertex_logt = self._vertex_logt[keep]
         return np.clip(va[keep], 0, 1), np.clip(vb[keep], 0, 1), slope[keep]
 
-    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = 8, progress=None) -> np.ndarray:
+    #: at most this many FPR values are each solved exactly by :meth:`__call__` (more: the sampled curve)
+    EXACT_BELOW = 8
+
+    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = EXACT_BELOW, progress=None) -> np.ndarray:
         """FNR at FPR ``alpha`` (array_like in [0, 1]; returns the same shape).
 
         With at most ``exact_below`` values (and no sampled curve cached for ``tol``) each

@@ -81,7 +81,8 @@ class Mechanism(enum.StrEnum):
             except ValueError:
                 pass
         if mech is None or mech not in allowed:
-            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {value!r}")
+            shown = value.value if isinstance(value, cls) else value
+            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {shown!r}")
         return mech
 
     @classmethod
