@@ -1114,7 +1114,7 @@ FIX_GUARANTEE_RTOL = 1e-6
 
 
 def _check_fix(rd: Path) -> dict:
-    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.fix` audited with chapter 7's
+    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.practitioner.fix` audited with chapter 7's
     game. Reads ``11_fix_audit.json`` (notebook ``11_the_fix``): ``audits.fixed`` and
     ``audits.release`` (two :func:`paperlib.implementations.real_audit.audit_implementation`
     results: ``"opacus-installed+fix"`` and ``"opacus-installed"``), ``eps_claimed`` and
@@ -1270,7 +1270,7 @@ CLAIMS: tuple[Claim, ...] = (
           tolerance="exact: every release's class and the Poisson-sampling version agree with the paper's "
                     "Table 2"),
     Claim("X1", "the fix",
-          "Beyond the paper: dividing by the configured batch size (paperlib.fix) makes Opacus 1.x's step the SGM "
+          "Beyond the paper: dividing by the configured batch size (paperlib.practitioner.fix) makes Opacus 1.x's step the SGM "
           "output post-processed, so on chapter 7's pair (MNIST, q = 0.5, |D| = 3) the fixed step's audited "
           "leakage stays within the SGM claim and its guarantee equals the claim, while the same audit of the "
           "release as shipped exceeds the claim.",
