@@ -650,6 +650,8 @@ def audit_worst_case(mechanism, N: int, q: float, sigma: float, n: int, *, C: fl
                      data_seed: int | None = None, **kwargs) -> AuditResult:
     """:func:`audit` on :func:`worst_case_vectors` (``N``, ``n``, ``C``; ``kind``, ``direction``).
 
+    The white-box game of paper Section 4 on its worst-case data, lower bound of Eq. 3 (THEORY.md §9).
+
     ``mechanism`` is a :class:`~paperlib.mechanisms.core.Mechanism` or its name; ``N`` in
     1..12, ``q`` in (0, 1], ``sigma > 0``, ``n >= 1``, clipping norm ``C > 0``; other
     keywords as :func:`audit_distinguishers`.

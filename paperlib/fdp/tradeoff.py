@@ -366,7 +366,7 @@ def lower_convex_envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.
 
 @dataclass
 class TradeOffCurve(TradeOff):
-    """A trade-off function sampled at points, evaluated by interpolation.
+    """A trade-off function sampled at points, evaluated by interpolation (THEORY.md section 1).
 
     Attributes
     ----------

@@ -124,6 +124,10 @@ def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, acco
                       allow_large: bool = False, names: dict | None = None, **pld_options) -> float:
     """Epsilon of the SGM claim ``f_q^{⊗T}`` over ``T`` rounds, as an accountant reports it (module docstring).
 
+    The claim is the subsampled Gaussian mechanism's (Bu et al. 2020; THEORY.md §3, §10); RDP by
+    Mironov, Talwar, Zhang (2019) converted by Balle et al. (2020, Thm 21) or Mironov (2017,
+    Prop. 3); PRV by Gopi, Lee, Wutschitz (2021).
+
     Parameters
     ----------
     q : float in (0, 1], sampling rate; sigma : float > 0, noise multiplier; rounds : int >= 1;

@@ -56,7 +56,8 @@ __all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 
 
 class Mechanism(enum.StrEnum):
-    """SGM, EASGM, ASGM or FEASGM (paper Section 3); see the module docstring for the rules."""
+    """SGM, EASGM, ASGM or FEASGM (paper Section 3), or DPSUR's own rule (THEORY.md §2, §11.4); see the
+    module docstring for the rules."""
 
     SGM = "sgm"
     EASGM = "easgm"

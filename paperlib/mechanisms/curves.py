@@ -86,6 +86,10 @@ def curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float
           progress=None, **options) -> TradeOff:
     """The curve of ``bound`` for ``mechanism`` on the pair of sizes ``(N, N+1)`` over ``rounds`` rounds.
 
+    The table of the module docstring: the guarantees of THEORY.md §6 (Theorem 3.6, Theorems
+    A.2/A.3), the upper bounds of §7 (Theorems 3.8, 3.10, A.4; A.6 over rounds), the CLT bounds of
+    §8 (Theorems 3.12/3.13, A.7) and the certified T-round guarantee of §11.
+
     Parameters
     ----------
     mechanism : a :class:`~paperlib.mechanisms.core.Mechanism` or its name

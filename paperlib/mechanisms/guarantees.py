@@ -405,8 +405,10 @@ def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int
               tail_tol: float = DEFAULT_TAIL_TOL):
     """The one-round per-pair guarantee of ``mechanism`` (a :class:`Mechanism` or its name).
 
-    SGM: the claim :func:`sgm_claim` (``N`` and ``n`` validated, not used); EASGM, ASGM,
-    FEASGM: :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`.
+    SGM: the claim :func:`sgm_claim` (Bu et al. 2020; ``N`` and ``n`` validated, not used);
+    EASGM (Theorem 3.6), ASGM (THEORY.md §6, reconstructed), FEASGM (Theorems A.2/A.3):
+    :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`. For ``T`` rounds and
+    the other bounds, :func:`paperlib.mechanisms.curves.curve`.
     """
     mechanism = Mechanism.parse(mechanism)
     if mechanism is Mechanism.SGM:

@@ -46,7 +46,7 @@ __all__ = ["CertifiedAccountant"]
 
 
 class CertifiedAccountant(IAccountant):
-    """Opacus accountant (``IAccountant``) whose epsilon is the certified epsilon of the run.
+    """Opacus accountant (``IAccountant``) whose epsilon is the certified epsilon of the run (THEORY.md §11).
 
     Parameters
     ----------

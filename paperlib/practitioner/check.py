@@ -64,7 +64,11 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
               delta: float = 1e-5, accountant: str | None = None, drop_last: bool = False,
               charged_rate: bool = False, implementation: str = "opacus", divisor: str = "release",
               assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None) -> dict:
-    """What a DP-SGD run claims and what it is certified to give (module docstring).
+    """What a DP-SGD run claims and what it is certified to give (module docstring; THEORY.md §10, §11).
+
+    The mechanism from paper Table 2 (the stored code audit), the claim from the release's
+    accountant (:func:`~paperlib.mechanisms.accountants.sgm_claim_epsilon`), the certified and
+    forced epsilon of each neighbour from :func:`~paperlib.mechanisms.certified.certified_interval`.
 
     Parameters are those of :class:`~paperlib.practitioner.run.Run` (``opacus_version`` for Opacus;
     ``implementation='dpsur'`` for DPSUR's code), plus ``pld_options`` (accuracy options of the PLD
@@ -424,7 +428,7 @@ def _opacus_objects(privacy_engine, optimizer, data_loader, model):
 def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None = None, delta: float,
                  model=None, steps: int | None = None, accountant: str | None = None,
                  allow_large: bool = False, pld_options: dict | None = None) -> dict:
-    """:func:`check_run` for a live Opacus 1.x run (the objects ``make_private`` returned).
+    """:func:`check_run` for a live Opacus 1.x run (the objects ``make_private`` returned; THEORY.md §10, §11).
 
     Reads what Opacus holds: ``optimizer.noise_multiplier``, ``optimizer.loss_reduction``,
     ``optimizer.expected_batch_size`` (``int(len(dataset) * q)`` as ``make_private`` sets it, or the

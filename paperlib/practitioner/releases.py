@@ -227,24 +227,24 @@ def dpsur_release() -> Release:
 
 
 # ------------------------------------------------------------------------------ Opacus 1.x sampling
-def opacus1_rates(size: int, batch_size: int, drop_last: bool) -> tuple[float, float, int]:
-    """Opacus 1.6.0 ``make_private(poisson_sampling=True)`` on a dataset of ``size`` records.
+def opacus1_rates(dataset_size: int, batch_size: int, drop_last: bool) -> tuple[float, float, int]:
+    """Opacus 1.6.0 ``make_private(poisson_sampling=True)`` on a dataset of ``dataset_size`` records.
 
     Returns ``(q_sample, q_account, steps)``: ``DPDataLoader.from_data_loader`` samples
-    with ``q_sample = 1/len(data_loader)`` (``len = ceil(size/batch)``, ``floor`` with
+    with ``q_sample = 1/len(data_loader)`` (``len = ceil(dataset_size/batch)``, ``floor`` with
     ``drop_last``); its sampler runs ``steps = int(1/q_sample)`` batches per epoch (one
     fewer than ``len`` for some lengths, e.g. 93, in floating point); ``make_private``
     then charges the accountant ``q_account = 1/steps`` and divides by
-    ``int(size * q_account)``. Read from the installed Opacus 1.6.0 source
+    ``int(dataset_size * q_account)``. Read from the installed Opacus 1.6.0 source
     (privacy_engine.py, data_loader.py, utils/uniform_sampler.py) and checked against a
     real ``make_private`` call in the tests.
     """
-    size = check_int(size, "size", 1)
+    size = check_int(dataset_size, "dataset_size", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     drop_last = check_bool(drop_last, "drop_last")
     n_batches = size // batch_size if drop_last else -(-size // batch_size)
     if n_batches < 1:
-        raise ValueError(f"batch_size = {batch_size} exceeds the dataset size {size} with drop_last=True")
+        raise ValueError(f"batch_size = {batch_size} exceeds dataset_size = {size} with drop_last=True")
     q_sample = 1 / n_batches
     steps = int(1 / q_sample)
     return q_sample, 1 / steps, steps
