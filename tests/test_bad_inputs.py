@@ -197,7 +197,7 @@ CLI_INVALID = [
      "--batch-size"),
     ("impl-fix-batch-size-fraction", _with(AI, implementation="opacus-installed+fix", **{"batch-size": "1.5"}),
      "--batch-size"),
-    # --- check (paperlib.check.check_run): the settings of an Opacus run
+    # --- check (paperlib.practitioner.check_run): the settings of an Opacus run
     ("check-batch-larger-than-dataset", _with(CK, **{"batch-size": "70000"}), "--batch-size"),
     ("check-no-poisson", CK + ["--no-poisson"], "--poisson"),
     ("check-release-2.0", _with(CK, **{"opacus-version": "2.0.0"}), "--opacus-version"),
@@ -248,7 +248,6 @@ CLI_NUMERIC = [
     ("audit-sigma-1e-6", _with(AU, sigma="1e-6")),
     ("epsilon-delta-1e-300", _with(EP, delta="1e-300")),
     ("tradeoff-guarantee-2-rounds", _with(TR, rounds="2")),
-    ("epsilon-asgm-upper-1e9-rounds", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000")),
     # issue 11, item 7: large-N guarantees (formerly refused for noncentrality 4e10, or out of time at sigma 2)
     ("epsilon-easgm-guarantee-N-200000-sigma-0.5", _with(EP, N="200000", q="0.005", sigma="0.5", n="1485217")),
     ("epsilon-easgm-guarantee-N-200000-sigma-2", _with(EP, N="200000", q="0.005", sigma="2", n="1485217")),
@@ -284,7 +283,7 @@ def test_cli_audit_with_a_vacuous_claim_does_not_blame_eps_for_delta(capsys):
 # ============================================================================ CLI: faults inside
 FAULTS = [
     ("memory-error-tradeoff", TR, "guarantee", MemoryError(), 2, "N"),
-    ("memory-error-rounds", _with(TR, bound="upper", rounds="3"), "rounds_curve", MemoryError(), 2, "rounds"),
+    ("memory-error-rounds", _with(TR, bound="upper", rounds="3"), "rounds_upper_bound", MemoryError(), 2, "rounds"),
     ("internal-value-error", TR, "guarantee", ValueError("eps_for_delta must be a finite number >= 0, got None"),
      1, None),
     ("scipy-root-nan", TR, "guarantee", ValueError("The function value at x=-5.6e10 is NaN; solver cannot continue."),
@@ -299,12 +298,9 @@ def test_cli_internal_failures_are_one_line(argv, target, exc, code, param, caps
     def boom(*a, **k):
         raise exc
 
-    if target == "rounds_curve":
-        import paperlib.mechanisms.multiround as mr
+    import paperlib.mechanisms.curves as curves  # the one dispatch calls the builders by these names
 
-        monkeypatch.setattr(mr, "rounds_curve", boom)
-    else:
-        monkeypatch.setattr(cli, target, boom)
+    monkeypatch.setattr(curves, target, boom)
     c, out, err = run_main(argv, capsys)
     line = assert_one_line_error(c, out, err, code, param)
     if code == 1:
@@ -329,11 +325,11 @@ def test_cli_audit_out_of_memory_names_the_size_parameter(exc, param, capsys, mo
 
 # ============================================================================ API: exception + parameter
 def _api_rows():
-    from paperlib import audit_worst_case, guarantee, practitioner_report, rounds_curve, sgm_claim, upper_bound
+    from paperlib import audit_worst_case, check_run, curve, guarantee, sgm_claim, upper_bound
     from paperlib.implementations.datasets import load_points
     from paperlib.implementations.real_audit import audit_implementation
-    from paperlib.mechanisms.multiround import sgm_claim_epsilon
-    from paperlib.validation import check_seed
+    from paperlib.mechanisms.accountants import sgm_claim_epsilon
+    from paperlib.fdp.validation import check_seed
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [
@@ -346,7 +342,7 @@ def _api_rows():
         ("claim-sigma-negative", lambda: sgm_claim(0.5, -1.0), ValueError, "sigma"),
         ("claim-epsilon-delta-zero", lambda: sgm_claim(0.5, 2.0).epsilon(0.0), ValueError, "delta"),
         ("claim-alpha-above-1", lambda: sgm_claim(0.5, 2.0)(1.5), ValueError, "alpha"),
-        ("rounds-zero", lambda: rounds_curve("easgm", "upper", 3, 0.5, 2.0, 20, rounds=0), ValueError, "rounds"),
+        ("rounds-zero", lambda: curve("easgm", "upper", 3, 0.5, 2.0, 20, rounds=0), ValueError, "rounds"),
         ("accountant-unknown", lambda: sgm_claim_epsilon(0.01, 1.0, rounds=10, delta=1e-5, accountant="moments"),
          ValueError, "accountant"),
         ("audit-seed-negative", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "seed": -1}),
@@ -357,12 +353,14 @@ def _api_rows():
          ValueError, "trials"),
         ("audit-N-13", lambda: audit_worst_case("easgm", 13, 0.5, 2.0, 20, **aw), ValueError, "N"),
         ("audit-C-zero", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "C": 0.0}), ValueError, "C"),
-        ("practitioner-prv-9-TiB", lambda: practitioner_report(60000, 256, 1, 1e-3, 26010), ValueError,
-         "noise_multiplier"),
-        ("practitioner-N_train", lambda: practitioner_report(1, 256, 1, 1.0, 100), ValueError, "N_train"),
-        ("practitioner-delta", lambda: practitioner_report(60000, 256, 1, 1.0, 100, delta=0.0), ValueError, "delta"),
-        ("practitioner-version", lambda: practitioner_report(60000, 256, 1, 1.0, 100, "banana"), ValueError,
-         "opacus_version"),
+        ("practitioner-prv-9-TiB", lambda: check_run("1.6.0", 60000, 256, epochs=1, noise_multiplier=1e-3,
+                                                      n_params=26010), ValueError, "noise_multiplier"),
+        ("practitioner-dataset_size", lambda: check_run("1.6.0", 1, 1, epochs=1, noise_multiplier=1.0, n_params=100),
+         ValueError, "dataset_size"),
+        ("practitioner-delta", lambda: check_run("1.6.0", 60000, 256, epochs=1, noise_multiplier=1.0, n_params=100,
+                                                 delta=0.0), ValueError, "delta"),
+        ("practitioner-version", lambda: check_run("banana", 60000, 256, epochs=1, noise_multiplier=1.0,
+                                                   n_params=100), ValueError, "opacus_version"),
         ("check-seed-bool", lambda: check_seed(True), ValueError, "seed"),
         ("load-points-name", lambda: load_points("imagenet", 5), ValueError, "name"),
         ("load-points-k", lambda: load_points("synthetic", 0), ValueError, "k"),
@@ -379,7 +377,7 @@ def _api_rows():
 API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guarantee-sigma-inf", "upper-n-zero",
            "claim-q-zero", "claim-sigma-negative", "claim-epsilon-delta-zero", "claim-alpha-above-1", "rounds-zero",
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
-           "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-N_train", "practitioner-delta",
+           "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
            "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
 
@@ -1155,3 +1153,198 @@ def test_tiny_q_claim_is_a_tradeoff_function(capsys):
         beta = json.loads(out)["sgm_claim_beta"]
         assert beta[0] <= 0.9 and beta[1] <= 0.5
         assert beta[0] == pytest.approx(0.9, abs=1e-6) and beta[1] == pytest.approx(0.5, abs=1e-6)
+
+
+# ============================================================================ core: the practitioner boundary,
+# every option of `check`, `epsilon --rounds`, the one size limit (rows of helper `core`, kept in one block)
+CK1 = _with(CK, epochs="1")
+CORE_CLI_INVALID = [
+    ("check-release-1.6.1-not-audited", _with(CK1, **{"opacus-version": "1.6.1"}), "--opacus-version"),
+    ("check-release-1.7.0-not-audited", _with(CK1, **{"opacus-version": "1.7.0"}), "--opacus-version"),
+    ("check-release-1.99.0-not-audited", _with(CK1, **{"opacus-version": "1.99.0"}), "--opacus-version"),
+    ("check-release-2.0-even-assumed", _with(CK1, **{"opacus-version": "2.0.0"}) + ["--assume-release"],
+     "--opacus-version"),
+    ("check-release-missing", _without(CK1, "--opacus-version"), "--opacus-version"),
+    ("check-dpsur-with-opacus-version", _with(CK1, implementation="dpsur"), "--opacus-version"),
+    ("check-dpsur-public-divisor", _with(_without(CK1, "--opacus-version"), implementation="dpsur",
+                                         divisor="public"), "--divisor"),
+    ("check-dpsur-prv", _with(_without(CK1, "--opacus-version"), implementation="dpsur", accountant="prv"),
+     "--accountant"),
+    ("check-dpsur-loss-sum", _with(_without(CK1, "--opacus-version"), implementation="dpsur",
+                                   **{"loss-reduction": "sum"}), "--loss-reduction"),
+    ("check-implementation-unknown", _with(CK1, implementation="tf-privacy"), "implementation"),
+    ("check-divisor-unknown", _with(CK1, divisor="constant"), "divisor"),
+    ("check-delta-0.5", _with(CK1, delta="0.5"), "--delta"),
+    ("check-delta-above-1-over-N", _with(CK1, delta="2e-5"), "--delta"),
+    ("check-delta-one", _with(CK1, delta="1"), "--delta"),
+    ("check-delta-nan", _with(CK1, delta="nan"), "--delta"),
+    ("check-steps-1e6-prv-names-steps", _with(_without(CK1, "--epochs"), steps="1000000"), "--steps"),
+    ("check-sigma-0.3-100-epochs-prv-names-epochs-steps", _with(CK, epochs="100", **{"noise-multiplier": "0.3"}),
+     "--steps"),
+    ("check-steps-above-10^6", _with(_without(CK1, "--epochs"), steps="1000001", accountant="rdp"), "--steps"),
+    ("check-dataset-size-2^60", _with(CK1, **{"dataset-size": str(2**60)}), "--dataset-size"),
+    ("check-batch-size-zero", _with(CK1, **{"batch-size": "0"}), "--batch-size"),
+    ("check-sample-rate-zero", _with(_without(CK1, "--batch-size"), **{"sample-rate": "0"}), "--sample-rate"),
+    ("check-sample-rate-nan", _with(_without(CK1, "--batch-size"), **{"sample-rate": "nan"}), "--sample-rate"),
+    ("check-steps-zero", _with(_without(CK1, "--epochs"), steps="0"), "--steps"),
+    ("check-noise-inf", _with(CK1, **{"noise-multiplier": "inf"}), "--noise-multiplier"),
+    ("check-noise-zero", _with(CK1, **{"noise-multiplier": "0"}), "--noise-multiplier"),
+    ("check-params-2^60", _with(CK1, params=str(2**60)), "--params"),
+    ("check-drop-last-too-large-batch", _with(CK1, **{"batch-size": "60000", "dataset-size": "60000"})
+     + ["--drop-last"], "--batch-size"),
+    ("epsilon-rounds-zero", _with(EP, rounds="0"), "rounds"),
+    ("epsilon-rounds-negative", _with(EP, rounds="-3"), "rounds"),
+    ("epsilon-rounds-2^60", _with(EP, rounds=str(2**60)), "rounds"),
+    ("epsilon-rounds-fraction", _with(EP, rounds="2.5"), "rounds"),
+    ("epsilon-rounds-above-limit-asgm-upper", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000"),
+     "rounds"),
+    ("epsilon-rounds-above-limit-guarantee", _with(EP, rounds="2000000"), "rounds"),
+    ("epsilon-rounds-clt-sgm", _with(EP, mechanism="sgm", bound="clt", rounds="3"), "bound"),
+]
+
+
+@pytest.mark.parametrize("argv,param", [pytest.param(a, p, id=i) for i, a, p in CORE_CLI_INVALID])
+def test_core_cli_invalid_input_is_one_line(argv, param, capsys):
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    if "size limit" in line:
+        assert "estimated" in line and "--yes" in line
+
+
+CORE_CLI_ANSWERS = [
+    # (id, argv, what the answer must show): valid settings that once crashed or misled now answer
+    ("check-1.6.0-1600-16-3-epochs-1e6-params", ["check", "--opacus-version", "1.6.0", "--dataset-size", "1600",
+                                                 "--batch-size", "16", "--epochs", "3", "--noise-multiplier", "1.0",
+                                                 "--params", "1000000"], "REFUTED"),
+    ("check-release-1.7.0-assumed", _with(CK1, **{"opacus-version": "1.7.0"}) + ["--assume-release"], "ASSUMED"),
+    ("check-dpsur", _with(_without(CK1, "--opacus-version"), implementation="dpsur"), "Mechanism run: DPSUR"),
+    ("check-public-divisor", _with(CK1, divisor="public"), "STANDS"),
+    ("epsilon-rounds-limit-passed-with-yes", _with(EP, mechanism="easgm", bound="upper", rounds="2000000"),
+     '"epsilon"'),  # an exact chi-square pair composes any number of rounds: no limit
+]
+
+
+@pytest.mark.parametrize("argv,shown", [pytest.param(a, w, id=i) for i, a, w in CORE_CLI_ANSWERS])
+def test_core_cli_formerly_broken_settings_answer(argv, shown, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    assert shown in out and "Traceback" not in err
+
+
+def test_audit_at_the_trials_limit_says_its_estimate(capsys, monkeypatch):
+    """audit --trials 10,000,000 (the limit) is allowed, and says what it will cost before it runs (on a
+    terminal, where it then shows its progress)."""
+    import paperlib.audit as audit_mod
+
+    monkeypatch.setattr(audit_mod, "audit_worst_case", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop")))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = run_main(_with(AU, trials="10000000"), capsys)
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("paperlib: note: trials = 10,000,000: estimated") and "progress" in lines[0]
+    assert code == 1 and len(lines) == 2  # the note, then the (injected) failure in one line
+    code, out, err = run_main(_with(AU, trials="10000001"), capsys)
+    assert_one_line_error(code, out, err, 2, "trials")
+
+
+def _core_api_rows():
+    import torch
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from paperlib import CertifiedAccountant, check_opacus, check_run, curve, fix_normaliser, sum_reduction_lr
+    from paperlib.fdp.validation import check_bool, check_size
+    from paperlib.practitioner import Run, normaliser_of, normaliser_scan, opacus1_rates, opacus_release
+
+    model = torch.nn.Linear(3, 2)
+    engine = PrivacyEngine(accountant="rdp")
+    _, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                         data_loader=DataLoader(TensorDataset(torch.zeros(100, 3),
+                                                                              torch.zeros(100, dtype=torch.long)),
+                                                                batch_size=10),
+                                         noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True)
+    ck = dict(dataset_size=60000, batch_size=256, epochs=1, noise_multiplier=1.1, n_params=100)
+    run = dict(dataset_size=60000, noise_multiplier=1.1, n_params=100, opacus_version="1.6.0", batch_size=256,
+               epochs=1)
+    return [
+        ("check_opacus-engine-object", lambda: check_opacus(object(), opt, loader, epochs=1, delta=1e-5), TypeError,
+         "privacy_engine"),
+        ("check_opacus-engine-string", lambda: check_opacus("engine", opt, loader, epochs=1, delta=1e-5), TypeError,
+         "privacy_engine"),
+        ("check_opacus-model-string", lambda: check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model="m"),
+         TypeError, "model"),
+        ("check_opacus-optimizer-none", lambda: check_opacus(engine, None, loader, epochs=1, delta=1e-5), TypeError,
+         "optimizer"),
+        ("check_opacus-loader-list", lambda: check_opacus(engine, opt, [1], epochs=1, delta=1e-5), TypeError,
+         "data_loader"),
+        ("check_opacus-delta", lambda: check_opacus(engine, opt, loader, epochs=1, delta=0.5), ValueError, "delta"),
+        ("check_opacus-allow-large", lambda: check_opacus(engine, opt, loader, epochs=1, delta=1e-5,
+                                                          allow_large="yes"), TypeError, "allow_large"),
+        ("accountant-delta-before-a-step", lambda: CertifiedAccountant(dataset_size=100, n_params=3).get_epsilon(-1),
+         ValueError, "delta"),
+        ("accountant-dataset-size", lambda: CertifiedAccountant(dataset_size=1.5, n_params=3), ValueError,
+         "dataset_size"),
+        ("accountant-pld-options", lambda: CertifiedAccountant(dataset_size=100, n_params=3, pld_options="x"),
+         TypeError, "pld_options"),
+        ("accountant-release", lambda: CertifiedAccountant(opacus_version="1.7.0", dataset_size=100, n_params=3),
+         ValueError, "opacus_version"),
+        ("fix-optimizer-object", lambda: fix_normaliser(object(), 4), TypeError, "optimizer"),
+        ("fix-batch-size-bool", lambda: fix_normaliser(opt, True), ValueError, "batch_size"),
+        ("normaliser-of-string", lambda: normaliser_of("opt"), TypeError, "optimizer"),
+        ("sum-lr-string", lambda: sum_reduction_lr("0.1", 4), ValueError, "lr"),
+        ("sum-lr-batch-zero", lambda: sum_reduction_lr(0.1, 0), ValueError, "batch_size"),
+        ("check-run-drop-last-string", lambda: check_run("1.6.0", drop_last="no", **ck), TypeError, "drop_last"),
+        ("check-run-poisson-string", lambda: check_run("1.6.0", poisson="yes", **ck), TypeError, "poisson"),
+        ("check-run-pld-options", lambda: check_run("1.6.0", pld_options=3, **ck), TypeError, "pld_options"),
+        ("check-run-1.7.0", lambda: check_run("1.7.0", **ck), ValueError, "opacus_version"),
+        ("check-run-delta-0.5", lambda: check_run("1.6.0", delta=0.5, **ck), ValueError, "delta"),
+        ("check-run-implementation", lambda: check_run("1.6.0", implementation="jax", **ck), ValueError,
+         "implementation"),
+        ("run-charged-without-rate", lambda: Run(**run, charged_rate=True), ValueError, "sample_rate"),
+        ("run-assume-string", lambda: Run(**dict(run, opacus_version="1.7.0"), assume_release="yes"), TypeError,
+         "assume_release"),
+        ("release-version-number", lambda: opacus_release(1.6), ValueError, "opacus_version"),
+        ("release-assume-int", lambda: opacus_release("1.7.0", assume=1), TypeError, "assume_release"),
+        ("rates-drop-last-string", lambda: opacus1_rates(100, 10, "no"), TypeError, "drop_last"),
+        ("scan-drop-last-string", lambda: normaliser_scan(100, [10], "no"), TypeError, "drop_last"),
+        ("curve-dpsur-unregistered", lambda: curve("dpsur", "guarantee", 3, 0.5, 1.0, 2), ValueError, "bound"),
+        ("curve-bound-unknown", lambda: curve("easgm", "exact", 3, 0.5, 1.0, 2), ValueError, "bound"),
+        ("curve-rounds-bool", lambda: curve("easgm", "upper", 3, 0.5, 1.0, 2, rounds=True), ValueError, "rounds"),
+        ("check-bool-int", lambda: check_bool(1, "flag"), TypeError, "flag"),
+        ("check-size-above", lambda: check_size("trials", 11, 10, estimate="1 s"), ValueError, "trials"),
+    ]
+
+
+CORE_API_IDS = ["check_opacus-engine-object", "check_opacus-engine-string", "check_opacus-model-string",
+                "check_opacus-optimizer-none", "check_opacus-loader-list", "check_opacus-delta",
+                "check_opacus-allow-large", "accountant-delta-before-a-step", "accountant-dataset-size",
+                "accountant-pld-options", "accountant-release", "fix-optimizer-object", "fix-batch-size-bool",
+                "normaliser-of-string", "sum-lr-string", "sum-lr-batch-zero", "check-run-drop-last-string",
+                "check-run-poisson-string", "check-run-pld-options", "check-run-1.7.0", "check-run-delta-0.5",
+                "check-run-implementation", "run-charged-without-rate", "run-assume-string", "release-version-number",
+                "release-assume-int", "rates-drop-last-string", "scan-drop-last-string", "curve-dpsur-unregistered",
+                "curve-bound-unknown", "curve-rounds-bool", "check-bool-int", "check-size-above"]
+
+
+@pytest.fixture(scope="module")
+def core_api_rows():
+    pytest.importorskip("opacus")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {r[0]: r[1:] for r in _core_api_rows()}
+
+
+@pytest.mark.parametrize("row", CORE_API_IDS)
+def test_core_api_bad_input_raises_naming_the_argument(row, core_api_rows):
+    call, exc_type, param = core_api_rows[row]
+    with pytest.raises(exc_type) as info:
+        call()
+    assert type(info.value) is exc_type or issubclass(type(info.value), exc_type)
+    msg = str(info.value)
+    assert len(msg.strip().splitlines()) == 1, msg
+    assert names(msg.split(":")[0].split(" ")[0], param) or msg.startswith(param), (param, msg)
+
+
+def test_core_api_rows_are_all_listed(core_api_rows):
+    assert list(core_api_rows) == CORE_API_IDS

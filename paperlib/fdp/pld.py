@@ -81,7 +81,7 @@ from scipy import signal, special, stats
 from paperlib.fdp.progress import progress_bar
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_probability, check_rate
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_int, check_positive, check_probability, check_rate
 
 __all__ = [
     "ShiftLaw",

@@ -1,4 +1,4 @@
-"""Certified T-round guarantee of DP-SGD as it is computed (THEORY.md §11; issue 12, "Build" 1-2).
+"""Certified T-round guarantee of DP-SGD as it is computed (THEORY.md §11).
 
 The worst-case per-pair guarantee ``f`` of one round (THEORY.md §6: Theorem 3.6 for EASGM,
 Theorems A.2/A.3 for FEASGM, the reconstructed ASGM statement; index revealed) holds for every
@@ -13,8 +13,8 @@ accountant's error reported) and puts it next to what the upper bounds of the gu
   the accountant's bracket. SGM: its own claim ``f_q^{⊗T}``. FEASGM whose floors agree on the pair
   (``floor(N q) = floor((N+1) q)``): SGM divided by a constant, so the SGM result.
 * :func:`certified_interval` — ``eps_cert`` and ``eps_forced``: the epsilon that the T-round upper
-  bound of the guarantee (Theorems 3.8, 3.10, A.4 composed: :func:`~paperlib.mechanisms.multiround.rounds_curve`
-  with ``bound='upper'``) forces, the lower end of its bracket. "The mechanism you ran is
+  bound of the guarantee (Theorems 3.8, 3.10, A.4 composed:
+  :func:`~paperlib.mechanisms.multiround.rounds_upper_bound`) forces, the lower end of its bracket. "The mechanism you ran is
   ``(eps_cert, delta)``-DP for pairs of these sizes; no analysis of it can certify less than
   ``eps_forced``."
 * :func:`certified_for_training_set` — both neighbours of a training set of ``N_train`` records:
@@ -33,8 +33,8 @@ import math
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
-from paperlib.mechanisms.multiround import rounds_curve, sgm_claim_rounds
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.mechanisms.multiround import rounds_upper_bound, sgm_claim_rounds
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set"]
 
@@ -148,15 +148,11 @@ def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n
             certified = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
         bound = certified.view("bound", label=f"{certified.label} (its own upper bound)")  # the same composition
     elif _exact_upper(mech, N, q):
-        bound = rounds_curve(mech, "upper", N, q, sigma, n, rounds=T)
+        bound = rounds_upper_bound(mech, N, q, sigma, n, rounds=T)
     else:
-        bound = rounds_curve(mech, "upper", N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    if hasattr(bound, "epsilon_bounds"):
-        lo, hi = bound.epsilon_bounds(delta)
-        method = "PLD (lower end of its bracket)"
-    else:
-        lo = hi = float(bound.epsilon(delta))
-        method = "exact chi-square"
+        bound = rounds_upper_bound(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
+    lo, hi = bound.epsilon_bounds(delta)
+    method = "PLD (lower end of its bracket)" if bound.accounting() is not None else "exact chi-square"
     return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": method,
             "forced_label": getattr(bound, "label", "")}
 
