@@ -674,7 +674,7 @@ def check_table2(rd: Path) -> dict:
     measured += f" (generated {doc.get('generated_utc', 'date unknown')})"
     basis = None if table_recomputed(path) else (
         f"from committed data: the stored table (generated {str(doc.get('generated_utc', 'date unknown'))[:10]}) "
-        "was not recomputed by this build; `make opacus-table` re-audits the releases' source")
+        "was not recomputed by this build; running make opacus-table re-audits the releases' source")
     return {"mode": mode, "parts": parts, "measured": measured, "basis": basis,
             "values": {"releases": [{"version": r.get("version"), "normalisation": r.get("normalisation"),
                                      "poisson_usable": r.get("poisson_usable")} for r in in_range]}}
