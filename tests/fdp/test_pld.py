@@ -134,19 +134,32 @@ def test_round_law_from_mixture_finds_the_common_factor():
 # --------------------------------------------------------------------------------------
 # the queries on a composed PMF are dp_accounting's own formulas
 # --------------------------------------------------------------------------------------
-def test_vectorised_queries_equal_dp_accountings():
+def test_queries_are_dp_accountings_and_the_array_wrapper_matches_them():
+    """The engine answers with DensePLDPmf's public queries; the one wrapper that reads its private arrays
+    (for the trade-off curve) must describe the same PMF: this fails if dp_accounting changes them."""
     from dp_accounting.pld import pld_pmf
+
+    from paperlib.fdp.pld import engine as E
 
     rng = np.random.default_rng(3)
     probs = rng.random(3000) ** 4
     probs /= probs.sum() * (1 + 1e-3)
     pm = pld_pmf.DensePLDPmf(1e-3, -700, probs, 1e-6, True)
-    ours = P._Pmf(-700, probs, 1e-3, 1e-6)
+    i0, arr = E.pmf_arrays(pm)
+    assert i0 == -700 and np.array_equal(arr, probs)
+    losses = (i0 + np.arange(arr.size)) * 1e-3
+    ours = E._Pmf(pm, 1e-3)
     eps = np.array([0.0, 0.1, 0.731, 1.5, 2.2999, 2.3, 5.0])
-    ref = np.array([pm.get_delta_for_epsilon(float(e)) for e in eps])
-    assert np.allclose(ours.delta(eps), ref, rtol=1e-10, atol=1e-16)
+    by_hand = np.array([1e-6 + np.sum(arr[losses > e] * -np.expm1(e - losses[losses > e])) for e in eps])
+    assert np.allclose(ours.delta(eps), by_hand, rtol=1e-10, atol=1e-16) and ours.inf == pytest.approx(1e-6)
+    composed = pm.self_compose(3)
+    j0, carr = E.pmf_arrays(composed)
+    closs = (j0 + np.arange(carr.size)) * 1e-3
+    e = 0.9
+    assert composed.get_delta_for_epsilon(e) == pytest.approx(
+        E._Pmf(composed, 1e-3).inf + np.sum(carr[closs > e] * -np.expm1(e - closs[closs > e])), rel=1e-9)
     for d in (1e-1, 1e-3, 1e-5):
-        assert abs(ours.epsilon(d) - pm.get_epsilon_for_delta(d)) < 1e-9
+        assert ours.epsilon(d) == max(pm.get_epsilon_for_delta(d), 0.0)
     assert ours.epsilon(1e-7) == math.inf  # the +inf mass 1e-6 exceeds it
 
 
@@ -245,7 +258,7 @@ def test_cli_issue_command_prints_the_bracket():
 def test_cli_warns_when_the_bracket_is_wide(monkeypatch, capsys):
     from paperlib import cli
 
-    monkeypatch.setattr(P, "MAX_PASSES", 1)  # no refinement: the coarse first grid only
+    monkeypatch.setattr(P.engine, "MAX_PASSES", 1)  # no refinement: the coarse first grid only
     code = cli.main(["epsilon", "--mechanism", "sgm", "--N", "10", "--q", "0.005", "--sigma", "1", "--n", "5",
                      "--rounds", "3000", "--delta", "1e-5"])
     out, err = capsys.readouterr()
