@@ -138,6 +138,25 @@ def binomial_support(N: int, q: float, tail_tol: float = DEFAULT_TAIL_TOL):
     return k[keep], pmf[keep], low + high + underflow
 
 
+def binomial_pair(N: int, q: float, tail_tol: float):
+    """Sizes ``m`` of a Poisson(q) draw from ``D`` (``Bin(N, q)``) and ``D'`` (``Bin(N + 1, q)``) that carry
+    all but about ``tail_tol`` of each law: the union of the two supports of :func:`binomial_support`.
+
+    Returns ``(m, pmf_D, pmf_D', out_D', out_D)``: int array, the two pmfs on it, and the mass of each law
+    outside it (``m = N + 1`` included for ``D'``), from the binomial tails themselves (never ``1 - sum``).
+    ``N >= 1``, ``q`` in (0, 1], ``tail_tol`` in ``[MIN_TAIL_TOL, 1)``.
+    """
+    ka, _, _ = binomial_support(N, q, tail_tol)
+    kb, _, _ = binomial_support(N + 1, q, tail_tol)
+    lo, hi = int(min(ka[0], kb[0])), int(max(ka[-1], kb[-1]))
+    m = np.arange(lo, hi + 1)
+    p, pq = stats.binom.pmf(m, N, q), stats.binom.pmf(m, N + 1, q)
+    out_q = float((stats.binom.cdf(lo - 1, N + 1, q) if lo > 0 else 0.0)
+                  + (stats.binom.sf(hi, N + 1, q) if hi < N + 1 else 0.0))
+    out_p = float((stats.binom.cdf(lo - 1, N, q) if lo > 0 else 0.0) + (stats.binom.sf(hi, N, q) if hi < N else 0.0))
+    return m, p, pq, out_q, out_p
+
+
 # ----------------------------------------------------------------------------- SGM
 def sgm_claim(q: float, sigma: float) -> LRMixture:
     """The SGM guarantee ``f_q = q G_{1/sigma} + (1 - q) Id`` for the ordered pair (D, D').
