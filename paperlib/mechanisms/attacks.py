@@ -44,7 +44,8 @@ from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.validation import check_int, check_positive, check_rate
 
-__all__ = ["Attack", "scale_attack", "aligned_attack", "dpsur_attack", "attack_for", "ZETA_BIN", "LATENT_TAIL"]
+__all__ = ["Attack", "BinnedCells", "scale_attack", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
+           "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "ZETA_BIN", "LATENT_TAIL"]
 
 #: Width of the bins of ``zeta`` (in units of the noise): binning loses about ``w^2/12`` of the
 #: information of a Gaussian shift test (Sheppard), negligible at 0.02.
@@ -180,24 +181,44 @@ class _Latent:
     comps: list
 
 
-def _binned_law(latents: list, n: int, edges: np.ndarray, defect: tuple, atoms=()) -> tuple[DiscreteLaw, dict]:
+@dataclass
+class BinnedCells:
+    """The cells of a binned attack statistic ``(J, zeta bin)``: for each count ``j`` the masses of its
+    ``zeta`` bins under ``D'`` (``q``) and ``D`` (``p``); ``edges`` of the bins (cell ``i`` is
+    ``(edges[i-1], edges[i]]``, the first and last open), extra outcome ``atoms`` ``(q, p)``, and the hidden
+    defect ``(eta_Q, eta_P)`` (mass of the hidden events left out)."""
+
+    edges: np.ndarray
+    rows: dict
+    atoms: list
+    defect: tuple
+
+    def cell(self, j: int, zeta: float) -> int:
+        """Index of ``zeta``'s bin (``np.searchsorted(edges, zeta)``: the number of edges below it)."""
+        return int(np.searchsorted(self.edges, zeta))
+
+    def law(self) -> DiscreteLaw:
+        qs = [r[0] for r in self.rows.values()] + [np.array([a[0] for a in self.atoms])]
+        ps = [r[1] for r in self.rows.values()] + [np.array([a[1] for a in self.atoms])]
+        return DiscreteLaw(np.concatenate(qs), np.concatenate(ps))
+
+
+def _binned_cells(latents: list, n: int, edges: np.ndarray, defect: tuple, atoms=()) -> BinnedCells:
     """The discrete pair of ``(J, zeta binned)`` (plus extra outcome atoms ``(q, p)``) over the hidden values.
 
     Cells ``(j, bin)``: ``P = sum_d P(J = j | d) sum_comps massD P(bin)``, ``Q`` likewise with the ``D'``
     masses. Counts outside :func:`_count_range` are left out; their mass (chi-square tails) is added to
     the hidden defect of both sides.
     """
-    js = {}
+    rows = {}
     eta_q, eta_p = defect
     for lat in latents:
         j, lp, left = _count_range(lat.d, n)
-        tot_p = sum(c[1] for c in lat.comps)
-        tot_q = sum(c[2] for c in lat.comps)
-        eta_p += left * tot_p
-        eta_q += left * tot_q
+        eta_p += left * sum(c[1] for c in lat.comps)
+        eta_q += left * sum(c[2] for c in lat.comps)
         keep = np.isfinite(lp)
         for jj, l in zip(j[keep], lp[keep]):
-            row = js.setdefault(int(jj), [np.zeros(edges.size + 1), np.zeros(edges.size + 1)])
+            row = rows.setdefault(int(jj), [np.zeros(edges.size + 1), np.zeros(edges.size + 1)])
             pj = math.exp(l)
             ratio = jj / lat.d
             for shift, m_p, m_q in lat.comps:
@@ -206,11 +227,13 @@ def _binned_law(latents: list, n: int, edges: np.ndarray, defect: tuple, atoms=(
                     row[1] += (m_p * pj) * cells
                 if m_q > 0:
                     row[0] += (m_q * pj) * cells
-    qs = [r[0] for r in js.values()] + [np.array([a[0] for a in atoms])]
-    ps = [r[1] for r in js.values()] + [np.array([a[1] for a in atoms])]
-    law = DiscreteLaw(np.concatenate(qs), np.concatenate(ps))
-    info = {"count_values": len(js), "zeta_bins": int(edges.size + 1), "hidden_defect": [eta_q, eta_p]}
-    return law, info
+    return BinnedCells(edges, rows, list(atoms), (eta_q, eta_p))
+
+
+def _round_law(cells: BinnedCells) -> tuple[RoundLaw, dict]:
+    info = {"count_values": len(cells.rows), "zeta_bins": int(cells.edges.size + 1),
+            "hidden_defect": [float(cells.defect[0]), float(cells.defect[1])]}
+    return RoundLaw([(1.0, (cells.law(),))], latent_defect=tuple(info["hidden_defect"])), info
 
 
 def _edges(max_shift: float, width: float = ZETA_BIN, z: float = 12.0) -> np.ndarray:
@@ -226,8 +249,8 @@ def _sizes(N: int, q: float):
 
 
 # =============================================================================== ASGM
-def aligned_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
-    """One round of the aligned attack on ASGM (module docstring) as a :class:`~paperlib.fdp.pld.RoundLaw`.
+def aligned_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
+    """One round of the aligned attack on ASGM (module docstring): the cells of its statistic.
 
     Hidden value ``m = |B|``: ``Bin(N, q)`` on ``D``, ``Bin(N + 1, q)`` on ``D'``, the target in the batch
     with probability ``gamma_m = m/(N + 1)``. Given ``m >= 1`` (divisor ``m``): ``zeta ~ N(0, .)`` on ``D``
@@ -243,9 +266,15 @@ def aligned_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw
             continue
         g = m / (N + 1.0)
         latents.append(_Latent(float(m), [(0.0, float(pm), float(pqm) * (1 - g)), (mu, 0.0, float(pqm) * g)]))
-    law, info = _binned_law(latents, n, _edges(mu), (out_q, out_p))
+    return _binned_cells(latents, n, _edges(mu), (out_q, out_p))
+
+
+def aligned_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
+    """:func:`aligned_attack_cells` as a :class:`~paperlib.fdp.pld.RoundLaw` (with its hidden defect)."""
+    k = _sizes(N, q)[0]
+    law, info = _round_law(aligned_attack_cells(N, q, sigma, n))
     info.update(sizes=[int(k[0]), int(k[-1])])
-    return RoundLaw([(1.0, (law,))], latent_defect=tuple(info["hidden_defect"])), info
+    return law, info
 
 
 def aligned_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
@@ -268,8 +297,8 @@ def aligned_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_t
 
 
 # =============================================================================== DPSUR
-def dpsur_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
-    """One round of the attack on DPSUR's own rule (others 0, target ``C u``) as a RoundLaw.
+def dpsur_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
+    """One round of the attack on DPSUR's own rule (others 0, target ``C u``): the cells of its statistic.
 
     Hidden value ``m = |B'|`` (the separate draw, independent of the batch ``B``): ``Bin(N, q)`` on ``D``,
     ``Bin(N + 1, q)`` on ``D'``. ``B`` empty (probability ``(1-q)^N`` on ``D``, ``(1-q)^{N+1}`` on ``D'``):
@@ -278,7 +307,7 @@ def dpsur_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, 
     previous divisor (it depends on the past): left out as a hidden event.
     """
     k, p, pq, out_q, out_p = _sizes(N, q)
-    empty_p = math.exp(N * math.log1p(-q))  # B empty on D
+    empty_p = math.exp(N * math.log1p(-q)) if q < 1 else 0.0  # B empty on D
     empty_q = empty_p * (1 - q)
     latents = []
     kept_p = kept_q = 0.0
@@ -292,9 +321,16 @@ def dpsur_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, 
         latents.append(_Latent(float(m), [(0.0, float(pm) * (1 - empty_p), float(pqm) * (1 - q) * (1 - empty_p)),
                                           (1.0 / sigma, 0.0, float(pqm) * q)]))
     atoms = [(empty_q * kept_q, empty_p * kept_p)]  # "no step": release 0 (m irrelevant; within the kept m)
-    law, info = _binned_law(latents, n, _edges(1.0 / sigma), (out_q, out_p), atoms=atoms)
-    info.update(sizes=[int(k[0]), int(k[-1])], empty_batch=[empty_p, empty_q])
-    return RoundLaw([(1.0, (law,))], latent_defect=tuple(info["hidden_defect"])), info
+    return _binned_cells(latents, n, _edges(1.0 / sigma), (out_q, out_p), atoms=atoms)
+
+
+def dpsur_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
+    """:func:`dpsur_attack_cells` as a :class:`~paperlib.fdp.pld.RoundLaw` (with its hidden defect)."""
+    k = _sizes(N, q)[0]
+    law, info = _round_law(dpsur_attack_cells(N, q, sigma, n))
+    e = math.exp(N * math.log1p(-q)) if q < 1 else 0.0
+    info.update(sizes=[int(k[0]), int(k[-1])], empty_batch=[e, e * (1 - q)])
+    return law, info
 
 
 def dpsur_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,

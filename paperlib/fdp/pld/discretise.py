@@ -42,6 +42,7 @@ class _Disc:
     info: dict
     step_: float
     total: float = 1.0  # total U-measure of the law (infinite losses included)
+    inf_law: float = 0.0  # U's infinite mass in the law itself (not the grid's tails)
     _garbling: "_Garbling | None" = None
 
     @property
@@ -276,7 +277,7 @@ def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
     lmass = lh[0:2 * K + 2:2] + lh[1:2 * K + 2:2]
     top = float(np.exp(lSU[2 * K + 2])) + u_inf  # lowered to the last point (lowering a loss is valid)
     info = {"below": below, "above": up_inf, "dropped_below": float(np.exp(lFU[0])), "cells": K + 1}
-    return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step, total)
+    return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step, total, u_inf)
 
 
 class _TooLarge(Exception):

@@ -241,22 +241,25 @@ class _Engine:
         return items, c, factor_count
 
     def _upper_items(self, discs: dict):
-        """Upper-end items of one round and the mass at +inf (dropped mixture mass, beyond-grid tails)."""
-        items, inf_up = [], self.law.dropped
+        """Upper-end items of one round, the mass at +inf (dropped mixture mass, beyond-grid tails) and the part
+        of it that the laws themselves put there (no grid can make that finite)."""
+        items, inf_up, inherent = [], self.law.dropped, self.law.dropped
         for w, factors in self.law.parts:
             if not factors:
                 items.append((0, np.array([1.0]), w))
                 continue
-            i_up, a_up, total, finite = 0, np.array([1.0]), 1.0, 1.0
+            i_up, a_up, total, finite, finite_law = 0, np.array([1.0]), 1.0, 1.0, 1.0
             for f in factors:
                 d = discs[f.key()]
                 a_up = _conv(a_up, d.up)
                 i_up += d.i0
                 total *= d.total
                 finite *= d.total - d.up_inf
+                finite_law *= d.total - d.inf_law
             inf_up += w * (total - finite)
+            inherent += w * (total - finite_law)
             items.append((i_up, a_up, w))
-        return items, inf_up
+        return items, inf_up, inherent
 
     def _direction(self, direction: str, step: float, values: dict):
         """Both ends of one direction: composed PMFs, the lower end's shift, a summary, extra slack."""
@@ -264,7 +267,7 @@ class _Engine:
         T = self.rounds
         discs = self._discs(direction, step, values)
         items_low, c, factor_count = self._lower_items(discs, step)
-        items_up, inf_up = self._upper_items(discs)
+        items_up, inf_up, inherent = self._upper_items(discs)
         i_u, p_u = _assemble(items_up)
         i_l, p_l = _assemble(items_low)
         length = self._composed_length(common, p_u, T) if T > 1 else p_u.size
@@ -284,9 +287,12 @@ class _Engine:
             extra += slack_r
             common_info.append(ci)
         up, low = _Pmf(pu, step), _Pmf(pl, step)
+        inherent = -math.expm1(T * math.log1p(-min(inherent, 1.0))) if inherent < 1 else 1.0
+        for ci in common_info:
+            inherent = 1.0 - (1.0 - inherent) * (1.0 - ci["inherent_infinity_mass"])
         info = {"round_cells": int(p_u.size), "composed_length": int(up.size), "infinity_mass": up.inf,
                 "round_tail_to_inf": float(inf_up), "shift_per_round": float(c), "lower_shift": float(total_shift),
-                "common": common_info}
+                "common": common_info, "inherent_infinity_mass": float(inherent)}
         return up, low, float(total_shift), info, extra
 
     def _compose_common(self, cf, direction, step, values, pu, pl, pld_pmf):
@@ -315,8 +321,9 @@ class _Engine:
         # no truncation: the result is only queried (dp_accounting's truncation loops in Python)
         pu = pu.compose(cu, tail_mass_truncation=0.0)
         pl = pl.compose(cl, tail_mass_truncation=0.0)
+        own = d.inf_law if exact else (-math.expm1(T * math.log1p(-d.inf_law)) if d.inf_law < 1 else 1.0)
         ci = {"law": str(claw.key()[:3]), "cells": d.info["cells"], "shift": c_r, "tail_to_inf": d.up_inf,
-              "composed": "exactly" if exact else "self_compose"}
+              "composed": "exactly" if exact else "self_compose", "inherent_infinity_mass": float(own)}
         return pu, pl, c_r, slack, ci
 
     def _composed_length(self, common, probs, T) -> int:
@@ -377,8 +384,10 @@ class _Engine:
         st = self.ensure()
         while True:
             lo, hi = st.epsilon_bounds(delta)
+            inherent = max(st.info[d]["inherent_infinity_mass"] for d in DIRECTIONS)
             if not math.isfinite(hi):
-                if math.isfinite(lo) and not self.fixed_step and self.refine(1.0, 0.25):
+                # the laws' own infinite mass above delta: no grid makes the upper end finite
+                if math.isfinite(lo) and inherent <= delta and not self.fixed_step and self.refine(1.0, 0.25):
                     st = self.state
                     continue
                 self.accuracy_met = not math.isfinite(lo)
