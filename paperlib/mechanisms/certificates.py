@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, DilutedLaw, DiscreteLaw, IndexedDilutedLaw, PLDComposition, RoundLaw, \
     ShiftLaw
@@ -60,10 +61,15 @@ def asgm_count_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> Index
     (0, 1), ``sigma > 0``.
     """
     k, p, pq, out_q, out_p = binomial_pair(N, q, tail)
-    full = k == N + 1  # everyone sampled: only D' can
-    out_q += float(np.sum(pq[full]))
+    full = k == N + 1  # everyone sampled: only D' can (infinite loss)
+    if full.any():
+        everyone = float(np.sum(pq[full]))
+    else:  # beyond the support: binomial_pair counted it in out_q
+        everyone = float(stats.binom.pmf(N + 1, N + 1, q))
+        out_q = max(out_q - everyone, 0.0)
     k, p = k[~full], p[~full]
-    return IndexedDilutedLaw(math.log1p(-q), 2.0 / sigma, k / (N + 1.0 - k), p, q_inf=out_q, p_inf=out_p)
+    return IndexedDilutedLaw(math.log1p(-q), 2.0 / sigma, k / (N + 1.0 - k), p, q_inf=everyone, q_drop=out_q,
+                             p_drop=out_p)
 
 
 def asgm_count_certificate(N: int, q: float, sigma: float, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
@@ -79,7 +85,7 @@ def asgm_count_certificate(N: int, q: float, sigma: float, *, rounds: int, rel_t
     law = asgm_count_law(N, q, sigma, certificate_tail(T))
     meta = {"mechanism": "asgm", "bound": "certified", "certificate": "count revealed (|B|, S_B + G)", "N": N,
             "q": q, "sigma": sigma, "rounds": T, "pair": [N, N + 1], "sizes_kept": int(law.r.size),
-            "infinite_mass_per_round": law.q_inf}
+            "infinite_mass_per_round": law.q_inf, "left_out_per_round": [law.q_drop, law.p_drop]}
     return PLDComposition(RoundLaw([(1.0, (law,))]), T, side="guarantee", rel_tol=rel_tol,
                           label=f"ASGM certified through (|B|, S_B + G), {T} round{'s' if T > 1 else ''} (PLD)",
                           meta=meta, **pld_options)
@@ -92,7 +98,8 @@ def count_law(N: int, q: float, tail: float = 1e-16) -> DiscreteLaw:
     outcomes only one side produces (infinite losses on the upper end).
     """
     k, p, pq, out_q, out_p = binomial_pair(N, q, tail)
-    return DiscreteLaw(pq, p, q_inf=out_q, p_inf=out_p)
+    # m = N + 1 (only on D'): an atom with p = 0 (infinite loss) when kept, else left out with the tail
+    return DiscreteLaw(pq, p, q_drop=out_q, p_drop=out_p)
 
 
 def dpsur_round_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> RoundLaw:
@@ -106,7 +113,7 @@ def dpsur_round_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> Roun
     e = math.exp(N * math.log1p(-q)) if q < 1 else 0.0
     parts = [(1.0 - e, (DilutedLaw(ShiftLaw(1.0 / sigma), q),))]
     if e > 0:
-        parts.append((e, (DiscreteLaw([1.0 - q], [1.0], q_inf=q),)))
+        parts.append((e, (DiscreteLaw([1.0 - q, q], [1.0, 0.0]),)))  # the target alone: only D' (infinite)
     return RoundLaw(parts, common=(count_law(N, q, tail),))
 
 

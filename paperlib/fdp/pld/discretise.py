@@ -14,8 +14,9 @@ For a grid ``step`` (losses ``j * step``) and one direction (``QP``: the loss ``
   ``v_j`` by moving a small fraction of a neighbour, so the first moment of the loss is kept and no
   bias accumulates over ``T`` rounds. Cells no neighbour can balance are merged into their heavier
   neighbour, the rest are covered by a shift ``c`` of the composed losses (:func:`_choose_shift`).
-  Mass below the grid is dropped, mass above it (infinite losses included) is put on the last point:
-  lowering a loss lowers ``delta(eps) = E_U[(1 - e^{eps - L})_+]`` for every composition.
+  Mass below the grid is dropped, finite losses above it are put on the last point (lowering a loss
+  lowers ``delta(eps) = E_U[(1 - e^{eps - L})_+]`` for every composition), truly infinite losses stay
+  at ``+inf`` and mass a law left out is dropped.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class _Disc:
     step_: float
     total: float = 1.0  # total U-measure of the law (infinite losses included)
     inf_law: float = 0.0  # U's infinite mass in the law itself (not the grid's tails)
+    inf_exact: float = 0.0  # the part of it that truly has infinite loss (kept at +inf on the lower end)
     _garbling: "_Garbling | None" = None
 
     @property
@@ -202,7 +204,8 @@ class _Values:
     p_gt: np.ndarray
     i_lo: int  # grid range of the Q||P direction: [i_lo, i_hi]
     i_hi: int
-    inf: tuple = (0.0, 0.0)  # (Q[L = +inf], P[L = -inf])
+    inf: tuple = (0.0, 0.0)  # (Q[L = +inf], P[L = -inf]) on the upper end
+    exact: tuple = (0.0, 0.0)  # their truly infinite part
     totals: tuple = (1.0, 1.0)  # total masses (Q, P)
 
 
@@ -220,7 +223,8 @@ def _law_values(law: _Law, step: float, tail: float, max_cells: int) -> _Values:
     t0, t1 = 2 * i_lo - 1, 2 * i_hi + 1
     v = np.arange(t0, t1 + 1) * (step / 2.0)
     q_le, q_gt, p_le, p_gt = law.log4(v)
-    return _Values(t0, q_le, q_gt, p_le, p_gt, i_lo, i_hi, law.inf_masses(), law.totals())
+    return _Values(t0, q_le, q_gt, p_le, p_gt, i_lo, i_hi, inf=law.inf_masses(), totals=law.totals(),
+                   exact=law.exact_inf())
 
 
 def _batch_values(laws: list, step: float, tail: float, max_cells: int) -> dict:
@@ -244,15 +248,16 @@ def _directed(vals: _Values, direction: str):
     half-grid points ``h`` of a direction (Q||P: ``L`` under Q; P||Q: ``-L`` under P, read off the
     same values at ``-h``: ``P[-L <= h] = P[L > -h]``; for an atom exactly at ``-h`` this moves it
     to the neighbouring cell, where it sits at that cell's end: both ends stay valid), and ``U``'s
-    infinite mass and total."""
+    infinite masses (upper end, exact) and total."""
     if direction == "QP":
-        return vals.i_lo, vals.i_hi, (vals.q_le, vals.q_gt, vals.p_le, vals.p_gt), vals.inf[0], vals.totals[0]
+        return (vals.i_lo, vals.i_hi, (vals.q_le, vals.q_gt, vals.p_le, vals.p_gt), vals.inf[0], vals.totals[0],
+                vals.exact[0])
     return (-vals.i_hi, -vals.i_lo, (vals.p_gt[::-1], vals.p_le[::-1], vals.q_gt[::-1], vals.q_le[::-1]),
-            vals.inf[1], vals.totals[1])
+            vals.inf[1], vals.totals[1], vals.exact[1])
 
 
 def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
-    i_lo, i_hi, (lFU, lSU, lFL, lSL), u_inf, total = _directed(vals, direction)
+    i_lo, i_hi, (lFU, lSU, lFL, lSL), u_inf, total, u_exact = _directed(vals, direction)
     K = i_hi - i_lo
     # half-grid points h_t = (i_lo - 1/2 + t/2) step, t = 0 .. 2K + 2
     uh = _cell_masses(lFU, lSU)  # half-cells (h_t, h_{t+1}], t = 0 .. 2K+1
@@ -275,9 +280,9 @@ def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
     # ---- lower end: centred cells (v_j - step/2, v_j + step/2] = half-cells 2j, 2j+1
     mass = uh[0:2 * K + 2:2] + uh[1:2 * K + 2:2]
     lmass = lh[0:2 * K + 2:2] + lh[1:2 * K + 2:2]
-    top = float(np.exp(lSU[2 * K + 2])) + u_inf  # lowered to the last point (lowering a loss is valid)
+    top = float(np.exp(lSU[2 * K + 2]))  # finite losses beyond the grid: lowered to the last point (valid)
     info = {"below": below, "above": up_inf, "dropped_below": float(np.exp(lFU[0])), "cells": K + 1}
-    return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step, total, u_inf)
+    return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step, total, u_inf, u_exact)
 
 
 class _TooLarge(Exception):

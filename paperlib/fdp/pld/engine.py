@@ -205,7 +205,7 @@ class _Engine:
         parts = self.law.parts
         single = [(w, f[0] if f else None) for w, f in parts if len(f) <= 1]
         multi = [(w, f) for w, f in parts if len(f) > 1]
-        entries, items, joint, tops = [], [], None, []
+        entries, items, joint, tops, low_inf = [], [], None, [], 0.0
         if single:
             lo_i = min(discs[f.key()].i0 if f is not None else 0 for _, f in single)
             hi_i = max(discs[f.key()].i0 + discs[f.key()].mass.size if f is not None else 1 for _, f in single)
@@ -219,6 +219,7 @@ class _Engine:
                 jm[d.i0 - lo_i:d.i0 - lo_i + d.mass.size] += w * d.mass
                 jl[d.i0 - lo_i:d.i0 - lo_i + d.mass.size] += w * d.lmass
                 tops.append((d.i0 + d.mass.size - 1, w * d.top))
+                low_inf += w * d.inf_exact
             joint = _garble(lo_i, jm, jl, 0.0, step)
             entries.append(joint.shift_entries())
         for w, factors in multi:
@@ -232,13 +233,17 @@ class _Engine:
             items.append((j0, arr, 1.0))
             items.extend((i, np.array([m]), 1.0) for i, m in tops if m > 0)
         for w, factors in multi:
-            i_lw, a_lw = 0, np.array([1.0])
+            i_lw, a_lw, total, finite = 0, np.array([1.0]), 1.0, 1.0
             for f in factors:
-                j0, arr = discs[f.key()].garbling.lower(c)
+                d = discs[f.key()]
+                j0, arr = d.garbling.lower(c)
                 a_lw = _conv(a_lw, arr)
                 i_lw += j0
+                total *= d.total
+                finite *= d.total - d.inf_exact
             items.append((i_lw, a_lw, w))
-        return items, c, factor_count
+            low_inf += w * (total - finite)
+        return items, c, factor_count, low_inf
 
     def _upper_items(self, discs: dict):
         """Upper-end items of one round, the mass at +inf (dropped mixture mass, beyond-grid tails) and the part
@@ -266,7 +271,7 @@ class _Engine:
         pld_pmf, common = require_dp_accounting()
         T = self.rounds
         discs = self._discs(direction, step, values)
-        items_low, c, factor_count = self._lower_items(discs, step)
+        items_low, c, factor_count, low_inf = self._lower_items(discs, step)
         items_up, inf_up, inherent = self._upper_items(discs)
         i_u, p_u = _assemble(items_up)
         i_l, p_l = _assemble(items_low)
@@ -274,7 +279,7 @@ class _Engine:
         if length > self.max_length:
             raise _TooLarge(length)
         pu = pld_pmf.DensePLDPmf(step, i_u, p_u, min(inf_up, 1.0), True)
-        pl = pld_pmf.DensePLDPmf(step, i_l, p_l, 0.0, False)
+        pl = pld_pmf.DensePLDPmf(step, i_l, p_l, min(low_inf, 1.0), False)
         if T > 1:
             with np.errstate(all="ignore"):
                 pu = pu.self_compose(T, tail_mass_truncation=TRUNCATION)
@@ -308,7 +313,7 @@ class _Engine:
         cu = pld_pmf.DensePLDPmf(step, d.i0, d.up, d.up_inf, True)
         j0, arr = d.garbling.lower(c_r)
         nz = np.flatnonzero(arr > 0)
-        cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], 0.0, False)
+        cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], d.inf_exact, False)
         slack = 0.0
         if not exact and T > 1:
             with np.errstate(all="ignore"):

@@ -3,7 +3,9 @@
 A *law* is a pair ``(P, Q)`` of (sub-)probability measures given by the law of its privacy loss
 ``L = log dQ/dP`` under ``Q`` and under ``P``: :meth:`_Law.log4` gives the logs of
 ``Q[L <= v], Q[L > v], P[L <= v], P[L > v]`` (finite losses only), :meth:`_Law.inf_masses` the
-masses of the outcomes that only one side produces (``Q`` at ``L = +inf``, ``P`` at ``L = -inf``),
+masses put at infinite loss on the upper end (``Q`` at ``L = +inf``, ``P`` at ``L = -inf``): outcomes
+only one side produces (:meth:`_Law.exact_inf`, kept there on the lower end too) and mass left out
+(at infinite loss on the upper end, dropped on the lower end),
 :meth:`_Law.span` a range of ``L`` holding all but about ``tail`` of both measures.
 
 * :class:`ShiftLaw` ``G_mu``; :class:`DilutedLaw` ``(P, (1-w)P + wQ)`` of a base law (the subsampled
@@ -100,7 +102,11 @@ class _Law:
         return (type(self).__name__,) + tuple(self.__dict__.values())
 
     def inf_masses(self) -> tuple[float, float]:
-        """``(Q[L = +inf], P[L = -inf])``: mass of the outcomes only one side produces (none here)."""
+        """``(Q[L = +inf], P[L = -inf])`` on the upper end: outcomes only one side produces and mass left out."""
+        return 0.0, 0.0
+
+    def exact_inf(self) -> tuple[float, float]:
+        """The part of :meth:`inf_masses` that truly has infinite loss (outcomes only one side produces)."""
         return 0.0, 0.0
 
     def totals(self) -> tuple[float, float]:
@@ -277,13 +283,14 @@ class IndexedDilutedLaw(_Law):
     ``(|B|, S_B + G)`` (THEORY.md §11.2: ``e^{c0} p_m = pi'_m (1 - gamma_m)``,
     ``e^{c0} p_m r_m = pi'_m gamma_m``); with one index it is ``DilutedLaw(ShiftLaw(mu), q)``.
 
-    ``r_m = 0`` puts an atom at ``L = c0``. ``q_inf``, ``p_inf``: masses at ``L = +inf`` (``Q``)
-    and ``L = -inf`` (``P``), e.g. indices left out. Because ``L`` increases with
+    ``r_m = 0`` puts an atom at ``L = c0``. ``q_inf``: ``Q``'s mass at ``L = +inf`` (an index only ``Q``
+    has); ``q_drop``, ``p_drop``: masses of indices left out (infinite loss on the upper end, dropped on
+    the lower end). Because ``L`` increases with
     ``s = mu y + log r_m``, every tail is a sum over ``m`` of normal distribution functions
     (computed in linear space with ``ndtr`` of both signs: relative accuracy in both tails).
     """
 
-    def __init__(self, c0: float, mu: float, r, p, q_inf: float = 0.0, p_inf: float = 0.0):
+    def __init__(self, c0: float, mu: float, r, p, q_inf: float = 0.0, q_drop: float = 0.0, p_drop: float = 0.0):
         if not math.isfinite(c0):
             raise ValueError(f"c0 must be finite, got {c0!r}")
         self.c0 = float(c0)
@@ -299,18 +306,22 @@ class IndexedDilutedLaw(_Law):
         self.r, self.p = r[live], p[live]
         with np.errstate(divide="ignore"):
             self.b = np.log(self.r) - 0.5 * self.mu**2  # L <= v  <=>  mu y <= s(v) - b_m
-        self.q_inf, self.p_inf = float(q_inf), float(p_inf)
+        self.q_inf, self.q_drop, self.p_drop = float(q_inf), float(q_drop), float(p_drop)
         self.ec0 = math.exp(self.c0)
 
     def key(self):
-        return ("IndexedDilutedLaw", self.c0, self.mu, self.atom_p, self.q_inf, self.p_inf) + _array_key(self.r, self.p)
+        return (("IndexedDilutedLaw", self.c0, self.mu, self.atom_p, self.q_inf, self.q_drop, self.p_drop)
+                + _array_key(self.r, self.p))
 
     def inf_masses(self):
-        return self.q_inf, self.p_inf
+        return self.q_inf + self.q_drop, self.p_drop
+
+    def exact_inf(self):
+        return self.q_inf, 0.0
 
     def totals(self):
         p_tot = float(np.sum(self.p)) + self.atom_p
-        return self.ec0 * (p_tot + float(np.sum(self.p * self.r))) + self.q_inf, p_tot + self.p_inf
+        return self.ec0 * (p_tot + float(np.sum(self.p * self.r))) + self.q_inf + self.q_drop, p_tot + self.p_drop
 
     def _s(self, v: np.ndarray) -> np.ndarray:
         """``s(v) = log(e^{v - c0} - 1)`` (``-inf`` for ``v <= c0``): ``L <= v`` exactly when ``s <= s(v)``."""
@@ -355,22 +366,24 @@ class DiscreteLaw(_Law):
     """A pair of discrete (sub-)measures given atom by atom: ``Q`` masses ``q_i``, ``P`` masses ``p_i``.
 
     The loss of atom ``i`` is ``log(q_i / p_i)``; atoms with ``p_i = 0 < q_i`` are at ``L = +inf``,
-    those with ``q_i = 0 < p_i`` at ``L = -inf`` (added to ``q_inf`` / ``p_inf``). The masses may sum
-    to less than 1 (outcomes left out). Tails are prefix and suffix sums over the atoms sorted by loss
+    those with ``q_i = 0 < p_i`` at ``L = -inf`` (exactly: kept there on both ends). ``q_drop``, ``p_drop``:
+    masses of outcomes left out (infinite loss on the upper end, dropped on the lower end). The masses may
+    sum to less than 1. Tails are prefix and suffix sums over the atoms sorted by loss
     (each computed from its own end). Use: the cells of a binned statistic (an attack whose cell
     probabilities are computed exactly), the count of an independent Poisson draw, a degenerate
     outcome such as DPSUR's "no step".
     """
 
-    def __init__(self, q, p, q_inf: float = 0.0, p_inf: float = 0.0):
+    def __init__(self, q, p, q_drop: float = 0.0, p_drop: float = 0.0):
         q, p = np.asarray(q, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
         if q.shape != p.shape:
             raise ValueError("q and p must have the same shape")
         if not (np.all(np.isfinite(q)) and np.all(q >= 0) and np.all(np.isfinite(p)) and np.all(p >= 0)):
             raise ValueError("q and p must be finite and >= 0")
         both = (q > 0) & (p > 0)
-        self.q_inf = float(q_inf) + float(np.sum(q[(q > 0) & (p == 0)]))
-        self.p_inf = float(p_inf) + float(np.sum(p[(p > 0) & (q == 0)]))
+        self.q_inf = float(np.sum(q[(q > 0) & (p == 0)]))
+        self.p_inf = float(np.sum(p[(p > 0) & (q == 0)]))
+        self.q_drop, self.p_drop = float(q_drop), float(p_drop)
         loss = np.log(q[both]) - np.log(p[both])
         order = np.argsort(loss, kind="stable")
         self.loss, self.q, self.p = loss[order], q[both][order], p[both][order]
@@ -381,13 +394,17 @@ class DiscreteLaw(_Law):
         self._p_suf = np.concatenate([np.cumsum(self.p[::-1])[::-1], zero])
 
     def key(self):
-        return ("DiscreteLaw", self.q_inf, self.p_inf) + _array_key(self.q, self.p)
+        return ("DiscreteLaw", self.q_inf, self.p_inf, self.q_drop, self.p_drop) + _array_key(self.q, self.p)
 
     def inf_masses(self):
+        return self.q_inf + self.q_drop, self.p_inf + self.p_drop
+
+    def exact_inf(self):
         return self.q_inf, self.p_inf
 
     def totals(self):
-        return float(self._q_pre[-1]) + self.q_inf, float(self._p_pre[-1]) + self.p_inf
+        q_tot, p_tot = self.inf_masses()
+        return float(self._q_pre[-1]) + q_tot, float(self._p_pre[-1]) + p_tot
 
     def log4(self, v):
         v = np.asarray(v, dtype=float)
