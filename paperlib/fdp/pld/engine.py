@@ -85,7 +85,14 @@ class _Pmf:
         return np.clip(out, 0.0, 1.0).reshape(e.shape)
 
     def epsilon(self, delta: float) -> float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when the +inf mass exceeds it."""
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when the +inf mass exceeds it.
+
+        ``get_epsilon_for_delta`` walks down from the largest loss; when the answer is 0 it would reach losses
+        below -709 and overflow ``exp(-loss)``, so ``delta(0) <= delta`` is answered first."""
+        if self.inf > delta:
+            return math.inf
+        if self.pmf.get_delta_for_epsilon(0.0) <= delta:
+            return 0.0
         return max(float(self.pmf.get_epsilon_for_delta(float(delta))), 0.0)
 
     def chain(self, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
