@@ -285,14 +285,18 @@ def aligned_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_t
     :class:`~paperlib.fdp.pld.PLDComposition` on its bound side (``epsilon`` = the lower end).
     """
     N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
-    law, info = aligned_attack_law(N, q, sigma, n)
-    curve = PLDComposition(law, T, side="bound", rel_tol=rel_tol, label=f"ASGM aligned attack, {T} rounds",
-                           meta=dict(info), **pld_options)
-    return Attack(name="aligned gradients, count read off the norm",
-                  datasets=f"D: {N} records, D': the same plus a target",
-                  gradients="every record of D: C u; the target: -C u (u a fixed unit vector)",
-                  test=("likelihood-ratio test of (J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) and "
-                        f"zeta = -(<X,u> - C) J/(sigma C) in bins of width {ZETA_BIN:g}"),
+    return _composed(aligned_attack_law(N, q, sigma, n), N, T, rel_tol, pld_options,
+                     label=f"ASGM aligned attack, {T} rounds", name="aligned gradients, count read off the norm",
+                     gradients="every record of D: C u; the target: -C u (u a fixed unit vector)",
+                     test=("likelihood-ratio test of (J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) and "
+                           f"zeta = -(<X,u> - C) J/(sigma C) in bins of width {ZETA_BIN:g}"))
+
+
+def _composed(law_info, N, T, rel_tol, pld_options, *, label, name, gradients, test) -> Attack:
+    """A binned attack's round law composed over ``T`` rounds (the bound side: ``epsilon`` is the lower end)."""
+    law, info = law_info
+    curve = PLDComposition(law, T, side="bound", rel_tol=rel_tol, label=label, meta=dict(info), **pld_options)
+    return Attack(name=name, datasets=f"D: {N} records, D': the same plus a target", gradients=gradients, test=test,
                   method="exact cell probabilities (normal, chi-square), PLD lower end", curve=curve, meta=info)
 
 
@@ -337,15 +341,11 @@ def dpsur_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol
                  **pld_options) -> Attack:
     """The attack on DPSUR's own rule (module docstring), composed over ``rounds``."""
     N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
-    law, info = dpsur_attack_law(N, q, sigma, n)
-    curve = PLDComposition(law, T, side="bound", rel_tol=rel_tol, label=f"DPSUR attack, {T} rounds",
-                           meta=dict(info), **pld_options)
-    return Attack(name="target alone, divisor read off the norm",
-                  datasets=f"D: {N} records, D': the same plus a target",
-                  gradients="every record of D: 0; the target: C u",
-                  test=("likelihood-ratio test of (no step | J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) "
-                        f"and zeta = <X,u> J/(sigma C) in bins of width {ZETA_BIN:g}"),
-                  method="exact cell probabilities (normal, chi-square), PLD lower end", curve=curve, meta=info)
+    return _composed(dpsur_attack_law(N, q, sigma, n), N, T, rel_tol, pld_options,
+                     label=f"DPSUR attack, {T} rounds", name="target alone, divisor read off the norm",
+                     gradients="every record of D: 0; the target: C u",
+                     test=("likelihood-ratio test of (no step | J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) "
+                           f"and zeta = <X,u> J/(sigma C) in bins of width {ZETA_BIN:g}"))
 
 
 def _checked(N, q, sigma, n, rounds):

@@ -177,8 +177,8 @@ def certified_interval(mechanism: Mechanism | str, N: int, q: float, sigma: floa
         if k in cert.meta:
             out[k] = cert.meta[k]
     out["statement"] = (f"{mech.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
-                        f"of sizes {N} and {N + 1} (certificate: {name}); the attack \"{forced['forced_attack']['name']}\" "
-                        f"forces epsilon >= {_fmt(f_lo)} at this delta.")
+                        f"of sizes {N} and {N + 1} (certificate: {name}); the attack "
+                        f"\"{forced['forced_attack']['name']}\" forces epsilon >= {_fmt(f_lo)} at this delta.")
     return out
 
 
