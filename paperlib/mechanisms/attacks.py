@@ -45,16 +45,26 @@ from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.validation import check_int, check_positive, check_rate
 
 __all__ = ["Attack", "BinnedCells", "scale_attack", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
-           "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "ZETA_BIN", "LATENT_TAIL"]
+           "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]
 
 #: Width of the bins of ``zeta`` (in units of the noise): binning loses about ``w^2/12`` of the
 #: information of a Gaussian shift test (Sheppard), negligible at 0.02.
 ZETA_BIN = 0.02
-#: Binomial tail mass (per side) of the sizes ``m`` the attack's cells are computed on; the rest is a
-#: hidden event left out (its cost on the lower end: ``e^eps T eta``).
-LATENT_TAIL = 1e-40
-#: ``P(J = j | m)`` below this (relative to 1) is left out of a cell (counted in the hidden defect).
-J_TAIL = 1e-40
+#: Default mass of the hidden events left out per round (binomial tails of the sizes ``m``, counts ``J`` far
+#: from the divisor). Its cost on the lower end is ``e^eps T eta``, so it must stay far below
+#: ``delta e^{-eps} / T`` (at eps = 73, T = 11,250 even 1e-40 costs more than delta = 1e-5);
+#: :func:`hidden_tail` chooses it from an estimate of eps.
+LATENT_TAIL = 1e-120
+
+
+def hidden_tail(delta: float, rounds: int, eps_hint: float | None) -> float:
+    """The hidden mass per round that costs at most ``1e-4 delta`` at ``eps <= eps_hint + 1`` (the attack's
+    epsilon never exceeds the certificate's, a good hint): ``1e-4 delta e^{-(eps_hint + 1)} / T`` within
+    ``[1e-300, 1e-30]``; :data:`LATENT_TAIL` without a hint."""
+    if eps_hint is None or not math.isfinite(eps_hint):
+        return LATENT_TAIL
+    tail = 1e-4 * delta * math.exp(-min(eps_hint + 1.0, 680.0)) / rounds
+    return min(max(tail, 1e-300), 1e-30)
 
 
 @dataclass
@@ -140,15 +150,16 @@ def count_estimate_logprobs(d: float, j: np.ndarray, n: int) -> np.ndarray:
     return _log_interval(chi2_logcdf(a, m), chi2_logcdf(b, m), chi2_logsf(a, m), chi2_logsf(b, m))
 
 
-def _count_range(d: float, n: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """The counts ``j`` that carry all but about ``J_TAIL`` of ``J``'s law given divisor ``d``, their log
+def _count_range(d: float, n: int, tail: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """The counts ``j`` that carry all but about ``tail`` of ``J``'s law given divisor ``d``, their log
     probabilities, and the mass outside them, ``P(J < j_0) + P(J > j_1)``, from the chi-square tails
     themselves (never as ``1 - sum``)."""
     if n == 1:
         return np.array([1]), np.array([0.0]), 0.0
     m = n - 1
     sd = d / math.sqrt(2.0 * m)  # J ~ d (1 + O(1/sqrt(2m)))
-    width = 3.0 + 13.0 * sd * (1.0 + 40.0 / math.sqrt(m))  # about 13 standard deviations (J_TAIL ~ 1e-40)
+    z = math.sqrt(2.0 * math.log(1.0 / tail))  # standard deviations holding all but about tail
+    width = 3.0 + z * sd * (1.0 + 40.0 / math.sqrt(m))
     j0, j1 = max(1, int(math.floor(d - width))), int(math.ceil(d + width)) + 1
     j = np.arange(j0, j1 + 1)
     lp = count_estimate_logprobs(d, j, m + 1)
@@ -160,16 +171,20 @@ def _count_range(d: float, n: int) -> tuple[np.ndarray, np.ndarray, float]:
     return j, lp, below + above
 
 
-def _normal_bins(edges: np.ndarray, mean: float, sd: float) -> np.ndarray:
+def _normal_bins(edges: np.ndarray, mean, sd) -> np.ndarray:
     """Probabilities of ``(-inf, e_0], (e_0, e_1], ..., (e_K, inf)`` under ``N(mean, sd^2)``, each cell from
-    its smaller tail (relative accuracy in both tails)."""
-    z = (edges - mean) / sd
+    its smaller tail (relative accuracy in both tails). ``mean``, ``sd``: scalars or arrays of shape (r,)
+    (then one row of cells per pair)."""
+    mean, sd = np.atleast_1d(mean).astype(float)[:, None], np.atleast_1d(sd).astype(float)[:, None]
+    z = (edges[None, :] - mean) / sd
+    r = z.shape[0]
     lo = special.ndtr(z)
     hi = special.ndtr(-z)
-    lo_cells = np.diff(np.concatenate([[0.0], lo, [1.0]]))
-    hi_cells = -np.diff(np.concatenate([[1.0], hi, [0.0]]))
-    mid = np.concatenate([z, [np.inf]]) <= 0  # cell's right edge in the lower half
-    return np.maximum(np.where(mid, lo_cells, hi_cells), 0.0)
+    lo_cells = np.diff(np.hstack([np.zeros((r, 1)), lo, np.ones((r, 1))]), axis=1)
+    hi_cells = -np.diff(np.hstack([np.ones((r, 1)), hi, np.zeros((r, 1))]), axis=1)
+    mid = np.hstack([z, np.full((r, 1), np.inf)]) <= 0  # cell's right edge in the lower half
+    out = np.maximum(np.where(mid, lo_cells, hi_cells), 0.0)
+    return out[0] if out.shape[0] == 1 and np.ndim(mean) == 2 and mean.size == 1 else out
 
 
 @dataclass
@@ -203,7 +218,7 @@ class BinnedCells:
         return DiscreteLaw(np.concatenate(qs), np.concatenate(ps))
 
 
-def _binned_cells(latents: list, n: int, edges: np.ndarray, defect: tuple, atoms=()) -> BinnedCells:
+def _binned_cells(latents: list, n: int, edges: np.ndarray, defect: tuple, tail: float, atoms=()) -> BinnedCells:
     """The discrete pair of ``(J, zeta binned)`` (plus extra outcome atoms ``(q, p)``) over the hidden values.
 
     Cells ``(j, bin)``: ``P = sum_d P(J = j | d) sum_comps massD P(bin)``, ``Q`` likewise with the ``D'``
@@ -213,20 +228,23 @@ def _binned_cells(latents: list, n: int, edges: np.ndarray, defect: tuple, atoms
     rows = {}
     eta_q, eta_p = defect
     for lat in latents:
-        j, lp, left = _count_range(lat.d, n)
+        j, lp, left = _count_range(lat.d, n, tail)
         eta_p += left * sum(c[1] for c in lat.comps)
         eta_q += left * sum(c[2] for c in lat.comps)
         keep = np.isfinite(lp)
-        for jj, l in zip(j[keep], lp[keep]):
+        j, pj = j[keep], np.exp(lp[keep])
+        ratio = j / lat.d
+        add_q, add_p = np.zeros((j.size, edges.size + 1)), np.zeros((j.size, edges.size + 1))
+        for shift, m_p, m_q in lat.comps:  # one matrix of cells per component: rows j, columns bins
+            cells = _normal_bins(edges, shift * ratio, ratio).reshape(j.size, -1)
+            if m_p > 0:
+                add_p += (m_p * pj)[:, None] * cells
+            if m_q > 0:
+                add_q += (m_q * pj)[:, None] * cells
+        for i, jj in enumerate(j):
             row = rows.setdefault(int(jj), [np.zeros(edges.size + 1), np.zeros(edges.size + 1)])
-            pj = math.exp(l)
-            ratio = jj / lat.d
-            for shift, m_p, m_q in lat.comps:
-                cells = _normal_bins(edges, shift * ratio, ratio)
-                if m_p > 0:
-                    row[1] += (m_p * pj) * cells
-                if m_q > 0:
-                    row[0] += (m_q * pj) * cells
+            row[0] += add_q[i]
+            row[1] += add_p[i]
     return BinnedCells(edges, rows, list(atoms), (eta_q, eta_p))
 
 
@@ -242,14 +260,14 @@ def _edges(max_shift: float, width: float = ZETA_BIN, z: float = 12.0) -> np.nda
     return lo + width * np.arange(k + 1)
 
 
-def _sizes(N: int, q: float):
-    """Sizes ``m`` kept (the union of the binomial supports of ``D`` and ``D'`` at :data:`LATENT_TAIL`) with
+def _sizes(N: int, q: float, tail: float):
+    """Sizes ``m`` kept (the union of the binomial supports of ``D`` and ``D'`` at ``tail``) with
     ``Bin(m; N, q)``, ``Bin(m; N + 1, q)``, and the masses left out on each side."""
-    return binomial_pair(N, q, LATENT_TAIL)
+    return binomial_pair(N, q, tail)
 
 
 # =============================================================================== ASGM
-def aligned_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
+def aligned_attack_cells(N: int, q: float, sigma: float, n: int, tail: float = LATENT_TAIL) -> BinnedCells:
     """One round of the aligned attack on ASGM (module docstring): the cells of its statistic.
 
     Hidden value ``m = |B|``: ``Bin(N, q)`` on ``D``, ``Bin(N + 1, q)`` on ``D'``, the target in the batch
@@ -257,7 +275,7 @@ def aligned_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
     and without the target, ``N(2/sigma ., .)`` with it. ``m = 0`` divides by 1 (``X = G``: ``zeta ~
     N(J/sigma, J^2)`` on both sides). ``m = N + 1`` (only on ``D'``, everyone sampled): shift ``2/sigma``.
     """
-    k, p, pq, out_q, out_p = _sizes(N, q)
+    k, p, pq, out_q, out_p = _sizes(N, q, tail)
     mu = 2.0 / sigma
     latents = []
     for m, pm, pqm in zip(k, p, pq):
@@ -266,26 +284,26 @@ def aligned_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
             continue
         g = m / (N + 1.0)
         latents.append(_Latent(float(m), [(0.0, float(pm), float(pqm) * (1 - g)), (mu, 0.0, float(pqm) * g)]))
-    return _binned_cells(latents, n, _edges(mu), (out_q, out_p))
+    return _binned_cells(latents, n, _edges(mu), (out_q, out_p), tail)
 
 
-def aligned_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
+def aligned_attack_law(N: int, q: float, sigma: float, n: int, tail: float = LATENT_TAIL) -> tuple[RoundLaw, dict]:
     """:func:`aligned_attack_cells` as a :class:`~paperlib.fdp.pld.RoundLaw` (with its hidden defect)."""
-    k = _sizes(N, q)[0]
-    law, info = _round_law(aligned_attack_cells(N, q, sigma, n))
+    k = _sizes(N, q, tail)[0]
+    law, info = _round_law(aligned_attack_cells(N, q, sigma, n, tail))
     info.update(sizes=[int(k[0]), int(k[-1])])
     return law, info
 
 
 def aligned_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                   **pld_options) -> Attack:
+                   tail: float = LATENT_TAIL, **pld_options) -> Attack:
     """The aligned attack on ASGM (others ``C u``, target ``-C u``; module docstring), composed over ``rounds``.
 
     ``N >= 1``, ``q`` in (0, 1), ``sigma > 0``, ``n >= 1``. Returns an :class:`Attack` whose curve is a
     :class:`~paperlib.fdp.pld.PLDComposition` on its bound side (``epsilon`` = the lower end).
     """
     N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
-    return _composed(aligned_attack_law(N, q, sigma, n), N, T, rel_tol, pld_options,
+    return _composed(aligned_attack_law(N, q, sigma, n, tail), N, T, rel_tol, pld_options,
                      label=f"ASGM aligned attack, {T} rounds", name="aligned gradients, count read off the norm",
                      gradients="every record of D: C u; the target: -C u (u a fixed unit vector)",
                      test=("likelihood-ratio test of (J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) and "
@@ -301,7 +319,7 @@ def _composed(law_info, N, T, rel_tol, pld_options, *, label, name, gradients, t
 
 
 # =============================================================================== DPSUR
-def dpsur_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
+def dpsur_attack_cells(N: int, q: float, sigma: float, n: int, tail: float = LATENT_TAIL) -> BinnedCells:
     """One round of the attack on DPSUR's own rule (others 0, target ``C u``): the cells of its statistic.
 
     Hidden value ``m = |B'|`` (the separate draw, independent of the batch ``B``): ``Bin(N, q)`` on ``D``,
@@ -310,7 +328,7 @@ def dpsur_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
     ``1/sigma`` when the target was sampled (probability ``q``, whatever ``m``). ``m = 0`` keeps the
     previous divisor (it depends on the past): left out as a hidden event.
     """
-    k, p, pq, out_q, out_p = _sizes(N, q)
+    k, p, pq, out_q, out_p = _sizes(N, q, tail)
     empty_p = math.exp(N * math.log1p(-q)) if q < 1 else 0.0  # B empty on D
     empty_q = empty_p * (1 - q)
     latents = []
@@ -325,23 +343,23 @@ def dpsur_attack_cells(N: int, q: float, sigma: float, n: int) -> BinnedCells:
         latents.append(_Latent(float(m), [(0.0, float(pm) * (1 - empty_p), float(pqm) * (1 - q) * (1 - empty_p)),
                                           (1.0 / sigma, 0.0, float(pqm) * q)]))
     atoms = [(empty_q * kept_q, empty_p * kept_p)]  # "no step": release 0 (m irrelevant; within the kept m)
-    return _binned_cells(latents, n, _edges(1.0 / sigma), (out_q, out_p), atoms=atoms)
+    return _binned_cells(latents, n, _edges(1.0 / sigma), (out_q, out_p), tail, atoms=atoms)
 
 
-def dpsur_attack_law(N: int, q: float, sigma: float, n: int) -> tuple[RoundLaw, dict]:
+def dpsur_attack_law(N: int, q: float, sigma: float, n: int, tail: float = LATENT_TAIL) -> tuple[RoundLaw, dict]:
     """:func:`dpsur_attack_cells` as a :class:`~paperlib.fdp.pld.RoundLaw` (with its hidden defect)."""
-    k = _sizes(N, q)[0]
-    law, info = _round_law(dpsur_attack_cells(N, q, sigma, n))
+    k = _sizes(N, q, tail)[0]
+    law, info = _round_law(dpsur_attack_cells(N, q, sigma, n, tail))
     e = math.exp(N * math.log1p(-q)) if q < 1 else 0.0
     info.update(sizes=[int(k[0]), int(k[-1])], empty_batch=[e, e * (1 - q)])
     return law, info
 
 
 def dpsur_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                 **pld_options) -> Attack:
+                 tail: float = LATENT_TAIL, **pld_options) -> Attack:
     """The attack on DPSUR's own rule (module docstring), composed over ``rounds``."""
     N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
-    return _composed(dpsur_attack_law(N, q, sigma, n), N, T, rel_tol, pld_options,
+    return _composed(dpsur_attack_law(N, q, sigma, n, tail), N, T, rel_tol, pld_options,
                      label=f"DPSUR attack, {T} rounds", name="target alone, divisor read off the norm",
                      gradients="every record of D: 0; the target: C u",
                      test=("likelihood-ratio test of (no step | J, zeta) with J = round(sigma C sqrt(n-1)/||X_perp||) "
@@ -354,9 +372,10 @@ def _checked(N, q, sigma, n, rounds):
 
 
 def attack_for(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-               **pld_options) -> Attack | None:
+               tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
     """The attack this module has for ``mechanism`` on the pair ``(N, N + 1)``, or None (SGM and FEASGM with
-    agreeing floors: their worst case is the SGM pair, forced by the SGM composition itself)."""
+    agreeing floors: their worst case is the SGM pair, forced by the SGM composition itself). ``tail``: the
+    hidden mass left out per round (:func:`hidden_tail`)."""
     mech = Mechanism.parse(mechanism, allowed=tuple(Mechanism))
     if mech is Mechanism.EASGM:
         return scale_attack(mech, N, q, n, rounds=rounds)
@@ -364,7 +383,7 @@ def attack_for(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: in
         K, K1 = feasgm_floors(N, q)
         return scale_attack(mech, N, q, n, rounds=rounds) if K != K1 else None
     if mech is Mechanism.ASGM:
-        return aligned_attack(N, q, sigma, n, rounds=rounds, **pld_options)
+        return aligned_attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
     if mech is Mechanism.DPSUR:
-        return dpsur_attack(N, q, sigma, n, rounds=rounds, **pld_options)
+        return dpsur_attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
     return None

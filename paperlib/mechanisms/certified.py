@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
-from paperlib.mechanisms.attacks import attack_for
+from paperlib.mechanisms.attacks import attack_for, hidden_tail
 from paperlib.mechanisms.certificates import asgm_count_certificate, dpsur_certificate
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
@@ -206,7 +206,8 @@ def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n
                   "method": "PLD lower end of the SGM composition"}
         return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": attack["method"],
                 "forced_label": f"SGM worst case, {T} rounds (PLD lower end)", "forced_attack": attack}
-    att = attack_for(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
+    hint = certified.epsilon_bounds(delta)[1] if certified is not None else None  # the attack stays below it
+    att = attack_for(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
     lo, hi = att.epsilon_bounds(delta)
     label = getattr(att.curve, "label", att.name)
     return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,
