@@ -53,6 +53,7 @@ import numpy as np
 from myst_nb import glue
 
 from paperlib.artifact import figures as pf
+from paperlib.artifact import prose
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import show_table
@@ -270,14 +271,10 @@ if spread is not None:
                 wall_time=sum(float(SPREAD_RUNS[s].get("seconds") or 0.0) for s in spread["seeds"]))
     _n_ceiling = sum(abs(e - CEILING) < 1e-9 for e in spread["eps"][OPT])
     glue("nb07_spread_text",
-         f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L ranges from "
-         f"{spread['min'][OPT]:.2f} to {spread['max'][OPT]:.2f} ({_n_ceiling} of the {len(SPREAD_SEEDS)} at the "
-         f"ceiling of {CEILING:.2f}) and the paper's normality distinguisher's from {spread['min'][NORM]:.2f} to "
-         f"{spread['max'][NORM]:.2f} (a spread of {spread['range'][NORM]:.2f}), all far above the SGM claim of "
-         f"{_c:.3f}." if spread["min"][NORM] > _c and spread["min"][OPT] > _c else
-         f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L ranges from "
-         f"{spread['min'][OPT]:.2f} to {spread['max'][OPT]:.2f} and the paper's normality distinguisher's from "
-         f"{spread['min'][NORM]:.2f} to {spread['max'][NORM]:.2f}, against the SGM claim of {_c:.3f}.",
+         f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L {prose.span(spread['eps'][OPT])} "
+         f"({_n_ceiling} of the {len(SPREAD_SEEDS)} at the ceiling of {CEILING:.2f}) and the paper's normality "
+         f"distinguisher's {prose.span(spread['eps'][NORM])}: "
+         f"{prose.against_claim(list(spread['eps'][OPT]) + list(spread['eps'][NORM]), _c)}.",
          display=False)
     glue("nb07_spread_real", ", ".join(f"seed {s}: {r}" for s, r in zip(spread["seeds"], _real)), display=False)
 else:

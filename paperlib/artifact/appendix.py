@@ -69,6 +69,7 @@ USENIX_SECTIONS = (
     (3, "Basic test"),
     (2, "Evaluation workflow"),
     (3, "Major claims"),
+    (3, "Findings beyond or against the paper"),
     (3, "Experiments"),
     (3, "Measured tiers"),
     (2, "Limitations"),
@@ -223,6 +224,7 @@ def _context(results: Path | None, notebooks_dir, env_record, citation_file) -> 
     commit, dirty = pv.git_commit()
     return {
         "verdict": {c.get("id"): c for c in grade.get("claims", [])},
+        "findings": grade.get("findings") or [],
         "runs": {(r.get("name"), r.get("mode")): r for r in runlog.load_runs("notebook")},
         "tiers": {m: _load_json(runlog.runs_dir() / f"tier-{m}.json") for m in MODES},
         "book": _load_json(runlog.runs_dir() / "book.json"),
@@ -239,18 +241,18 @@ def _verdict(ctx: dict, cid: str) -> str:
     """The last grade's verdict of claim *cid* as the grade page shows it: the verdict (and mode),
     then, for any verdict but *reproduced*, its reason (the same record, ``results/grade.json``)."""
     ev = ctx["verdict"].get(cid, {})
-    v = str(ev.get("verdict", "not graded yet"))
+    v = _claims.verdict_label(ev) if ev else "not graded yet"
     if ev.get("mode") and ev.get("mode") != "n/a":
         v += f" ({ev['mode']})"
-    if ev.get("reason") and ev.get("verdict") not in ("reproduced", "not applicable"):
-        v += f": {ev['reason']}"
-    return v
+    if ev:
+        v += ": " + _claims.plain_sentence(ev)
+    return _claims.typeset(v)
 
 
 def _verdict_word(ctx: dict, cid: str) -> str:
     """The last grade's verdict of claim *cid* and its mode, without the reason (table cells)."""
     ev = ctx["verdict"].get(cid, {})
-    v = str(ev.get("verdict", "not graded yet"))
+    v = _claims.verdict_label(ev) if ev else "not graded yet"
     return v + (f" ({ev['mode']})" if ev.get("mode") and ev.get("mode") != "n/a" else "")
 
 
@@ -282,7 +284,8 @@ def _experiment_cost_lines(ctx: dict, e: dict) -> list[str]:
         if r:
             out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, r.get('wall_s'), r.get('bytes_written'))} "
                        f"(measured: {m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} "
-                       f"written, {r.get('device', '?')}, {r.get('finished_utc', '?')})")
+                       f"written, {r.get('device', '?')}, {r.get('finished_utc', '?')}; "
+                       f"{runlog.hardware_text(r.get('hardware'))})")
         else:
             out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)} ({m} not measured on this "
                        "machine)")
@@ -297,7 +300,8 @@ def _tier_table(ctx: dict) -> list[str]:
         if cold:
             disk = sum(cold.get("disk_bytes", {}).values())
             detail = ", ".join(f"{k} {_fmt_b(v)}" for k, v in cold.get("disk_bytes", {}).items() if v > 10**6)
-            row = (f"{_fmt_s(cold.get('wall_s'))} ({cold.get('device')}, {cold.get('finished_utc')})",
+            row = (f"{_fmt_s(cold.get('wall_s'))} ({cold.get('device')}, {cold.get('finished_utc')}; "
+                   f"{runlog.hardware_text(cold.get('hardware'))})",
                    f"{len(cold.get('notebooks_executed', []))} of {cold.get('notebooks_total')}",
                    f"{_fmt_b(disk)} ({detail})")
         else:
@@ -316,10 +320,17 @@ def _env_line(ctx: dict) -> str | None:
             f"{_fmt_b(env.get('bytes'))} on this machine (measured by `make`).")
 
 
-def _hardware_lines() -> list[str]:
-    return ["- `smoke` and `quick`: 2 CPU cores (x86-64) and about 8 GB of memory; no GPU.",
-            "- `full`: one CUDA GPU (it also runs on the CPU, for many hours). Its measured cost on your machine "
-            "appears below once it has run there."]
+def _hardware_lines(ctx: dict | None = None) -> list[str]:
+    out = ["- `smoke` and `quick`: CPU only (2 cores and 8 GB of memory suffice); no GPU.",
+           "- `full`: the synthetic audits use a CUDA GPU where there is one; the real-implementation steps of "
+           "chapters 6, 7 and 11 run on the CPU (in subprocesses of the audited releases), so a GPU shortens "
+           "full mode only in part. Its measured cost appears below once it has run."]
+    for m in MODES:
+        t = _tier_cold(ctx, m) if ctx else None
+        if t:
+            out.append(f"- Measured `{m}` run ({_fmt_s(t.get('wall_s'))}): "
+                       f"{runlog.hardware_text(t.get('hardware'))}.")
+    return out
 
 
 def _software_lines() -> list[str]:
@@ -364,14 +375,13 @@ def _limitations(ctx: dict) -> list[str]:
         if ev is None:
             open_claims.append(f"{c.id} (not graded yet)")
         elif ev.get("verdict") not in ("reproduced", "not applicable"):
-            why = ev.get("reason") or ""
-            open_claims.append(f"{c.id}: {ev.get('verdict')}" + (f" ({_esc(why)})" if why else ""))
+            open_claims.append(f"{c.id}: {ev.get('verdict')}")
     if open_claims:
         L.append("- Claims the last grade does not confirm: " + "; ".join(open_claims) + ".")
-    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced). Reduced trial counts "
-          "alone do not demote a verdict: a point below its claim that the reduced count cannot resolve (its point "
-          "estimate above the claim) is graded *partly reproduced (quick mode cannot resolve ...)*, every other "
-          "violation *not reproduced*. The paper's sizes are `full` mode.",
+    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced). A trial count other "
+          "than the paper's is listed with the claim's substitutions (so the claim is at best *partly reproduced*); "
+          "a point below its claim that the reduced count cannot resolve (its point estimate above the claim) is "
+          "*unresolved*, every other point below its claim a violation. The paper's sizes are `full` mode.",
           "- " + _claims.VERDICT_RULE,
           "- The audits give 95% Clopper-Pearson lower bounds on epsilon from finitely many trials, so a claim "
           "is *reproduced* as a statistical statement at that level, one seed at a time (`SEED=` changes it).",
@@ -448,7 +458,7 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += H("Description & Requirements")
     L += H("Security, privacy, and ethical concerns") + _risk_lines() + [""]
     L += H("How to access") + _access_lines(ctx) + [""]
-    L += H("Hardware dependencies") + _hardware_lines() + [""]
+    L += H("Hardware dependencies") + _hardware_lines(ctx) + [""]
     L += H("Software dependencies") + _software_lines() + [""]
     L += H("Benchmarks") + _data_lines() + [""]
 
@@ -482,7 +492,17 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
                  f"{e['id'] if e else 'none'} |")
     L.append("")
     for c in _claims.CLAIMS:
-        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))}. Claim: {_esc(c.statement)}")
+        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))} Claim: {_esc(c.statement)}")
+        ev = ctx["verdict"].get(c.id) or {}
+        for f in ev.get("fidelity") or []:  # the same substitutions as grade.json and the grade page
+            L.append(f"  - Differs from the paper's setting: {_esc(_claims.typeset(f['reason']))} ({f['verdict']})")
+        if ev.get("expected_full"):
+            L.append(f"  - Expected in full mode: {_esc(_claims.typeset(ev['expected_full']))}")
+    L.append("")
+    fnd = ctx.get("findings") or []
+    L += H("Findings beyond or against the paper")
+    L += ["Kept apart from the verdicts (never graded as the paper's statements):", ""]
+    L += [f"- {_esc(f['claim'])}: {_esc(_claims.typeset(f['text']))}" for f in fnd] or ["- none in the last grade"]
     L.append("")
 
     L += H("Experiments")
@@ -552,7 +572,7 @@ def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "not
     L += H("Security/Privacy Issues and Ethical Concerns") + _risk_lines() + [""]
 
     L += H("Basic Requirements")
-    L += H("Hardware Requirements") + _hardware_lines() + [""]
+    L += H("Hardware Requirements") + _hardware_lines(ctx) + [""]
     L += H("Software Requirements") + _software_lines() + _data_lines() + [""]
     L += H("Estimated Time and Storage Consumption")
     L += ["Measured on this machine (`make all` per mode; `not measured` where a mode has not run here):", ""]

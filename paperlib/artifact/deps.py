@@ -106,8 +106,11 @@ def imported_modules(source: str, current: str | None = None, *, is_package: boo
             else:
                 base = node.module or ""
             found.add(base)
+            lazy = _lazy_exports(base)
             for alias in node.names:
                 found.add(f"{base}.{alias.name}")
+                if alias.name in lazy:
+                    found.add(lazy[alias.name])
     out: set[str] = set()
     for name in found:
         parts = name.split(".")
@@ -118,6 +121,25 @@ def imported_modules(source: str, current: str | None = None, *, is_package: boo
             if module_file(sub) is not None:
                 out.add(sub)
     return out
+
+
+@lru_cache(maxsize=None)
+def _lazy_exports(package: str) -> dict[str, str]:
+    """``{name: module}`` of a package that imports its names on first use (PEP 562).
+
+    Read from a module-level ``_EXPORTS = {"name": "paperlib.x.y", ...}`` literal in its
+    ``__init__.py``; ``from package import name`` then depends on that module, which no
+    ``import`` statement names. Empty for any other module.
+    """
+    f = module_file(package)
+    if f is None or f.name != "__init__.py":
+        return {}
+    for node in ast.parse(f.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets)
+                and isinstance(node.value, ast.Dict)):
+            return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    return {}
 
 
 def _resources_used(source: str) -> list[Path]:

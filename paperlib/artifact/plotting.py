@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 __all__ = ["COLORS", "LINESTYLES", "SERIES_COLORS", "SERIES_MARKERS", "SERIES_LINESTYLES", "FIGURES_ENV",
            "DPI", "MIN_PNG_PX", "MIN_FONT_PT", "BOOK_WIDTH_IN", "BOOK_RC", "apply_style", "figures_dir",
            "new_axes", "savefig", "series_style", "series_kw", "plot_log_series", "offscale_handle",
-           "thousands", "min_display_font_pt"]
+           "thousands", "min_display_font_pt", "layout_problems"]
 
 FIGURES_ENV = "PAPERLIB_FIGURES"
 
@@ -286,6 +286,71 @@ def _raise_small_fonts(fig) -> int:
     return n
 
 
+def layout_problems(fig) -> list[str]:
+    """What a reader of the saved PNG would see wrong, from the drawing's bounding boxes.
+
+    Text clipped by the canvas is not visible to the browser's DOM (it is inside the image), so
+    it is checked here, on the rendered drawing: every visible text (titles, labels, ticks,
+    legend entries) must lie inside the figure; a legend inside an axes must not cover a data
+    point of that axes; two off-scale markers (drawn at an axes' edge, ``clip_on=False``) must
+    not sit on each other; and on a symlog axis a positive value far below the linear
+    threshold is drawn as 0, so none may be plotted there. Returns one line per problem
+    (empty when there is none).
+    """
+    from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
+
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    W, H = fig.bbox.width, fig.bbox.height
+    out = []
+    ticks = set()
+    for ax in fig.axes:  # tick labels of ticks outside the view are not drawn
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                inside = lo - 1e-9 * max(1.0, abs(lo)) <= tick.get_loc() <= hi + 1e-9 * max(1.0, abs(hi))
+                for lab in (tick.label1, tick.label2):
+                    ticks.add((id(lab), inside))
+    hidden = {i for i, inside in ticks if not inside}
+    for t in _texts(fig):
+        if not t.get_visible() or not t.get_text().strip() or id(t) in hidden:
+            continue
+        bb = t.get_window_extent(r)
+        if bb.x0 < -1 or bb.y0 < -1 or bb.x1 > W + 1 or bb.y1 > H + 1:
+            out.append(f"text clipped by the figure's edge: {t.get_text()[:40]!r}")
+    for ax in fig.axes:
+        lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())]
+        leg = ax.get_legend()
+        if isinstance(leg, Legend) and leg.get_visible():
+            lb = leg.get_window_extent(r)
+            if ax.bbox.contains(lb.x0 + 1, lb.y0 + 1) or ax.bbox.contains(lb.x1 - 1, lb.y1 - 1):
+                for ln in lines:
+                    pts = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+                    inside = [p for p in pts if np.all(np.isfinite(p)) and ax.bbox.contains(*p)]
+                    if any(lb.contains(*p) for p in inside):
+                        out.append(f"legend covers data of {ln.get_label()[:40]!r}")
+                        break
+        edge = []
+        for ln in lines:
+            if ln.get_clip_on() or ln.get_marker() in (None, "", "none"):
+                continue
+            pts = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+            edge += [(tuple(p), ln.get_markersize() * fig.dpi / 72.0, ln) for p in pts if np.all(np.isfinite(p))]
+        for i, (p, size, ln) in enumerate(edge):
+            for q, size2, ln2 in edge[i + 1:]:
+                if ln2 is not ln and np.hypot(p[0] - q[0], p[1] - q[1]) < 0.6 * min(size, size2):
+                    out.append(f"off-scale markers on each other: {ln.get_label()[:30]!r} and {ln2.get_label()[:30]!r}")
+        if ax.get_yscale() == "symlog":
+            thresh = ax.yaxis.get_transform().linthresh
+            for ln in lines:
+                y = np.asarray(ln.get_ydata(), dtype=float)
+                if np.any((y > 0) & (y < thresh / 20)):
+                    out.append(f"{ln.get_label()[:40]!r}: a positive value drawn as 0 on a symlog axis "
+                               f"(below {thresh:g}/20)")
+    return out
+
+
 def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | None = None) -> Path:
     """Save *fig* as ``<figures>/<name>.png`` and its vector copy ``<figures>/<name>.pdf``.
 
@@ -300,7 +365,9 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     parameters. *extra* (e.g. commit and wall time, see
     :func:`paperlib.artifact.figures.show_figure`) is stored in the JSON sidecar only; the
     sidecar also records ``png_px`` (width, height), ``dpi``, ``vector`` (the PDF's file
-    name) and ``min_font_pt`` (the smallest displayed font size).
+    name), ``min_font_pt`` (the smallest displayed font size) and ``layout_problems``
+    (:func:`layout_problems`: clipped text, a legend over data, off-scale markers on each
+    other, a value drawn at 0 on a symlog axis; the book's tests require it empty).
 
     Returns
     -------
@@ -337,7 +404,8 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     os.replace(tmp_png, png)
     os.replace(tmp_pdf, pdf)
     px = _png_size(png)
-    info = {"png_px": list(px), "dpi": dpi, "vector": pdf.name, "min_font_pt": round(min_display_font_pt(fig), 2)}
+    info = {"png_px": list(px), "dpi": dpi, "vector": pdf.name, "min_font_pt": round(min_display_font_pt(fig), 2),
+            "layout_problems": layout_problems(fig)}
     write_json_atomic(out / f"{name}.json", {"figure": name, "caption_meta": meta, **info,
                                              **_to_jsonable(dict(extra or {}))})
     return png

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from paperlib.artifact.provenance import git_commit, results_dir, write_json_atomic
 
-__all__ = ["runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
+__all__ = ["hardware", "hardware_text", "runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
            "load_runs", "failed_cell", "main"]
 
 #: Folders whose new files count as a notebook's disk use (relative to the working directory).
@@ -82,9 +82,54 @@ def disk_usage(roots=DISK_ROOTS) -> dict:
     return {str(r): _tree_bytes(Path(r)) for r in roots if Path(r).exists()}
 
 
+def hardware() -> dict:
+    """The machine a time was measured on: ``{"cpu", "cores", "ram_gib", "gpu"}``.
+
+    CPU model and memory from ``/proc`` (Linux; ``platform`` elsewhere), cores usable by this
+    process (``os.sched_getaffinity`` where it exists), GPUs from ``nvidia-smi -L`` ("none" when
+    there is no such command or it lists none). Never imports torch.
+    """
+    import platform
+    import shutil
+    import subprocess
+
+    cpu = platform.processor() or platform.machine() or "unknown"
+    ram = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.lower().startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemTotal:"):
+                ram = round(int(line.split()[1]) / 2**20, 1)
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    gpu = "none"
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+            gpus = [ln.split(":", 1)[1].split("(")[0].strip() for ln in out.splitlines() if ln.startswith("GPU ")]
+            gpu = ", ".join(gpus) or "none"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return {"cpu": cpu, "cores": cores, "ram_gib": ram, "gpu": gpu}
+
+
+def hardware_text(hw: dict | None) -> str:
+    """``"2 cores of Intel(R) Xeon(R) ..., 23.4 GiB RAM, no GPU"`` (``"hardware not recorded"`` for None)."""
+    if not hw:
+        return "hardware not recorded"
+    gpu = hw.get("gpu") or "none"
+    return (f"{hw.get('cores', '?')} cores of {hw.get('cpu', '?')}, {hw.get('ram_gib', '?')} GiB RAM, "
+            + ("no GPU" if gpu == "none" else f"GPU {gpu}"))
+
+
 def _base(mode: str) -> dict:
     commit, dirty = git_commit()
-    return {"mode": mode, "finished_utc": _now(), "git_commit": commit, "git_dirty": dirty}
+    return {"mode": mode, "finished_utc": _now(), "git_commit": commit, "git_dirty": dirty, "hardware": hardware()}
 
 
 def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: float, wall_s: float) -> Path:

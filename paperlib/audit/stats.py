@@ -5,6 +5,8 @@
   ``scipy.stats.binomtest(k, n).proportion_ci(confidence_level, method="exact")``.
 * :func:`eps_lower` — ``eps_L = max{log((1-delta-alpha_r)/beta_r), log((1-delta-beta_r)/alpha_r), 0}``
   with the *upper* Clopper-Pearson limits ``alpha_r``, ``beta_r`` of the FPR and FNR.
+* :func:`eps_interval` — ``(eps_L, eps_hat, eps_U)`` of one audited point: Eq. 3 at the upper
+  limits, at the point estimates and at the lower limits of the two intervals.
 * :func:`delta_lower` — ``delta_L = max{0, 1 - e^eps alpha_r - beta_r, 1 - e^eps beta_r - alpha_r}``.
 
 A pair ``(alpha, beta)`` that some test attains is impossible under
@@ -22,7 +24,7 @@ from scipy import stats
 
 from paperlib.validation import check_delta, check_probability
 
-__all__ = ["clopper_pearson", "cp_upper", "eps_lower", "delta_lower"]
+__all__ = ["clopper_pearson", "cp_upper", "eps_lower", "delta_lower", "eps_interval"]
 
 
 def _check_counts(k, n):
@@ -96,3 +98,44 @@ def delta_lower(alpha_r, beta_r, eps: float):
     ee = np.exp(e)
     out = np.maximum(0.0, np.maximum(1.0 - ee * a - b, 1.0 - ee * b - a))
     return float(out) if out.ndim == 0 else out
+
+
+def eps_interval(record: dict) -> tuple[float, float, float]:
+    """``(eps_L, eps_hat, eps_U)`` of one audited point (THEORY.md section 9, paper Eq. 3).
+
+    *record*: an audit result as a dict with ``eps_lower``, ``fpr``, ``fnr``, ``delta`` (default
+    1e-5) and either ``fpr_ci``/``fnr_ci`` (two-sided Clopper-Pearson intervals) or the counts
+    ``false_positives``/``false_negatives`` with ``trials_D``/``trials_Dprime`` (and
+    ``confidence``, default 0.95). ``eps_L`` is the stored lower bound (Eq. 3 at the upper
+    limits), ``eps_hat`` is Eq. 3 at the point estimates (``inf`` when an error rate is 0) and
+    ``eps_U`` Eq. 3 at the lower limits, at least ``eps_L``: the same formula read at the other
+    end of the confidence box, so ``[eps_L, eps_U]`` is the range of epsilon the box allows.
+
+    Raises
+    ------
+    KeyError
+        If the record lacks ``eps_lower``, ``fpr``, ``fnr`` or both the intervals and the counts.
+    ValueError
+        If a rate is outside [0, 1] or ``delta`` outside (0, 1).
+    """
+    def _rate(key):
+        v = record.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):
+            raise KeyError(f"{key} missing or not a number ({v!r})")
+        return float(v)
+
+    e_l = _rate("eps_lower")
+    delta = float(record.get("delta", 1e-5))
+    lower = []
+    for ci, count, trials in (("fpr_ci", "false_positives", "trials_D"),
+                              ("fnr_ci", "false_negatives", "trials_Dprime")):
+        v = record.get(ci)
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+            lower.append(float(v[0]))
+        elif isinstance(record.get(count), (int, float)) and isinstance(record.get(trials), (int, float)):
+            lower.append(clopper_pearson(int(record[count]), int(record[trials]),
+                                         float(record.get("confidence", 0.95)))[0])
+        else:
+            raise KeyError(f"{ci} (or {count} and {trials}) missing")
+    e_hat = eps_lower(_rate("fpr"), _rate("fnr"), delta)
+    return e_l, e_hat, max(eps_lower(lower[0], lower[1], delta), e_l)

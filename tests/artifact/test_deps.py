@@ -16,9 +16,27 @@ def test_imported_modules_absolute_and_from_forms():
     src = ("import numpy as np\nfrom paperlib.artifact import figures as pf\nfrom paperlib.audit import cp_upper\n"
            "import paperlib.fdp.tradeoff\nfrom paperlib.artifact.provenance import save_result\n")
     got = deps.imported_modules(src)
-    # a name imported from a package that is not a submodule (cp_upper) maps to the package itself
+    # a name a lazy package (PEP 562 _EXPORTS) imports on first use maps to the module defining it
     assert got == {"paperlib", "paperlib.artifact", "paperlib.artifact.figures", "paperlib.audit", "paperlib.fdp",
-                   "paperlib.fdp.tradeoff", "paperlib.artifact.provenance"}
+                   "paperlib.fdp.tradeoff", "paperlib.artifact.provenance", "paperlib.audit.stats"}
+
+
+def test_lazy_package_exports_are_dependencies(tmp_path, monkeypatch):
+    """``from pkg import name`` of a lazy package depends on the module its _EXPORTS names, and
+    a name that is neither exported nor a submodule maps to the package only."""
+    pkg = tmp_path / "paperlib" / "lazy"
+    pkg.mkdir(parents=True)
+    (tmp_path / "paperlib" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text('_EXPORTS = {"f": "paperlib.lazy.impl", "g": 3}\n')
+    (pkg / "impl.py").write_text("def f():\n    pass\n")
+    monkeypatch.setattr(deps, "PACKAGE_DIR", tmp_path / "paperlib")
+    deps._lazy_exports.cache_clear()
+    try:
+        assert deps.imported_modules("from paperlib.lazy import f\n") == {"paperlib", "paperlib.lazy",
+                                                                          "paperlib.lazy.impl"}
+        assert deps.imported_modules("from paperlib.lazy import g\n") == {"paperlib", "paperlib.lazy"}
+    finally:
+        deps._lazy_exports.cache_clear()
 
 
 def test_imported_modules_relative_and_lazy():

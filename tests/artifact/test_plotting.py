@@ -3,6 +3,8 @@
 import json
 
 import matplotlib
+import numpy as np
+import pytest
 
 from paperlib.artifact import plotting
 
@@ -131,3 +133,75 @@ def test_style_axes_on_a_log_axis_does_not_warn():
         pf.style_axes(ax, "t")
     assert ax.get_xlim() == (0.0, 1.0) and ax.get_aspect() == "auto"
     plt.close(fig)
+
+
+def test_layout_problems_catch_each_class():
+    """Each defect class is found on a figure that has it, and none on a clean one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from paperlib.artifact.plotting import layout_problems
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1], [0, 1], label="a")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside the data
+    fig.tight_layout()
+    fig.subplots_adjust(right=0.7)
+    assert layout_problems(fig) == []
+    ax.set_title("a panel title far too long to fit inside this narrow figure, so it is clipped at both ends")
+    assert any("clipped" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot(np.linspace(0, 1, 50), np.linspace(1, 0, 50), "o", label="data")
+    ax.legend(loc="upper left")  # over the first points
+    assert any("legend covers data" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2], [1, 2])
+    ax.plot([2], [1], "v", clip_on=False, label="off 1")
+    ax.plot([2], [1], "v", clip_on=False, label="off 2")
+    assert any("on each other" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2], [0.000925, 5.0], "o", label="claim")
+    ax.set_yscale("symlog", linthresh=0.1)
+    assert any("drawn as 0" in p for p in layout_problems(fig))
+    ax.set_yscale("log")
+    assert not any("drawn as 0" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+
+def test_savefig_records_layout_problems(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("x" * 200)
+    plotting.savefig(fig, "clipped")
+    side = json.loads((tmp_path / "clipped.json").read_text())
+    assert side["layout_problems"] and "clipped" in side["layout_problems"][0]
+    plt.close(fig)
+
+
+@pytest.mark.xfail(strict=True, reason="known open defects of the built figures (issue 21 Build 5/6): clipped "
+                   "panel titles (Figures 2.x, 5.1), legends over curves (1.x, 2.x, 3.x), off-scale markers on each "
+                   "other (4.1, 5.x); remove this marker when layout_problems finds none")
+def test_built_figures_have_no_layout_problems():
+    """Every figure the book build wrote has an empty layout_problems list in its sidecar."""
+    from pathlib import Path
+
+    sides = sorted(Path(plotting.figures_dir()).glob("*.json"))
+    if not sides:
+        pytest.skip("no built figures (run make all or make test-book first)")
+    bad = {p.name: json.loads(p.read_text())["layout_problems"] for p in sides
+           if json.loads(p.read_text()).get("layout_problems")}
+    missing = [p.name for p in sides if "layout_problems" not in json.loads(p.read_text())]
+    assert not bad and not missing, (bad, missing)

@@ -1,0 +1,767 @@
+"""The per-figure checks of the grade: one function per claim of the paper (THEORY.md section 10).
+
+Each ``check_*`` reads the ``results/*.json`` its notebook wrote and returns ``{"mode",
+"parts", "values", "measured", "fidelity", "findings"}``: ``parts`` the statements of the
+paper for that figure, each graded (:func:`paperlib.artifact.grading.stats.part`) with the
+paper's distinguisher and, as this artifact's addition, with the optimal one; ``fidelity`` the
+substitutions of :func:`paperlib.artifact.grading.setting.substitutions` (the results' own
+parameters against the paper's setting); ``findings`` what this artifact found beyond or
+against the paper, kept apart from the verdict on the paper's statements.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paperlib.artifact.grading.setting import SETTINGS, run_of_audit, runs_of_sweep, substitutions
+from paperlib.artifact.grading.stats import (
+    DIST_LABEL,
+    PAPER_DISTINGUISHER,
+    PAPER_TRIALS,
+    NotRun,
+    above_claim,
+    by_dist,
+    ceiling,
+    eps_interval,
+    flat_record,
+    fmt,
+    get,
+    load_result,
+    monotone,
+    num,
+    part,
+    step_against,
+    sweep_points,
+    trials_text,
+)
+
+#: Stored Opacus code-audit table (Table 2). Committed source data, not a result file;
+#: a module attribute so that tests can point it elsewhere.
+TABLE2_PATH: Path = Path(__file__).resolve().parents[2] / "resources" / "opacus_table2.json"
+
+# ---------------------------------------------------------------- tolerances
+#: Fig. 5: "weaker than claimed" needs the claim minus the upper bound to exceed this
+#: multiple of the numerical tolerance ``tol_g`` the bounds were evaluated to.
+FIG5_WEAKER_FACTOR = 10.0
+FIG5_DEFAULT_TOL_G = 1e-5
+#: Fig. 5: ASGM on full MNIST is "close to the claim" when the claim exceeds the upper
+#: bound by at most this much anywhere, and the two FPRs at FNR 0.5 differ by at most
+#: FIG5_CLOSE_FPR.
+FIG5_CLOSE_GAP = 0.02
+FIG5_CLOSE_FPR = 0.05
+#: Fig. 5: the paper's read-out at FNR = 0.5.
+FIG5_FPR_LOW = 0.2
+FIG5_FPR_CLAIM = 0.4
+#: Fig. 7: the FEASGM upper-bound eps must exceed the RDP claim by this factor.
+FIG7_FACTOR = 1.1
+
+FIG2_ASGM_NONMONOTONE_Q = (0.6, 0.7)
+
+
+def check_fig2(rd: Path) -> dict:
+    """Fig. 2 (Section 5.2, n = 100, N in {2, 3, 4, 5}). The paper's statements, each graded
+    with its normality distinguisher and with the optimal one:
+
+    * "regardless of what q is, the audited privacy leakage show[s] a generally decrease
+      trend as the number of data points increases": EASGM eps_L falls monotonically in N
+      for every q (a rise within the Clopper-Pearson intervals tolerated; the count of
+      strictly monotone q is reported); ASGM eps_L at the largest N not above that at the
+      smallest N (same tolerance), for every q;
+    * ASGM "does not always decrease monotonically with N, as shown by the cases q = 0.6 and
+      q = 0.7": a rise of eps_L in N seen at each of these q (unseen but within the intervals:
+      partly reproduced);
+    * ASGM "leakage generally increases with the sampling ratio q": eps_L at the largest q
+      not below that at the smallest q, for every N (same tolerance).
+
+    Every point above its SGM claim is graded with the optimal distinguisher as our addition
+    (the paper's text states only the trends for Fig. 2); with the normality distinguisher it
+    stays info, since the paper does not state it for this figure.
+    """
+    name = "04_fig2_audit.json"
+    data, params, mode = load_result(rd, name)
+    pts = sweep_points(data, name)
+    recs = by_dist(pts, "N")
+    findings = []
+    opt = recs["optimal"]
+    if not opt:
+        raise NotRun(f"{name}: no 'optimal' distinguisher results")
+    parts, values = [], {"points": []}
+    for key, r in sorted(opt.items()):
+        e, c = num(r.get("eps_lower"), "eps_lower"), num(r.get("eps_claimed"), "eps_claimed")
+        pr = recs["paper"].get(key)
+        values["points"].append({"mechanism": key[0], "q": key[1], "N": key[2], "eps_lower": e, "eps_claim": c,
+                                 "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
+    # every point above the SGM claim: graded with the optimal distinguisher (our addition)
+    for dist in ("optimal", "paper"):
+        rs = recs[dist]
+        if not rs:
+            continue
+        st = {k: above_claim(r) for k, r in rs.items()}
+        bad = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "fails"]
+        unres = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "unresolved"]
+        detail = (f"{sum(v == 'holds' for v, _ in st.values())}/{len(st)} above"
+                  + (f"; below: {', '.join(bad)}" if bad else "") + (f"; unresolved: {', '.join(unres)}" if unres else ""))
+        if dist == "optimal":
+            parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad, detail,
+                               partial="quick mode cannot resolve " + ", ".join(unres) if unres else None))
+        else:
+            parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad and not unres,
+                               detail + " (info: the paper's text does not state it for Fig. 2)", graded=False))
+            if bad:
+                findings.append(f"our rebuilt normality distinguisher does not certify leakage above the SGM "
+                                f"claim at {len(bad)} of {len(st)} points ({', '.join(b.split(':')[0] for b in bad)}); "
+                                "the paper states only trends for this figure")
+    ceil = max(ceiling(r) for r in opt.values())
+    values["ceiling"] = ceil
+    values["monotone"] = {}
+    for dist in ("paper", "optimal"):
+        rs = recs[dist]
+        if not rs:
+            parts.append(part(f"EASGM eps_L falls as N grows, every q ({DIST_LABEL[dist]})", None,
+                               "no results of this distinguisher"))
+            continue
+        lab = DIST_LABEL[dist]
+        # EASGM: monotone in N for every q
+        qs = sorted({k[1] for k in rs if k[0] == "easgm"})
+        strict, ok, notes, fails, checked = 0, 0, [], [], 0
+        for q in qs:
+            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "easgm" and k[1] == q)
+            if len(seq) < 2:
+                continue
+            checked += 1
+            m = monotone(seq, -1)
+            strict += m["strict"]
+            ok += m["ok"]
+            if m["against"]:
+                (notes if m["ok"] else fails).append(f"q={q:g}: N " + ", ".join(m["against"]))
+        values["monotone"][f"easgm/{dist}"] = {"q": checked, "strictly_monotone": strict, "within_cp": ok}
+        parts.append(part(f"EASGM eps_L falls as N grows, every q ({lab})", None if checked == 0 else ok == checked,
+                           f"{strict}/{checked} q strictly monotone, {ok}/{checked} monotone within the Clopper-Pearson "
+                           "intervals" + (f"; rises beyond them: {'; '.join(fails)}" if fails else "")
+                           + (f"; rises within them: {'; '.join(notes)}" if notes else "")))
+        # ASGM: generally falls in N (first vs last), for every q
+        qa = sorted({k[1] for k in rs if k[0] == "asgm"})
+        trend_bad, trend_notes, n_tr = [], [], 0
+        for q in qa:
+            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and k[1] == q)
+            if len(seq) < 2:
+                continue
+            n_tr += 1
+            m = monotone([seq[0], seq[-1]], -1)
+            if m["against"]:
+                (trend_notes if m["ok"] else trend_bad).append(f"q={q:g}: N " + m["against"][0])
+        parts.append(part(f"ASGM eps_L generally falls as N grows, every q ({lab})", None if n_tr == 0 else not trend_bad,
+                           f"{n_tr - len(trend_bad) - len(trend_notes)}/{n_tr} q with eps_L(N max) < eps_L(N min)"
+                           + (f"; rises beyond the intervals: {'; '.join(trend_bad)}" if trend_bad else "")
+                           + (f"; rises within them: {'; '.join(trend_notes)}" if trend_notes else "")))
+        # ASGM: not monotone in N at q = 0.6, 0.7
+        seen, unres, absent, gone = [], [], [], []
+        for q in FIG2_ASGM_NONMONOTONE_Q:
+            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and abs(k[1] - q) < 1e-9)
+            if len(seq) < 3:
+                absent.append(f"q={q:g}")
+                continue
+            m = monotone(seq, -1)
+            if m["against"]:
+                seen.append(f"q={q:g}: N " + ", ".join(m["against"]))
+                continue
+            # no rise seen: can the intervals exclude one? (a fall beyond them at every step)
+            iv = [eps_interval(r) for _, r in seq]
+            if all(step_against((a[0], a[2]), (b[0], b[2]), +1) == "beyond" for a, b in zip(iv, iv[1:])):
+                gone.append(f"q={q:g}: falls at every step beyond the intervals")
+            else:
+                unres.append(f"q={q:g}: no rise seen, every step within the Clopper-Pearson intervals")
+        name_nm = f"ASGM not monotone in N at q = 0.6, 0.7 ({lab})"
+        if absent:
+            parts.append(part(name_nm, None, f"no ASGM points with three or more N at {', '.join(absent)}"))
+        else:
+            why = f" ({trials_text(rs)} cannot resolve it)" if unres else ""
+            parts.append(part(name_nm, not gone, "; ".join(seen + unres + gone) + why,
+                               partial=", ".join(unres) + why if unres else None))
+        # ASGM: grows with q (first vs last q), for every N
+        ns = sorted({k[2] for k in rs if k[0] == "asgm"})
+        g_bad, g_notes, n_g = [], [], 0
+        for n in ns:
+            seq = sorted((k[1], r) for k, r in rs.items() if k[0] == "asgm" and k[2] == n)
+            if len(seq) < 2:
+                continue
+            n_g += 1
+            m = monotone([seq[0], seq[-1]], +1)
+            if m["against"]:
+                (g_notes if m["ok"] else g_bad).append(f"N={n}: q " + m["against"][0])
+        parts.append(part(f"ASGM eps_L generally grows with q, every N ({lab})", None if n_g == 0 else not g_bad,
+                           f"{n_g - len(g_bad) - len(g_notes)}/{n_g} N with eps_L(q max) > eps_L(q min)"
+                           + (f"; falls beyond the intervals: {'; '.join(g_bad)}" if g_bad else "")
+                           + (f"; falls within them: {'; '.join(g_notes)}" if g_notes else "")))
+    mono = values["monotone"]
+    measured = (f"optimal eps_L {min(r['eps_lower'] for r in opt.values()):.2f}-"
+                f"{max(r['eps_lower'] for r in opt.values()):.2f} vs claim "
+                f"{min(r['eps_claimed'] for r in opt.values()):.4f}-{max(r['eps_claimed'] for r in opt.values()):.3f}; "
+                + "; ".join(f"EASGM monotone in N ({'paper' if k.endswith('paper') else 'optimal'}): "
+                            f"{v['strictly_monotone']}/{v['q']} q strictly, {v['within_cp']}/{v['q']} within CP"
+                            for k, v in mono.items()) + f"; ceiling {ceil:.2f}")
+    return {"mode": mode, "parts": parts, "values": values, "measured": measured, "findings": findings,
+            "fidelity": substitutions(SETTINGS["C2"], runs_of_sweep(params))}
+
+
+#: Fig. 3: "when n >= 100, the distance from the green curve gets remarkably larger". Below this
+#: n the paper pins nothing down (it lists no n values; the book's are its own choice), so a
+#: point there that the rebuilt distinguisher does not certify is a finding, not a violation.
+FIG3_MARKED_N = 100
+FIG3_PAPER_POINTS = (("asgm", 0.7), ("easgm", 0.05))
+
+
+def check_fig3(rd: Path) -> dict:
+    """Fig. 3 (Section 5.2, N = 4, ASGM q = 0.7 and EASGM q = 0.05, six n). The paper's
+    statements, for both panels, each graded with its normality distinguisher and with the
+    optimal one (our addition):
+
+    * "the red curves get lower as the dimension n increases": eps_L rises with n (a fall
+      within the Clopper-Pearson intervals tolerated);
+    * "all the red curves are under the green curves": eps_L above the SGM claim at every n
+      (a point quick mode's reduced trials cannot resolve makes it partly reproduced, see
+      :func:`above_claim`);
+    * "when n >= 100, the distance from the green curve gets remarkably larger": eps_L above
+      the claim at every n >= 100, and the smallest eps_L at n >= 100 not below the largest
+      at n < 100 (same tolerance).
+
+    Other q values the notebook audits (EASGM q = 0.005) are not in the paper's figure: info.
+    """
+    name = "05_fig3_audit.json"
+    data, params, mode = load_result(rd, name)
+    pts = sweep_points(data, name)
+    recs = by_dist(pts, "n")
+    findings = []
+    opt = recs["optimal"]
+    if not opt:
+        raise NotRun(f"{name}: no 'optimal' distinguisher results")
+    parts, values = [], {"points": []}
+    for (mech, q, n), r in sorted(opt.items()):
+        pr = recs["paper"].get((mech, q, n))
+        values["points"].append({"mechanism": mech, "q": q, "n": n, "eps_lower": num(r.get("eps_lower"), "eps_lower"),
+                                 "eps_claim": num(r.get("eps_claimed"), "eps_claimed"),
+                                 "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
+    summary = []
+    for dist in ("paper", "optimal"):
+        rs, lab = recs[dist], DIST_LABEL[dist]
+        for mech, q in FIG3_PAPER_POINTS:
+            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == mech and abs(k[1] - q) < 1e-9)
+            tag = f"{mech.upper()} q={q:g}"
+            if len(seq) < 2 or not any(n >= 100 for n, _ in seq):
+                parts.append(part(f"{tag}: audited leakage above the claim and rising with n ({lab})", None,
+                                   f"no {mech} q={q:g} points with n >= 100 for this distinguisher"))
+                continue
+            # rises with n
+            m = monotone(seq, +1)
+            parts.append(part(f"{tag}: eps_L rises with n ({lab})", m["ok"],
+                               ("strictly monotone" if m["strict"] else "monotone within the Clopper-Pearson intervals"
+                                if m["ok"] else "falls beyond the intervals: " + ", ".join(m["beyond"]))
+                               + (f"; falls: {', '.join(m['against'])}" if m["against"] else "")))
+            # every n above the claim; below FIG3_MARKED_N a point not certified is a finding (the n are ours)
+            st = [(n, above_claim(r)) for n, r in seq]
+            bad = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n >= FIG3_MARKED_N]
+            small = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n < FIG3_MARKED_N]
+            unres = [f"n={n}: {t}" for n, (v, t) in st if v == "unresolved"]
+            if small:
+                findings.append(f"{tag}: our rebuilt {'normality' if dist == 'paper' else 'optimal'} "
+                                f"distinguisher does not certify leakage above the claim at "
+                                + ", ".join(x.split(':')[0] for x in small)
+                                + f" (n chosen by this book; the paper lists no n values and states a marked gap "
+                                  f"only from n >= {FIG3_MARKED_N})")
+            why = "; ".join(x for x in (("quick mode cannot resolve " + ", ".join(unres)) if unres else "",
+                                        ("not certified at the book's own choice of n below "
+                                         f"{FIG3_MARKED_N}: " + "; ".join(small) + " (a finding, see below)")
+                                        if small else "") if x)
+            parts.append(part(f"{tag}: eps_L > SGM claim at every n ({lab})", not bad,
+                               f"{sum(v == 'holds' for _, (v, _) in st)}/{len(st)} above"
+                               + (f"; below: {'; '.join(bad)}" if bad else "")
+                               + (f"; below at n < {FIG3_MARKED_N}: {'; '.join(small)}" if small else "")
+                               + (f"; unresolved: {'; '.join(unres)}" if unres else ""),
+                               partial=why or None))
+            # markedly from n >= 100
+            big = [(n, r) for n, r in seq if n >= 100]
+            small = [(n, r) for n, r in seq if n < 100]
+            stb = [(n, above_claim(r)) for n, r in big]
+            bad_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "fails"]
+            unres_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "unresolved"]
+            gap_txt, gap_ok = "", True
+            if small:
+                nb, rb = min(big, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
+                ns_, rs_ = max(small, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
+                lb, _, ub = eps_interval(rb)
+                ls, _, us = eps_interval(rs_)
+                stp = step_against((ls, us), (lb, ub), +1)
+                gap_ok = stp != "beyond"
+                gap_txt = (f"; smallest eps_L at n >= 100 (n={nb}: {lb:.2f}) vs largest at n < 100 (n={ns_}: {ls:.2f})"
+                           + ("" if stp == "with" else " within the intervals" if gap_ok else " below, beyond the intervals"))
+            parts.append(part(f"{tag}: markedly above the claim from n >= 100 ({lab})", not bad_b and gap_ok,
+                               f"{sum(v == 'holds' for _, (v, _) in stb)}/{len(stb)} above at n = "
+                               f"{', '.join(str(n) for n, _ in big)}" + (f"; below: {'; '.join(bad_b)}" if bad_b else "")
+                               + (f"; unresolved: {'; '.join(unres_b)}" if unres_b else "") + gap_txt,
+                               partial=("quick mode cannot resolve " + ", ".join(unres_b)) if unres_b else None))
+            summary.append(f"{tag} ({'paper' if dist == 'paper' else 'optimal'}) eps_L "
+                           + ", ".join(f"n={n}:{num(r.get('eps_lower'), 'eps_lower'):.2f}" for n, r in seq)
+                           + f" (claim {num(seq[0][1].get('eps_claimed'), 'eps_claimed'):.3g})")
+    others = sorted({(k[0], k[1]) for k in opt} - {(m, q) for m, q in FIG3_PAPER_POINTS})
+    if others:
+        parts.append(part("points outside the paper's figure", None,
+                           ", ".join(f"{m.upper()} q={q:g}" for m, q in others) + " (audited here, not in Fig. 3)",
+                           graded=False))
+    measured = "; ".join(summary) if summary else "-"
+    return {"mode": mode, "parts": parts, "values": values, "measured": measured, "findings": findings,
+            "fidelity": substitutions(SETTINGS["C3"], runs_of_sweep(params))}
+
+
+def _compare_gaps(hi: dict, lo: dict) -> str:
+    """Is the gap eps_L - claim of audit record *hi* larger than that of *lo*? ``step_against`` terms."""
+    l_h, _, u_h = eps_interval(hi)
+    l_l, _, u_l = eps_interval(lo)
+    c_h, c_l = num(hi.get("eps_claimed"), "eps_claimed"), num(lo.get("eps_claimed"), "eps_claimed")
+    # the statement: gap(hi) > gap(lo), i.e. moving from lo to hi the gap rises
+    return step_against((l_l - c_l, u_l - c_l), (l_h - c_h, u_h - c_h), +1)
+
+
+def check_fig4(rd: Path) -> dict:
+    """Fig. 4 (Section 5.3: DPSUR as ASGM, DPSGD-HF / DP-FETA / PrivImage as EASGM through
+    Opacus v0.15.0; MNIST, FMNIST, CIFAR-10; |D| = 4). The paper's statements, each graded with
+    its normality distinguisher and with the optimal one (our addition):
+
+    * "all audited implementations exhibit privacy violations": every eps_L above its claim;
+    * "the discrepancy ... is substantial for EASGM and relatively smaller for ASGM": per
+      panel, the smallest EASGM gap (eps_L - claim) above the largest ASGM gap (a reversal
+      within the Clopper-Pearson intervals tolerated; EASGM points at the ceiling are lower
+      bounds of their gap, so a reversal there is within the intervals);
+    * "for ASGM, the discrepancy becomes larger as the sampling ratio increases to 0.8": per
+      panel, the ASGM gap at q = 0.8 above that at q = 0.7 (same tolerance).
+
+    What each point ran on (its own ``inputs``, ``model``, ``version``, ``trials``) is compared
+    with the paper's setting (``SETTINGS["C4"]`` of :mod:`paperlib.artifact.grading.setting`):
+    every difference is a substitution (partly reproduced; synthetic stand-in data: not
+    reproduced).
+    """
+    name = "06_fig4_real_audit.json"
+    data, params, mode = load_result(rd, name)
+    pts = data.get("points")
+    if not isinstance(pts, list) or not pts:
+        raise NotRun(f"{name}: no points")
+    parts, rows, missing, fid = [], [], [], []
+    good = []
+    for p in pts:
+        label = f"{p.get('panel')}/{p.get('method')}/q={p.get('q')}"
+        r = p.get("result")
+        if p.get("error") or not isinstance(r, dict):
+            missing.append(f"{label} ({p.get('error') or 'no result'})")
+            continue
+        chk = r.get("check") if isinstance(r.get("check"), dict) else {}
+        if chk.get("passed") is False:
+            missing.append(f"{label} (implementation check failed)")
+            continue
+        recs = {d: flat_record(r, d) for d in ("paper", "optimal")}
+        if recs["optimal"] is None:
+            missing.append(f"{label} (no optimal eps_lower)")
+            continue
+        try:
+            e = num(recs["optimal"]["eps_lower"], f"{label} eps_lower[optimal]")
+            c = num(r.get("eps_claimed"), f"{label} eps_claimed")
+        except NotRun as exc:
+            missing.append(str(exc))
+            continue
+        fid.append(run_of_audit(r, p.get("method", "")))
+        inp = r.get("inputs") if isinstance(r.get("inputs"), dict) else {}
+        rows.append({"panel": p.get("panel"), "method": p.get("method"), "mechanism": r.get("mechanism"),
+                     "q": num(p.get("q"), "q"), "eps_lower": e, "eps_claim": c, "gap": e - c,
+                     "eps_lower_paper": None if recs["paper"] is None else recs["paper"]["eps_lower"],
+                     "data": inp.get("data") or r.get("dataset"), "code": inp.get("code") or r.get("implementation")})
+        good.append((p, r, recs))
+    panels = sorted({str(p.get("panel")) for p, _, _ in good})
+    for dist in ("paper", "optimal"):
+        lab = DIST_LABEL[dist]
+        sel = [(p, r, recs[dist]) for p, r, recs in good if recs[dist] is not None]
+        if not sel:
+            parts.append(part(f"every point eps_L > SGM claim ({lab})", None, "no results of this distinguisher"))
+            continue
+        st = [(f"{p.get('panel')}/{r.get('mechanism')} q={p.get('q')}",) + above_claim(fr) for p, r, fr in sel]
+        bad = [f"{k}: {t}" for k, v, t in st if v == "fails"]
+        unres = [f"{k}: {t}" for k, v, t in st if v == "unresolved"]
+        ok = False if bad else (None if missing else True)
+        parts.append(part(f"every point eps_L > SGM claim ({lab})", ok,
+                           f"{sum(v == 'holds' for _, v, _ in st)}/{len(st)} above" + (f"; below: {'; '.join(bad)}" if bad else "")
+                           + (f"; unresolved: {'; '.join(unres)}" if unres else "")
+                           + (f"; missing: {', '.join(missing)}" if missing else ""),
+                           partial=("quick mode cannot resolve " + ", ".join(unres)) if unres else None))
+        n_ea, n_ord, tot_ea, tot_ord, bad_ea, bad_ord, tol_ea, tol_ord = 0, 0, 0, 0, [], [], [], []
+        for pan in panels:
+            ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and r.get("mechanism") in ("easgm", "feasgm")]
+            a = {float(p.get("q")): fr for p, r, fr in sel if str(p.get("panel")) == pan and r.get("mechanism") == "asgm"}
+            if ea and a:
+                tot_ea += 1
+                lo_ea = min(ea, key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
+                hi_a = max(a.values(), key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
+                stp = _compare_gaps(lo_ea, hi_a)
+                n_ea += stp == "with"
+                (bad_ea if stp == "beyond" else tol_ea if stp == "within" else []).append(pan)
+            if 0.7 in a and 0.8 in a:
+                tot_ord += 1
+                stp = _compare_gaps(a[0.8], a[0.7])
+                n_ord += stp == "with"
+                (bad_ord if stp == "beyond" else tol_ord if stp == "within" else []).append(pan)
+        if tot_ea:
+            parts.append(part(f"gap EASGM > gap ASGM, every panel ({lab})", not bad_ea,
+                               f"{n_ea}/{tot_ea} panels" + (f"; reversed beyond the intervals: {', '.join(bad_ea)}" if bad_ea else "")
+                               + (f"; reversed within them: {', '.join(tol_ea)}" if tol_ea else "")))
+        if tot_ord:
+            parts.append(part(f"ASGM gap larger at q = 0.8 than at 0.7, every panel ({lab})", not bad_ord,
+                               f"{n_ord}/{tot_ord} panels" + (f"; reversed beyond the intervals: {', '.join(bad_ord)}" if bad_ord else "")
+                               + (f"; reversed within them: {', '.join(tol_ord)}" if tol_ord else "")))
+    if not good:
+        parts.append(part("every point eps_L > SGM claim (optimal distinguisher, our addition)", None,
+                           f"missing: {', '.join(missing)}"))
+    meas = "; ".join(f"{pan}: " + ", ".join(f"{'A' if r['mechanism'] == 'asgm' else 'EA'} q={r['q']:g} "
+                                             f"{r['eps_lower']:.2f}/{r['eps_claim']:.3g}"
+                                             for r in rows if r["panel"] == pan) for pan in panels)
+    data_kinds = sorted({str(r["data"]) for r in rows})
+    return {"mode": mode, "parts": parts, "values": {"points": rows}, "fidelity": substitutions(SETTINGS["C4"], fid),
+            "measured": "eps_L (optimal)/claim " + meas + f" [data: {', '.join(data_kinds)}]"}
+
+
+FIG5_SMALL_N = (1, 4, 999)
+FIG5_FULL_N = 59999
+
+
+def check_fig5(rd: Path) -> dict:
+    name = "03_figure5_readout.json"
+    data, params, mode = load_result(rd, name)
+    rows = data.get("readout")
+    if not isinstance(rows, list) or not rows:
+        raise NotRun(f"{name}: no 'readout' rows")
+    tol_g = float(params.get("tol_g", FIG5_DEFAULT_TOL_G))
+    weaker_tol = FIG5_WEAKER_FACTOR * tol_g
+    fnr = data.get("fnr", 0.5)
+    tab = {}
+    for r in rows:
+        key = (str(r.get("mechanism")), int(num(r.get("n"), "n")), int(num(r.get("N"), "N")))
+        tab[key] = {k: num(r.get(k), f"{key} {k}") for k in ("fpr_upper", "fpr_claim", "max_claim_minus_upper")}
+    parts = []
+    small = {k: v for k, v in tab.items() if k[2] in FIG5_SMALL_N}
+    if small:
+        bad = [f"{k[0]} n={k[1]} N={k[2]}" for k, v in small.items() if not v["max_claim_minus_upper"] > weaker_tol]
+        parts.append(part("small N (1, 4, 999): every upper bound weaker than the claim", not bad,
+                           f"{len(small) - len(bad)}/{len(small)} with sup(claim - f_upper) > {weaker_tol:g}"
+                           + (f"; not weaker: {', '.join(bad)}" if bad else "")))
+    else:
+        parts.append(part("small N (1, 4, 999): every upper bound weaker than the claim", None, "no N = 1, 4 or 999 rows"))
+    full_e = {k: v for k, v in tab.items() if k[2] == FIG5_FULL_N and k[0] == "easgm"}
+    if full_e:
+        bad = [f"n={k[1]} ({v['max_claim_minus_upper']:.2g})" for k, v in full_e.items()
+               if not v["max_claim_minus_upper"] > weaker_tol]
+        parts.append(part("full MNIST (N = 59,999): EASGM still weaker", not bad,
+                           ", ".join(f"n={k[1]}: sup gap {v['max_claim_minus_upper']:.3g}" for k, v in sorted(full_e.items()))
+                           + f" (> {weaker_tol:g} needed)"))
+    else:
+        parts.append(part("full MNIST (N = 59,999): EASGM still weaker", None, "no EASGM N = 59,999 rows"))
+    full_a = {k: v for k, v in tab.items() if k[2] == FIG5_FULL_N and k[0] == "asgm"}
+    if full_a:
+        bad = [f"n={k[1]}" for k, v in full_a.items()
+               if not (v["max_claim_minus_upper"] <= FIG5_CLOSE_GAP
+                       and abs(v["fpr_upper"] - v["fpr_claim"]) <= FIG5_CLOSE_FPR)]
+        parts.append(part("full MNIST: ASGM close to the claim", not bad,
+                           ", ".join(f"n={k[1]}: sup gap {v['max_claim_minus_upper']:.3g}, FPR {v['fpr_upper']:.3f} vs "
+                                     f"{v['fpr_claim']:.3f}" for k, v in sorted(full_a.items()))
+                           + f" (gap <= {FIG5_CLOSE_GAP:g}, |dFPR| <= {FIG5_CLOSE_FPR:g})"))
+    else:
+        parts.append(part("full MNIST: ASGM close to the claim", None, "no ASGM N = 59,999 rows"))
+    hits = [(k, v) for k, v in tab.items() if v["fpr_upper"] < FIG5_FPR_LOW and v["fpr_claim"] > FIG5_FPR_CLAIM]
+    claims_fpr = sorted({round(v["fpr_claim"], 3) for v in tab.values()})
+    parts.append(part(f"at FNR {fnr:g}: some FPR < {FIG5_FPR_LOW:g} while the claim's > {FIG5_FPR_CLAIM:g}", bool(hits),
+                       f"{len(hits)}/{len(tab)} curves, e.g. "
+                       + (", ".join(f"{k[0]} n={k[1]} N={k[2]}: {v['fpr_upper']:.3f}" for k, v in sorted(hits)[:3])
+                          if hits else "none") + f"; claim FPR {', '.join(map(str, claims_fpr))}"))
+    # the trends of Section 5.4, read off the FPR at FNR 0.5 (a larger FPR is a stronger guarantee);
+    # the bounds are exact to tol_g, so a step counts when it exceeds weaker_tol
+    ns = sorted({k[1] for k in tab})
+    mono_a, mono_e, dim_e = [], [], []
+    for n in ns:
+        ea = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "easgm" and k[1] == n), key=lambda k: k[2])]
+        a = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "asgm" and k[1] == n), key=lambda k: k[2])]
+        if len(a) >= 3:
+            ups = any(y - x > weaker_tol for x, y in zip(a, a[1:]))
+            downs = any(x - y > weaker_tol for x, y in zip(a, a[1:]))
+            mono_a.append((n, ups and downs, a))
+        if len(ea) >= 2:
+            mono_e.append((n, all(y >= x - weaker_tol for x, y in zip(ea, ea[1:])), ea))
+    for N in sorted({k[2] for k in tab if k[0] == "easgm"}):
+        col = [(k[1], tab[k]["fpr_upper"]) for k in sorted(k for k in tab if k[0] == "easgm" and k[2] == N)]
+        if len(col) >= 2:
+            dim_e.append((N, all(y <= x + weaker_tol for (_, x), (_, y) in zip(col, col[1:])), col))
+
+    def _seq(v):
+        return ", ".join(f"{x:.3f}" for x in v)
+
+    if mono_a:
+        parts.append(part("ASGM: upper bound not monotone in the dataset size", all(ok for _, ok, _ in mono_a),
+                           "; ".join(f"n={n}: FPR at FNR {fnr:g} over N {_seq(v)}" + ("" if ok else " (monotone)")
+                                     for n, ok, v in mono_a)))
+    if mono_e:
+        parts.append(part("EASGM: upper bound increases with the dataset size", all(ok for _, ok, _ in mono_e),
+                           "; ".join(f"n={n}: FPR over N {_seq(v)}" + ("" if ok else " (falls)") for n, ok, v in mono_e)))
+    if dim_e:
+        parts.append(part("EASGM: upper bound decreases with the output dimension", all(ok for _, ok, _ in dim_e),
+                           "; ".join(f"N={N}: " + ", ".join(f"n={n}: {x:.3f}" for n, x in col) + ("" if ok else " (rises)")
+                                     for N, ok, col in dim_e)))
+    nontriv = [v["fpr_upper"] for k, v in tab.items() if k[2] not in FIG5_SMALL_N]
+    small_f = [v["fpr_upper"] for k, v in tab.items() if k[2] in FIG5_SMALL_N]
+    measured = (f"FPR at FNR {fnr:g}: claim {', '.join(map(str, claims_fpr))}; upper bound f_upper "
+                + (f"{min(small_f):.3f}-{max(small_f):.3f} at N = 1, 4, 999; " if small_f else "")
+                + (f"{min(nontriv):.3f}-{max(nontriv):.3f} at N = 59,999" if nontriv else ""))
+    return {"mode": mode, "parts": parts, "values": {"readout": [{"mechanism": k[0], "n": k[1], "N": k[2], **v}
+                                                                 for k, v in sorted(tab.items())],
+                                                     "weaker_tol": weaker_tol}, "measured": measured}
+
+
+def check_fig6(rd: Path) -> dict:
+    """Fig. 6 (Appendix A.3: DP-FETA's Opacus v1.0 FEASGM path, MNIST, q = 0.5, |D| = 3). The
+    paper's statement "the audited privacy leakage of the FEASGM implementation exceeds the
+    level implied by the claimed SGM privacy guarantee", graded with its normality
+    distinguisher and with the optimal one (our addition); the installed step must match the
+    FEASGM mechanism. The result's own parameters against the paper's setting
+    (``SETTINGS["C6"]``) give the substitutions, as for Fig. 4.
+    """
+    name = "07_fig6_opacus_feasgm.json"
+    data, params, mode = load_result(rd, name)
+    r, inst = data.get("result"), data.get("installed")
+    used_installed = False
+    if not isinstance(r, dict) and isinstance(inst, dict):
+        # the paper's release did not run here: grade the installed one, which is a substitution
+        r, used_installed = inst, True
+    if not isinstance(r, dict):
+        raise NotRun(f"{name}: " + (f"the run failed ({data.get('error')})" if data.get("error") else "no result"))
+    e = num(get(r, "eps_lower", "optimal"), "eps_lower[optimal]")
+    c = num(r.get("eps_claimed"), "eps_claimed")
+    chk = r.get("check") if isinstance(r.get("check"), dict) else {}
+    parts = []
+    for dist in ("paper", "optimal"):
+        fr = flat_record(r, dist)
+        lab = DIST_LABEL[dist]
+        if fr is None:
+            parts.append(part(f"eps_L > SGM claim ({lab})", None, "no results of this distinguisher"))
+            continue
+        v, t = above_claim(fr)
+        parts.append(part(f"eps_L > SGM claim ({lab})", v != "fails", t,
+                           partial=f"quick mode cannot resolve it: {t}" if v == "unresolved" else None))
+    if chk.get("passed") is False:
+        parts.append(part("implementation matches the FEASGM mechanism", False, "implementation check failed"))
+    fid = substitutions(SETTINGS["C6"], [run_of_audit(r, "DP-FETA")])
+    if used_installed:
+        why = "the paper's Opacus release did not run" + (f" ({data.get('error')})" if data.get("error") else "")
+        fid.insert(0, {"aspect": "release", "verdict": "partly reproduced", "points": "1/1",
+                       "text": why + "; the installed release graded", "reason": f"release: {why}; the installed "
+                                                                                  "release graded"})
+    elif isinstance(inst, dict):
+        # the installed release beside the paper's: reported, not graded (not the paper's statement)
+        try:
+            e_i = num(get(inst, "eps_lower", "optimal"), "installed eps_lower[optimal]")
+            parts.append(part(f"installed Opacus {inst.get('version', '?')} beside it", None,
+                               f"eps_L {e_i:.3g} (optimal) vs claim {num(inst.get('eps_claimed'), 'eps_claimed'):.3g}",
+                               graded=False))
+        except NotRun:
+            pass
+    inp = r.get("inputs") if isinstance(r.get("inputs"), dict) else {}
+    measured = (f"Opacus {r.get('version', '?')} FEASGM, {inp.get('data') or r.get('dataset', '?')}, q={r.get('q')}, "
+                f"n={r.get('n')}: eps_L {e:.2f} (optimal) vs claim {c:.3g}")
+    return {"mode": mode, "parts": parts, "fidelity": fid,
+            "values": {"eps_lower": e, "eps_claim": c, "opacus": r.get("version"), "inputs": inp or None},
+            "measured": measured}
+
+
+def check_fig7(rd: Path) -> dict:
+    try:
+        data, params, mode = load_result(rd, "09_multiround_summary.json")
+        rdp = num(get(data, "claim", "rdp"), "claim.rdp")
+        ub = {str(n): num(get(v, "eps_upper_bound"), f"figure7.{n}.eps_upper_bound")
+              for n, v in get(data, "figure7").items()}
+        src = "09_multiround_summary.json"
+    except NotRun as first:
+        try:
+            data, params, mode = load_result(rd, "09_figure7.json")
+        except NotRun:
+            raise first from None
+        rdp = num(get(data, "claim", "rdp", "eps"), "claim.rdp.eps")
+        ub = {str(n): num(get(v, "eps"), f"feasgm.{n}.eps") for n, v in get(data, "feasgm").items()}
+        src = "09_figure7.json"
+    parts = []
+    fid = substitutions(SETTINGS["C7"], [{"params": {k: params[k] for k in ("N", "T", "q", "sigma") if k in params}}]
+                        + [{"params": {"n": int(n)}} for n in ub])
+    for n in ("26010", "1485217"):
+        if n not in ub:
+            parts.append(part(f"n={n}: FEASGM eps > {FIG7_FACTOR:g} x RDP claim", None, f"n={n} missing in {src}"))
+        else:
+            parts.append(part(f"n={n}: FEASGM eps > {FIG7_FACTOR:g} x RDP claim", ub[n] > FIG7_FACTOR * rdp,
+                               f"{ub[n]:.4g} vs {rdp:.4g}"))
+    measured = "200 rounds, eps at delta=1e-5: FEASGM upper bound " + ", ".join(
+        f"n={n}: {ub[n]:.3g}" for n in sorted(ub, key=int)) + f"; claim (Opacus RDP) {rdp:.3g}"
+    return {"mode": mode, "parts": parts, "fidelity": fid,
+            "values": {"eps_feasgm_upper": ub, "eps_claim_rdp": rdp, "source": src},
+            "measured": measured}
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in str(v).split(".") if x.isdigit())
+
+
+def table2_expected(version: str) -> tuple[str, bool]:
+    """The paper's Table 2 row for an Opacus *version*: ``(normalisation, Poisson usable)``."""
+    v = _vkey(version)
+    norm = "A" if v < (0, 14) else "EA" if v < (1, 0) else "FEA"
+    return norm, v >= (0, 12)
+
+
+def table_recomputed(path: Path) -> bool:
+    """Did this checkout rewrite the stored table (``make opacus-table``) since its last commit?
+
+    True when git reports the file as modified or untracked; False when it is the committed
+    file, or when there is no git to ask (a release tarball ships the committed table).
+    """
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--", Path(path).name], cwd=Path(path).parent,
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out.strip())
+
+
+def check_table2(rd: Path) -> dict:
+    path = Path(TABLE2_PATH)
+    if not path.is_file():
+        raise NotRun(f"{path.name} missing")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise NotRun(f"{path.name} unreadable ({exc})") from None
+    rels = doc.get("releases") if isinstance(doc, dict) else None
+    if not isinstance(rels, list) or not rels:
+        raise NotRun(f"{path.name}: no releases")
+    first, last = _vkey(doc.get("first_version", "0.9.0")), _vkey(doc.get("paper_last_version", "1.5.4"))
+    in_range = [r for r in rels if isinstance(r, dict) and first <= _vkey(r.get("version", "")) <= last]
+    mism, groups = [], {"A": [], "EA": [], "FEA": []}
+    for r in in_range:
+        ver = str(r.get("version"))
+        norm, pois = table2_expected(ver)
+        groups[norm].append(ver)
+        if r.get("normalisation") != norm or bool(r.get("poisson_usable")) != pois:
+            mism.append(f"v{ver}: {r.get('normalisation')}/poisson={r.get('poisson_usable')} (paper {norm}/{pois})")
+    empty = [g for g, vs in groups.items() if not vs]
+    ok = None if empty and not mism else not mism
+    parts = [part("stored table = paper's Table 2 for v0.9.0-v1.5.4", ok,
+                   f"{len(in_range) - len(mism)}/{len(in_range)} releases agree"
+                   + (f"; differ: {', '.join(mism)}" if mism else "")
+                   + (f"; no release for {', '.join(empty)}" if empty else ""))]
+    later = [r for r in rels if isinstance(r, dict) and _vkey(r.get("version", "")) > last]
+    if later:
+        parts.append(part("later releases", None, ", ".join(f"v{r.get('version')}: {r.get('normalisation')}"
+                                                               for r in later), graded=False))
+
+    def _span(vs):
+        return f"v{vs[0]}-v{vs[-1]}" if vs else "none"
+
+    srt = {g: sorted(vs, key=_vkey) for g, vs in groups.items()}
+    pois_from = min((r.get("version") for r in in_range if r.get("poisson_usable")), key=_vkey, default=None)
+    measured = (f"A {_span(srt['A'])}, EA {_span(srt['EA'])}, FEA {_span(srt['FEA'])}; Poisson usable from "
+                f"v{pois_from}; {len(in_range)} releases")
+    mode = "stored table"
+    measured += f" (generated {doc.get('generated_utc', 'date unknown')})"
+    basis = None if table_recomputed(path) else (
+        f"from committed data: the stored table (generated {str(doc.get('generated_utc', 'date unknown'))[:10]}) "
+        "was not recomputed by this build; `make opacus-table` re-audits the releases' source")
+    return {"mode": mode, "parts": parts, "measured": measured, "basis": basis,
+            "values": {"releases": [{"version": r.get("version"), "normalisation": r.get("normalisation"),
+                                     "poisson_usable": r.get("poisson_usable")} for r in in_range]}}
+
+
+#: X1: the fixed step's guarantee "equals" the SGM claim when the two epsilons at delta agree to
+#: this relative tolerance (both are the SGM trade-off curve's epsilon; the notebook asserts 1e-9).
+FIX_GUARANTEE_RTOL = 1e-6
+
+
+def check_fix(rd: Path) -> dict:
+    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.fix` audited with chapter 7's
+    game. Reads ``11_fix_audit.json`` (notebook ``11_the_fix``): ``audits.fixed`` and
+    ``audits.release`` (two :func:`paperlib.implementations.real_audit.audit_implementation`
+    results: ``"opacus-installed+fix"`` and ``"opacus-installed"``), ``eps_claimed`` and
+    ``guarantees.fixed.epsilon``. Graded, each audit statement with the paper's normality
+    distinguisher and the optimal one: the fixed step's ``eps_L <= eps_claimed``; the release's
+    ``eps_L > eps_claimed`` (:func:`above_claim`); the fixed step's guarantee equals the SGM
+    claim (:data:`FIX_GUARANTEE_RTOL`); a failed quick-mode check of either step against its
+    documented mechanism violates the claim. Both audits' own parameters against X1's setting
+    (real data, every round a real step, 10,000 trials), without the comparison with the
+    paper's code: the claim is about the code that ran.
+    """
+    name = "11_fix_audit.json"
+    data, params, mode = load_result(rd, name)
+    audits = data.get("audits") if isinstance(data.get("audits"), dict) else {}
+    errors = data.get("errors") if isinstance(data.get("errors"), dict) else {}
+    fixed, release = audits.get("fixed"), audits.get("release")
+    if not isinstance(fixed, dict):
+        raise NotRun(f"{name}: the fixed step was not audited"
+                      + (f" ({errors['fixed']})" if errors.get("fixed") else ""))
+    c = num(data.get("eps_claimed"), "eps_claimed")
+    parts, e_fix, e_rel = [], {}, {}
+    for dist in ("paper", "optimal"):
+        lab = DIST_LABEL[dist]
+        fr = flat_record(fixed, dist)
+        what = f"fixed step: eps_L within the SGM claim ({lab})"
+        if fr is None:
+            parts.append(part(what, None, "no results of this distinguisher"))
+        else:
+            e_fix[dist] = e = num(fr.get("eps_lower"), f"fixed eps_lower[{dist}]")
+            parts.append(part(what, e <= c, f"{e:.3g} {'<=' if e <= c else '>'} {c:.3g}"))
+    for dist in ("paper", "optimal"):
+        lab = DIST_LABEL[dist]
+        what = f"release as shipped: eps_L above the SGM claim ({lab})"
+        fr = flat_record(release, dist) if isinstance(release, dict) else None
+        if fr is None:
+            parts.append(part(what, None, "the release was not audited" + (
+                f" ({errors['release']})" if errors.get("release") else "") if not isinstance(release, dict)
+                else "no results of this distinguisher"))
+            continue
+        e_rel[dist] = num(fr.get("eps_lower"), f"release eps_lower[{dist}]")
+        v, t = above_claim(fr, c)
+        parts.append(part(what, v != "fails", t,
+                           partial=f"quick mode cannot resolve it: {t}" if v == "unresolved" else None))
+    g = data.get("guarantees") if isinstance(data.get("guarantees"), dict) else {}
+    try:
+        g_fix = num(get(g, "fixed", "epsilon"), "guarantees.fixed.epsilon")
+        same = abs(g_fix - c) <= FIX_GUARANTEE_RTOL * max(1.0, abs(c))
+        parts.append(part("fixed step's guarantee equals the SGM claim", same,
+                           f"eps {g_fix:.6g} vs claim {c:.6g} at delta {params.get('delta', 1e-5):g}"))
+    except NotRun as exc:
+        g_fix = None
+        parts.append(part("fixed step's guarantee equals the SGM claim", None, str(exc)))
+    for key, r, mech in (("fixed", fixed, "SGM (times the batch size)"), ("release", release, "FEASGM")):
+        chk = r.get("check") if isinstance(r, dict) and isinstance(r.get("check"), dict) else {}
+        if chk.get("passed") is False:
+            parts.append(part(f"{key} step matches the {mech} mechanism", False, "implementation check failed"))
+    rel_g = g.get("release") if isinstance(g.get("release"), dict) else {}
+    if isinstance(rel_g.get("delta_at_claim_eps"), (int, float)):
+        parts.append(part("release's guarantee at the claim's epsilon", None,
+                           f"delta {fmt(float(rel_g['delta_at_claim_eps']))} (FEASGM, {rel_g.get('case', '?')})",
+                           graded=False))
+    if fixed.get("normaliser_found"):
+        parts.append(part("divisor of the fixed step, read off its updates", None, str(fixed["normaliser_found"]),
+                           graded=False))
+    fid = substitutions(SETTINGS["X1"], [run_of_audit(r) for r in (fixed, release) if isinstance(r, dict)])
+    inp = fixed.get("inputs") if isinstance(fixed.get("inputs"), dict) else {}
+    measured = (f"Opacus {fixed.get('version', '?')} + fix (divide by {fixed.get('batch_size', '?')}), "
+                f"{inp.get('data') or data.get('source') or fixed.get('dataset', '?')}, q={fixed.get('q')}, "
+                f"n={fixed.get('n')}: eps_L " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
+                                                       for d, v in e_fix.items())
+                + (f"; as shipped " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
+                                                for d, v in e_rel.items()) if e_rel else "; release not audited")
+                + f"; claim {c:.3g}")
+    return {"mode": mode, "parts": parts, "fidelity": fid,
+            "values": {"eps_lower_fixed": e_fix, "eps_lower_release": e_rel, "eps_claim": c,
+                       "eps_guarantee_fixed": g_fix, "opacus": fixed.get("version"),
+                       "batch_size": fixed.get("batch_size"), "inputs": inp or None},
+            "measured": measured}

@@ -1,0 +1,221 @@
+"""How the grade is shown: the grade page (MyST), the terminal table and the plain sentences.
+
+Every view shows, per claim, the same three things in the same order: one plain sentence a
+reader outside the field understands (:func:`plain_sentence`), the substitutions (each aspect
+in which the run differs from the paper's setting), then the statements with their verdicts.
+Symbols are typeset (:func:`typeset`: ε, ≤, →) rather than shown as machine ASCII.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+__all__ = ["OUR_ADDITION", "VERDICT_RULE", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
+           "headline", "render_markdown", "render_text"]
+
+#: What follows the item of a claim beyond the paper wherever claims are listed.
+OUR_ADDITION = "(our addition)"
+
+#: The one sentence that says what each verdict means (grade page, appendix).
+VERDICT_RULE = ("A verdict is *reproduced* when the claim ran on the paper's setting (its data split, models, "
+                "releases, code paths, every round a real step, its trial count and distinguisher) and every graded "
+                "statement holds on the stored numbers; *partly reproduced* when no statement is contradicted but the "
+                "run differs from that setting in at least one listed way, or cannot resolve a statement at its "
+                "trial count; *not reproduced* when a computed number contradicts a statement the paper makes, or a "
+                "real-data claim ran on synthetic data in place of the real points; *not run* when a result is "
+                "missing. What this artifact found beyond or against the paper is listed apart, under *Findings*, "
+                "and never graded as the paper's.")
+
+# (pattern, unicode, MyST math) in the order they are applied
+_SYMBOLS = (
+    (r"\beps_L\b", "ε_L", "$\\varepsilon_L$"),
+    (r"\beps_U\b", "ε_U", "$\\varepsilon_U$"),
+    (r"\beps_hat\b", "ε̂", "$\\hat\\varepsilon$"),
+    (r"\beps\b", "ε", "ε"),
+    (r"\bdelta\b", "δ", "δ"),
+    (r"\bsigma\b", "σ", "σ"),
+    (r"<=", "≤", "≤"),
+    (r">=", "≥", "≥"),
+    (r"->", "→", "→"),
+    (r"(?<=\d) x (?=RDP)", " × ", " × "),
+    (r"\|dFPR\|", "|ΔFPR|", "|ΔFPR|"),
+)
+
+
+def typeset(text: str, *, markdown: bool = False) -> str:
+    """*text* with the grade's ASCII symbols typeset: ``eps_L`` → ε_L, ``<=`` → ≤, ``->`` → →.
+
+    ``markdown=True``: the subscripted symbols become MyST math (``$\\varepsilon_L$``); the text
+    must then already be escaped for Markdown (it is typeset after :func:`_md_escape`, which
+    this function undoes for the symbols it replaces).
+    """
+    s = str(text)
+    if markdown:
+        s = s.replace("\\_", "_").replace("\\<", "<").replace("\\>", ">")
+    for pat, uni, md in _SYMBOLS:
+        s = re.sub(pat, lambda _m, r=(md if markdown else uni): r, s)
+    if markdown:  # underscores and angle brackets left are literal text again
+        parts = re.split(r"(\$[^$]*\$)", s)
+        s = "".join(p if p.startswith("$") else p.replace("_", "\\_").replace("<", "\\<").replace(">", "\\>")
+                    for p in parts)
+    return s
+
+
+def verdict_label(c: dict) -> str:
+    """The verdict as shown: ``"reproduced from committed data"`` when the claim's basis says so."""
+    v = str(c.get("verdict", ""))
+    return f"{v} from committed data" if c.get("basis") and v == "reproduced" else v
+
+
+def item_label(c) -> str:
+    """The claim's item as listed: ``"Fig. 6"``, or ``"the fix (our addition)"`` beyond the paper.
+    *c*: a claim (attributes ``item``, ``beyond_paper``) or a graded record (keys)."""
+    item, beyond = ((c.get("item", ""), c.get("beyond_paper")) if isinstance(c, dict) else (c.item, c.beyond_paper))
+    return f"{item} {OUR_ADDITION}" if beyond else str(item)
+
+
+def id_item(c) -> str:
+    """``"C6 (Fig. 6)"``; beyond the paper ``"X1 (the fix) (our addition)"``."""
+    cid, item, beyond = ((c.get("id", ""), c.get("item", ""), c.get("beyond_paper")) if isinstance(c, dict)
+                         else (c.id, c.item, c.beyond_paper))
+    return f"{cid} ({item})" + (f" {OUR_ADDITION}" if beyond else "")
+
+
+def _count(k: int, one: str, many: str | None = None) -> str:
+    return f"{k} {one if k == 1 else (many or one + 's')}"
+
+
+def plain_sentence(c: dict) -> str:
+    """One sentence a reader outside the field understands: what the claim says, the verdict,
+    and in plain words why it is not *reproduced* (the substitutions' aspects, the statements
+    the run contradicts or cannot resolve)."""
+    v = c.get("verdict")
+    what = str(c.get("plain") or c.get("statement") or "").rstrip(".")
+    if v == "not applicable":
+        return f"{what}. It is a drawing, with nothing to measure."
+    reasons = c.get("reasons") if isinstance(c.get("reasons"), list) else []
+    aspects = list(dict.fromkeys(f.get("aspect", "inputs") for f in c.get("fidelity") or []))
+    violated = sum(r.get("kind") == "violated" for r in reasons)
+    unresolved = sum(r.get("kind") == "unresolved" for r in reasons)
+    missing = sum(r.get("kind") == "incomplete" for r in reasons)
+    if v == "not run":
+        return f"{what}. Not run: {c.get('reason') or 'a result is missing'}."
+    if v == "reproduced":
+        tail = " (read from the committed table, which this build did not recompute)" if c.get("basis") else ""
+        return f"{what}. Every statement the paper makes here holds{tail}, on the paper's own setting."
+    why = []
+    if violated:
+        why.append(f"this run's numbers contradict {_count(violated, 'statement')} the paper makes here")
+    if aspects:
+        why.append(f"the run differs from the paper's setting in {_count(len(aspects), 'way')} "
+                   f"({', '.join(aspects)})")
+    if unresolved:
+        why.append(f"{_count(unresolved, 'statement')} could not be settled by this run "
+                   "(too few trials, or points outside what the paper states)")
+    if missing:
+        why.append(f"{_count(missing, 'statement')} could not be computed")
+    text = "; ".join(why) or f"see the reason: {c.get('reason') or 'none recorded'}"
+    if v == "partly reproduced":
+        text = "Nothing measured contradicts it, but " + text
+    else:
+        text = text[0].upper() + text[1:]
+    return f"{what}. {text}."
+
+
+def headline(c: dict) -> str:
+    """What a table shows for claim record *c*: its plain sentence."""
+    return plain_sentence(c)
+
+
+def _md_escape(s: str) -> str:
+    out = []
+    for ch in str(s):
+        out.append("\\" + ch if ch in "\\`*_{}[]<>#|$~^" else ch)
+    return "".join(out).replace("\n", " ")
+
+
+def _md(s: str) -> str:
+    return typeset(_md_escape(s), markdown=True)
+
+
+def render_markdown(g: dict) -> str:
+    """A MyST page: one plain sentence per claim, then each claim's substitutions, statements and
+    measurements, then the findings of this artifact apart from the verdicts."""
+    lines = [
+        "# Grade: the paper's claims against this run",
+        "",
+        "Generated by `python -m paperlib.artifact.claims` (`make grade`) from the result files of this run; do not "
+        "edit by hand. " + VERDICT_RULE + " Audited values are 95% Clopper-Pearson lower bounds, so \"above the "
+        "claim\" needs no extra margin; trends are read with the tolerance of the intervals (see each claim).",
+        "",
+        "## In one sentence each",
+        "",
+    ]
+    for c in g["claims"]:
+        lines.append(f"- {_md_escape(id_item(c))}, {_md_escape(verdict_label(c))}. {_md(plain_sentence(c))}")
+    lines += ["", "## Details", ""]
+    for c in g["claims"]:
+        lines.append(f"### {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}")
+        lines.append("")
+        lines.append(_md(plain_sentence(c)))
+        lines.append("")
+        lines.append(f"- Claim: {_md(c['statement'])}")
+        lines.append(f"- The paper: {_md(c['paper'])}")
+        if c.get("basis"):
+            lines.append(f"- Basis: {_md(c['basis'])}")
+        fid = c.get("fidelity") or []
+        if fid:
+            lines.append("- Differs from the paper's setting:")
+            for f in fid:
+                lines.append(f"  - {_md(f['reason'])} ({_md_escape(f['verdict'])})")
+        elif c.get("verdict") not in ("not applicable", "not run"):
+            lines.append("- Differs from the paper's setting: in nothing that the results record")
+        for p in c["parts"]:
+            tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
+            lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}. {_md(p['detail'])}")
+        lines.append(f"- Measured ({_md_escape(c['mode'])} mode): {_md(c['measured'])}")
+        if c.get("expected_full"):
+            lines.append(f"- Expected in full mode: {_md(c['expected_full'])}")
+        lines.append("")
+    lines += ["## Findings of this artifact (not verdicts on the paper)", ""]
+    fnd = g.get("findings") or []
+    lines += [f"- {_md_escape(f['claim'])}: {_md(f['text'])}" for f in fnd] or ["- none in this run"]
+    lines.append("")
+    n = g["counts"]
+    lines.append("Summary: " + ", ".join(f"{n.get(v, 0)} {v}" for v in n) + ". "
+                 f"Commit `{g['git_commit']}`{' (dirty)' if g.get('git_dirty') else ''}, {g['created_utc']}.")
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(label: str, text: str, pad: str, width: int = 110) -> list[str]:
+    return textwrap.wrap(str(text), width=width, initial_indent=f"{pad}{label:<10}", subsequent_indent=pad + " " * 10,
+                         break_on_hyphens=False) or [f"{pad}{label}"]
+
+
+def render_text(g: dict) -> str:
+    """The grade table for the terminal (``make all`` prints it): the same sentence, substitutions
+    and statements as the grade page, in the same order."""
+    lines = [f"{'claim':<5} {'item':<8} {'verdict':<32} {'mode':<12}", "-" * 110]
+    pad = " " * 6
+    for c in g["claims"]:
+        mode = c["mode"] if len(c["mode"]) <= 12 else c["mode"][:12]
+        lines.append(f"{c['id']:<5} {c['item']:<8} {verdict_label(c):<32} {mode:<12}")
+        lines += _wrap("in short:", typeset(plain_sentence(c)), pad)
+        if c.get("beyond_paper"):
+            lines += _wrap("scope:", "our addition, beyond the paper (a claim of this artifact)", pad)
+        for f in c.get("fidelity") or []:
+            lines += _wrap("differs:", typeset(f"{f['reason']} ({f['verdict']})"), pad)
+        for p in c.get("parts", []):
+            if p.get("graded"):
+                lines += _wrap("graded:", typeset(f"{p.get('verdict', '?')}: {p['name']}"), pad)
+        lines += _wrap("measured:", typeset(c["measured"]), pad)
+    fnd = g.get("findings") or []
+    if fnd:
+        lines += ["-" * 110, "Findings of this artifact (not verdicts on the paper):"]
+        for f in fnd:
+            lines += _wrap(f"{f['claim']}:", typeset(f["text"]), "  ")
+    n = g["counts"]
+    lines.append("-" * 110)
+    lines.append(", ".join(f"{n.get(v, 0)} {v}" for v in n) + f"  (results: {g['results_dir']})")
+    return "\n".join(lines)
