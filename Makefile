@@ -3,6 +3,7 @@
 #   make all      execute every notebook (MODE auto: full on a CUDA GPU, else quick), build the book
 #   make test     pytest: tests/ plus every notebook run once more with nbval (smoke parameters, read from the test book's results),
 #                 and the book built in smoke mode (build/testbook) checked in headless Chromium
+#   make test-loaded  make test with the CPUs kept busy (LOAD_PROCS=2 busy loops; LOAD_CORES=1: pinned to one core)
 #   make figures  execute notebooks/*.py into book/notebooks/*.ipynb (writes results/, figures/)
 #   make book     figures + jupyter-book build (warnings are errors)
 #   make grade    grade every claim of the paper from results/ (results/grade.json, book/grade.md)
@@ -20,6 +21,7 @@
 #
 # Variables: MODE=smoke|quick|full (default: auto), DEVICE=cpu|cuda (default: auto; cuda only
 #            where torch sees a GPU), SEED=0 (an integer 0 <= SEED < 2^63),
+#            PYTEST_ARGS= (extra pytest options for make test, e.g. --durations=30),
 #            PYTHON=python3 (interpreter used to create .venv).
 # With no virtualenv/conda env active, everything runs in ./.venv, created from
 # requirements-lock.txt on first use. With one active, its python is used.
@@ -292,6 +294,8 @@ sync: | $(ENV_TARGET)
 TESTBOOK := $(ROOT)/build/testbook
 # pytest-xdist workers for `make test` (one notebook or test file per worker at a time)
 TEST_WORKERS ?= 2
+# extra pytest options for `make test` (e.g. PYTEST_ARGS=--durations=30)
+PYTEST_ARGS ?=
 NBVAL_NB := $(addprefix build/test/nb/,$(addsuffix .ipynb,$(NB_NAMES)))
 test: lint sync test-book browser-deps | $(KERNEL_SPEC) $(ENV_TARGET)
 	@rm -rf build/test && mkdir -p build/test/nb
@@ -299,11 +303,33 @@ test: lint sync test-book browser-deps | $(KERNEL_SPEC) $(ENV_TARGET)
 	  $(JUPYTER_ENV) $(PAPERMILL) --prepare-only notebooks/$$nb.ipynb build/test/nb/$$nb.ipynb -k $(KERNEL_NAME) \
 	    --language python -p MODE smoke -p DEVICE cpu -p SEED 0 --log-level WARNING || exit 1; \
 	done
-	env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
+	@rc=0; env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
 	  PAPERLIB_RESULTS=$(TESTBOOK)/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
 	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html \
 	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
-	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(NBVAL_NB))
+	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(NBVAL_NB)) \
+	  || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit status 5): tests/ or the notebooks are missing" >&2; fi; \
+	exit $$rc
+
+# make test with the CPUs kept busy: LOAD_PROCS (default 2) busy loops at normal priority run
+# for as long as `make test` does (they end with it, also on failure or Ctrl-C), so that a
+# test that depends on the machine's speed fails here first. LOAD_CORES=1 pins the test
+# run to one core instead (taskset), with the busy loops on the same core. Prints the time
+# and the load average at the end.
+LOAD_PROCS ?= 2
+LOAD_CORES ?=
+.PHONY: test-loaded
+test-loaded: | $(ENV_TARGET)
+	@pin=""; if [ -n "$(LOAD_CORES)" ]; then \
+	  command -v taskset >/dev/null 2>&1 || { echo "error: LOAD_CORES needs taskset (util-linux)" >&2; exit 2; }; \
+	  pin="taskset -c 0-$$(( $(LOAD_CORES) - 1 ))"; fi; \
+	busy=(); for i in $$(seq 1 $(LOAD_PROCS)); do $$pin bash -c 'while :; do :; done' & busy+=($$!); done; \
+	trap 'kill $${busy[@]} 2>/dev/null; wait $${busy[@]} 2>/dev/null || true' EXIT; \
+	echo "== make test with $(LOAD_PROCS) busy loops$${pin:+ on cores 0-$$(( $(LOAD_CORES) - 1 ))} (pids $${busy[*]}; load average now: $$(cut -d' ' -f1-3 /proc/loadavg))"; \
+	start=$$(date +%s); rc=0; $$pin $(MAKE) --no-print-directory test || rc=$$?; \
+	echo "== make test under load: status $$rc after $$(( $$(date +%s) - start )) s; load average $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	exit $$rc
 
 # The sources the book needs, copied (not the outputs), then `make book MODE=smoke` there
 # with this environment; results/figures/book outputs stay inside build/testbook/ (the

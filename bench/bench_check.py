@@ -6,7 +6,7 @@ int(N q) = 255 on both datasets, so SGM), 1.6 with batch 250 (FEASGM, removal fl
 249/250) and 1.6 with loss_reduction='sum' (SGM). Each with the release's default accountant for
 the claim (RDP before 1.3, PRV from 1.3), both neighbours, certified and forced epsilon. Targets:
 10 epochs under 10 s, 100 epochs under 30 s per case on one thread
-(:func:`paperlib.check.check_run`, CPU seconds of this process and wall time both reported; the
+(:func:`paperlib.practitioner.check.check_run`, CPU seconds of this process and wall time both reported; the
 target is on CPU seconds, which a shared machine does not inflate). For each it prints the times,
 the claimed epsilon, and per neighbour the verdict, the certified epsilon with its accountant
 error (PLD bracket width) and the forced epsilon.
@@ -26,7 +26,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from paperlib.artifact.provenance import RESULTS_ENV, save_result  # noqa: E402
-from paperlib.check import check_run  # noqa: E402
+from paperlib.practitioner.check import check_run  # noqa: E402
 
 MODE = os.environ.get("MODE", "quick")
 SEED = int(os.environ.get("SEED", "0"))

@@ -87,6 +87,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
+from paperlib.mechanisms import accountants
 from paperlib.mechanisms import multiround as comp
 from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.mechanisms.core import feasgm_floors
@@ -96,13 +97,13 @@ from paperlib.artifact.provenance import save_result
 
 T_START = pf.start_notebook(MODE)
 
-MAX_FFT = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)
+MAX_LENGTH = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)  # largest PMF length of a PLD composition
 N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)
 ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 400)]))
-print(f"MODE={MODE} SEED={SEED}: FFT length {MAX_FFT}, {N_DELTAS} deltas for the RDP claim curve")
+print(f"MODE={MODE} SEED={SEED}: largest PLD length {MAX_LENGTH}, {N_DELTAS} deltas for the RDP claim curve")
 from paperlib.fdp.pld import DEFAULT_REL_TOL  # noqa: E402  (the target width of the brackets)
 
-for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_FFT:,}", "ndelta": N_DELTAS, "T": ROUNDS,
+for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_LENGTH:,}", "ndelta": N_DELTAS, "T": ROUNDS,
              "rel_tol": f"{DEFAULT_REL_TOL:.0%}", "nalpha": f"{ALPHA.size:,}"}.items():
     glue(f"nb09_{k}", v, display=False)
 
@@ -153,13 +154,13 @@ glue("nb09_K1", str(K1), display=False)
 def compute_fig7():
     out = {"claim": {}, "feasgm": {}, "easgm": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = comp.claim_curve_from_accountant(Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
-    tight = comp.sgm_claim_rounds(Q, SIGMA, rounds=ROUNDS, side="lower", max_fft=MAX_FFT)
+    rdp_curve = accountants.claim_curve_from_accountant(Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    tight = comp.sgm_claim_rounds(Q, SIGMA, rounds=ROUNDS, side="lower", max_length=MAX_LENGTH)
     lo, hi = tight.epsilon_bounds(DELTA)
     out["claim"] = {
         "rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                "eps": comp.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
-        "prv": {"eps": comp.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
+                "eps": accountants.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+        "prv": {"eps": accountants.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
         "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": [lo, hi], "step": tight.pld.step,
                   "max_error": tight.pld.max_error()},
     }
@@ -174,7 +175,7 @@ def compute_fig7():
 
 
 fig7, info = pf.cached("09_figure7", {"T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
-                                      "delta": DELTA, "max_fft": MAX_FFT, "n_deltas": N_DELTAS},
+                                      "delta": DELTA, "max_length": MAX_LENGTH, "n_deltas": N_DELTAS},
                        compute_fig7, mode=MODE, seed=SEED)
 print("Figure 7 curves:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
 cl = fig7["claim"]
@@ -256,7 +257,7 @@ for ax, n in zip(axes[0], N_PARAMS):
         ax.set_ylabel("FNR (β), log scale")
         ax.legend(loc="center left")
 pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
-                                   "n": N_PARAMS, "max_fft": MAX_FFT, "n_deltas": N_DELTAS})
+                                   "n": N_PARAMS, "max_length": MAX_LENGTH, "n_deltas": N_DELTAS})
 
 # %% [markdown]
 # ```{glue:figure} 09_figure7
@@ -372,14 +373,14 @@ display_table
 def compute_asgm():
     out = {"claim": {}, "bound": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = comp.claim_curve_from_accountant(ASGM_Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
-    tight = comp.sgm_claim_rounds(ASGM_Q, SIGMA, rounds=ROUNDS, side="lower", max_fft=MAX_FFT)
+    rdp_curve = accountants.claim_curve_from_accountant(ASGM_Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    tight = comp.sgm_claim_rounds(ASGM_Q, SIGMA, rounds=ROUNDS, side="lower", max_length=MAX_LENGTH)
     out["claim"] = {"rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                            "eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
-                    "prv": {"eps": comp.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
+                            "eps": accountants.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+                    "prv": {"eps": accountants.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
                     "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": list(tight.epsilon_bounds(DELTA))}}
     for N in ASGM_NS:
-        v = comp.asgm_rounds_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS, rounds=ROUNDS, max_fft=MAX_FFT)
+        v = comp.asgm_rounds_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS, rounds=ROUNDS, max_length=MAX_LENGTH)
         lo, hi = v.epsilon_bounds(DELTA)
         one = comp.asgm_upper_bound_pair(N, ASGM_Q, SIGMA, ASGM_N_PARAMS)
         out["bound"][str(N)] = {"alpha": ALPHA, "upper": v.pld.upper(ALPHA), "lower": v.pld.lower(ALPHA),
@@ -390,7 +391,7 @@ def compute_asgm():
 
 
 asgm, info = pf.cached("09_asgm_rounds", {"T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q, "sigma": SIGMA, "n": ASGM_N_PARAMS,
-                                          "delta": DELTA, "max_fft": MAX_FFT, "n_deltas": N_DELTAS},
+                                          "delta": DELTA, "max_length": MAX_LENGTH, "n_deltas": N_DELTAS},
                        compute_asgm, mode=MODE, seed=SEED)
 print("ASGM compositions:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
 
@@ -414,7 +415,7 @@ for j, N in enumerate(ASGM_NS):
     rows.append([f"{N:,}", b["one_round_eps"], lo, hi, acl["rdp"]["eps"], acl["prv"]["eps"],
                  acl["tight"]["eps_bracket"][1], "yes" if lo > acl["rdp"]["eps"] else "no"])
 pf.show_figure(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
-                                       "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_fft": MAX_FFT})
+                                       "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_length": MAX_LENGTH})
 pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of f̄^⊗T ≤", "ε claim (RDP)", "ε claim (PRV)",
                    "ε claim (tight, ≤)", "bound weaker than RDP claim?"], rows, floatfmt=".4g")
 
@@ -472,7 +473,7 @@ summary = {
     "normalisers": [K, K1],
 }
 save_result("09_multiround_summary", {"mode": MODE, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA, "n": N_PARAMS,
-                                      "delta": DELTA, "asgm_N": ASGM_NS, "asgm_q": ASGM_Q, "max_fft": MAX_FFT},
+                                      "delta": DELTA, "asgm_N": ASGM_NS, "asgm_q": ASGM_Q, "max_length": MAX_LENGTH},
             summary, mode=MODE, seed=SEED, wall_time=wall)
 print(f"notebook 09 finished in {wall:.1f} s (MODE={MODE})")
 

@@ -37,7 +37,7 @@
 #    *holds* (certified below the claim), is *refuted* (forced above the claim), or is
 #    *unresolved* (in between).
 #
-# Every number comes from one function, `paperlib.check.check_run`; the command
+# Every number comes from one function, `paperlib.practitioner.check_run`; the command
 # `python -m paperlib check`, `paperlib.check_opacus` (a live `PrivacyEngine`) and
 # `paperlib.CertifiedAccountant` (an Opacus accountant) give the same report. Section 2 is the
 # cell to edit for your own run.
@@ -60,9 +60,8 @@ import time
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from paperlib.check import check_run, format_statement
-from paperlib.practitioner import opacus1_rates
-from paperlib.mechanisms.core import feasgm_floors
+from paperlib.practitioner.check import check_run, format_statement
+from paperlib.practitioner.releases import normaliser_scan
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import save_result
@@ -326,18 +325,6 @@ print(format_statement(mine, width=80))
 # for 60,000 records.
 
 # %%
-def normaliser_scan(N, batch_sizes):
-    rows = []
-    for B in batch_sizes:
-        q_rm, q_tr, q_ad = (opacus1_rates(m, B, False) for m in (N - 1, N, N + 1))
-        k_rm = (feasgm_floors(N - 1, q_rm[1])[0], feasgm_floors(N, q_tr[1])[0])
-        k_ad = (feasgm_floors(N, q_tr[1])[0], feasgm_floors(N + 1, q_ad[1])[0])
-        rows.append({"B": B, "removal_weak": q_rm == q_tr and k_rm[0] != k_rm[1],
-                     "addition_weak": q_ad == q_tr and k_ad[0] != k_ad[1],
-                     "rate_changes": q_rm != q_tr or q_ad != q_tr})
-    return rows
-
-
 SCAN_N = 60_000
 SCAN_B = list(range(16, 1025))
 scan = normaliser_scan(SCAN_N, SCAN_B)

@@ -11,8 +11,9 @@ Layers (a test enforces that no computing layer imports ``paperlib.artifact``):
 :mod:`paperlib.fdp` (trade-off functions; numpy + scipy), :mod:`paperlib.mechanisms`
 (SGM/EASGM/ASGM/FEASGM, guarantees, bounds), :mod:`paperlib.audit` (the game; torch),
 :mod:`paperlib.implementations` (real DP-SGD steps; torch, Opacus),
-:mod:`paperlib.practitioner` (what a run guarantees) and :mod:`paperlib.artifact` (the
-book and ``make`` only).
+:mod:`paperlib.practitioner` (what a run guarantees: releases, the validated ``Run``, the
+check, the certified accountant, the fix) and :mod:`paperlib.artifact` (the book and ``make``
+only). Nothing else sits at the top of the package but ``cli`` (``python -m paperlib``).
 """
 
 from importlib import import_module
@@ -28,14 +29,15 @@ _EXPORTS = {
     "sgm_claim": "paperlib.mechanisms.guarantees",
     "guarantee": "paperlib.mechanisms.guarantees",
     "upper_bound": "paperlib.mechanisms.guarantees",
-    "rounds_curve": "paperlib.mechanisms.multiround",
-    "sgm_claim_epsilon": "paperlib.mechanisms.multiround",
+    "curve": "paperlib.mechanisms.curves",
+    "sgm_claim_epsilon": "paperlib.mechanisms.accountants",
     "certified_interval": "paperlib.mechanisms.certified",
     "certified_for_training_set": "paperlib.mechanisms.certified",
-    "practitioner_report": "paperlib.practitioner",
-    "check_run": "paperlib.check",
-    "check_opacus": "paperlib.check",
-    "CertifiedAccountant": "paperlib.opacus_accountant",
+    "check_run": "paperlib.practitioner.check",
+    "check_opacus": "paperlib.practitioner.check",
+    "CertifiedAccountant": "paperlib.practitioner.accountant",
+    "fix_normaliser": "paperlib.practitioner.fix",
+    "sum_reduction_lr": "paperlib.practitioner.fix",
     "audit_worst_case": "paperlib.audit",
     "clopper_pearson": "paperlib.audit.stats",
 }

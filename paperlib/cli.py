@@ -24,7 +24,13 @@ Size limits (each refused above it, with an estimate, unless ``--yes``):
   <= :data:`MAX_IMPLEMENTATION_TRIALS_FULL` in full mode (every round a real step);
 * ``tradeoff``/``epsilon`` with ``--bound guarantee``: at most
   :data:`MAX_GUARANTEE_COMPONENTS` batch sizes in the binomial mixture (``N`` sets it;
-  e.g. ``N`` up to about 7.7 million at ``q = 0.5``).
+  e.g. ``N`` up to about 7.7 million at ``q = 0.5``); a numerical composition over
+  ``--rounds``: at most :data:`MAX_COMPOSED_ROUNDS` rounds;
+* ``check``: at most 10^6 steps, and Opacus's PRV grid at most 4 GiB
+  (:mod:`paperlib.practitioner.run`, :mod:`paperlib.mechanisms.accountants`).
+
+Every limit goes through :func:`paperlib.fdp.validation.check_size`; a run allowed but
+estimated to take more than 20 s says so on stderr first.
 
 Progress bars (tqdm, on stderr) are shown for the audits, and for the guarantee numerics
 (mixture curves and profiles, PLD compositions; :mod:`paperlib.fdp.progress`) once they have run
@@ -40,13 +46,13 @@ import os
 import re
 import sys
 
-from paperlib.mechanisms.clt import clt_bound
-from paperlib.mechanisms.core import Mechanism
-from paperlib.mechanisms.guarantees import MECHANISMS, feasgm_floors, guarantee, sgm_claim, upper_bound
 from paperlib.fdp.mixture import LRMixture
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed
+from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
+from paperlib.mechanisms import curves
+from paperlib.mechanisms.guarantees import sgm_claim, upper_bound
+from paperlib.fdp.validation import (check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
+                                     check_size, fmt_bytes, fmt_seconds)
 
-BOUNDS = ("guarantee", "upper", "clt")
 #: tradeoff/epsilon stop after this many seconds (--max-seconds) and offer the fast upper bound
 DEFAULT_MAX_SECONDS = 40.0  # a long library call can overrun it by ~15 s: the answer stays under a minute
 
@@ -118,44 +124,40 @@ _BYTES_PER_ELEMENT = 64
 _BYTES_PER_TRIAL = 32  # scores and tie-break keys, calibration + counted, per distinguisher
 _SECONDS_PER_STEP = 0.04
 _SECONDS_PER_COMPONENT = 0.015
+#: rounds a PLD composition of tradeoff/epsilon composes without --yes (its grids grow with them)
+MAX_COMPOSED_ROUNDS = 1_000_000
+_SECONDS_PER_COMPOSED_ROUND = 2e-4  # measured: the certified EASGM guarantee, 2,340 rounds, ~0.5 s
 
 
-def _fmt_seconds(s: float) -> str:
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if s >= 2 * size:
-            return f"{s / size:.3g} {unit}"
-    return f"{s:.2g} s"
+def _notice(line: str) -> None:
+    """A long run's estimate, on stderr before it starts, when stderr is a terminal (where the run then shows
+    its progress; a script reading stderr gets only the one-line errors)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"paperlib: note: {line}; it shows progress on a terminal\n")
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if b >= size:
-            return f"{b / size:.3g} {unit}"
-    return f"{b / 1024:.3g} KiB"
+def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", shown=None,
+                 seconds: float | None = None) -> None:
+    """The one size limit (:func:`paperlib.fdp.validation.check_size`) with ``--yes`` as its override.
 
-
-def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", shown=None) -> None:
-    """ValueError naming ``name`` when ``value > limit`` and ``--yes`` was not given.
-
-    ``shown`` is what the message says the parameter is (default ``value``); the
-    message says what the limit is on (``hint``) and the estimated cost.
+    Refuses ``value > limit`` with the estimate; a size that is allowed but estimated to take at
+    least :data:`~paperlib.fdp.validation.NOTICE_SECONDS` is announced on stderr.
     """
-    if value > limit and not getattr(args, "yes", False):
-        shown = value if shown is None else shown
-        raise ValueError(f"{name} = {shown:,} is above the size limit ({hint}at most {limit:,}; estimated "
-                         f"{estimate}); pass --yes to run it anyway")
+    check_size(name, value, limit, estimate=estimate, allow=getattr(args, "yes", False), what=hint, shown=shown,
+               seconds=seconds, notice=_notice)
 
 
 #: integer options are exact in float64 up to 2^53 (N q, T (n - 1), ... are formed in floats)
 MAX_INTEGER = 2**53
 
 
-def _check_integers(args) -> None:
+def _check_integers(args, names=("N", "n", "rounds", "trials")) -> None:
     """Every integer option of the command at most :data:`MAX_INTEGER` (one line naming it)."""
-    for name in ("N", "n", "rounds", "trials"):
+    for name in names:
         v = getattr(args, name, None)
         if isinstance(v, int) and v > MAX_INTEGER:
-            raise ValueError(f"{name} must be an integer <= 2^53 (exact in floating point), got {v}")
+            lib = "n_params" if name == "params" else name  # check's message names the library's parameter
+            raise ValueError(f"{lib} must be an integer <= 2^53 (exact in floating point), got {v}")
 
 
 def _audit_cost(N: int, n: int, trials: int, distinguishers: int = 1) -> tuple[float, float]:
@@ -167,15 +169,34 @@ def _audit_cost(N: int, n: int, trials: int, distinguishers: int = 1) -> tuple[f
 
 def _check_audit_size(args) -> None:
     seconds, nbytes = _audit_cost(args.N, args.n, args.trials)
-    est = f"{_fmt_seconds(seconds)} and {_fmt_bytes(nbytes)} of memory"
-    _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS, est)
+    est = f"{fmt_seconds(seconds)} and {fmt_bytes(nbytes)} of memory"
     _refuse_size(args, "n", (args.N + 1) * args.n, MAX_AUDIT_ELEMENTS, est, shown=args.n,
                  hint=f"(N+1)*n = {(args.N + 1) * args.n:,} floats of data, ")
+    _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS, est, seconds=seconds)  # last: it may announce
+
+
+def _composed_numerically(args) -> bool:
+    """Does the curve asked for compose rounds numerically (PLD), whose grids grow with ``--rounds``?"""
+    if args.rounds == 1 or args.bound == "clt" or getattr(args, "claimed", False):
+        return False
+    if args.bound == "guarantee" or args.mechanism in ("sgm", "asgm"):
+        return True
+    K, K1 = feasgm_floors(args.N, args.q) if args.mechanism == "feasgm" else (0, 1)
+    return K == K1  # FEASGM whose floors agree: the SGM claim composed; else an exact chi-square pair
+
+
+def _check_rounds_size(args) -> None:
+    """--rounds of a numerical composition: its grids grow with the number of rounds."""
+    if _composed_numerically(args):
+        seconds = args.rounds * _SECONDS_PER_COMPOSED_ROUND
+        _refuse_size(args, "rounds", args.rounds, MAX_COMPOSED_ROUNDS,
+                     f"at least {fmt_seconds(seconds)} for the PLD composition", seconds=seconds,
+                     hint="numerically composed rounds, ")
 
 
 def _check_guarantee_size(args) -> None:
     """--bound guarantee: the binomial mixture's batch sizes (N sets them) at a rough cost each."""
-    if args.bound != "guarantee" or args.rounds != 1 or args.mechanism == "sgm" or getattr(args, "claimed", False):
+    if args.bound != "guarantee" or args.mechanism == "sgm" or getattr(args, "claimed", False):
         return
     if args.mechanism == "feasgm":
         K, K1 = feasgm_floors(args.N, args.q)
@@ -192,7 +213,7 @@ def _check_guarantee_size(args) -> None:
         comps = len(binomial_support(args.N, args.q)[0])
     values = len(args.alpha) if args.command == "tradeoff" else 40  # epsilon: ~40 profile evaluations
     seconds = comps * values * _SECONDS_PER_COMPONENT
-    _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {_fmt_seconds(seconds)}; --bound upper "
+    _refuse_size(args, "N", comps, MAX_GUARANTEE_COMPONENTS, f"at least {fmt_seconds(seconds)}; --bound upper "
                  "takes seconds", shown=args.N, hint=f"the guarantee mixes {comps:,} batch sizes of Bin(N, q), ")
     # no up-front guess of the time: the numerics draw their own progress bar on a terminal
     # (paperlib.fdp.progress), and --max-seconds stops them with the upper bound offered
@@ -206,7 +227,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _curve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mechanism", required=True, choices=MECHANISMS, help="which normalisation DP-SGD uses")
-    p.add_argument("--bound", default="guarantee", choices=BOUNDS,
+    p.add_argument("--bound", default="guarantee", choices=curves.BOUNDS,
                    help="guarantee (exact per-pair lower bound), upper (its upper bound, Thm 3.8/3.10/A.4), clt (Berry-Esseen CLT upper bound)")
     p.add_argument("--N", type=int, required=True, help="size of the smaller dataset |D| (D' has N+1)")
     p.add_argument("--q", type=float, required=True, help="Poisson sampling rate in (0, 1]")
@@ -237,16 +258,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------------------------------- check
-#: library parameter -> option of ``check`` (messages of paperlib.check name the library's)
+#: library parameter -> option of ``check`` (messages of paperlib.practitioner name the library's)
 CHECK_OPTIONS = {"opacus_version": "--opacus-version", "dataset_size": "--dataset-size", "batch_size": "--batch-size",
                  "sample_rate": "--sample-rate", "epochs": "--epochs", "steps": "--steps",
                  "noise_multiplier": "--noise-multiplier", "n_params": "--params", "loss_reduction": "--loss-reduction",
-                 "poisson": "--poisson", "delta": "--delta", "accountant": "--accountant", "drop_last": "--drop-last"}
+                 "poisson": "--poisson", "delta": "--delta", "accountant": "--accountant", "drop_last": "--drop-last",
+                 "implementation": "--implementation", "divisor": "--divisor", "assume_release": "--assume-release",
+                 "allow_large": "--yes"}
+#: switches as the library's messages name them (``pass allow_large=True``) -> the command line's
+CHECK_SWITCHES = {"assume_release=True": "--assume-release", "allow_large=True": "--yes"}
 
 
 def _check_options(c: argparse.ArgumentParser) -> None:
-    """Options of ``python -m paperlib check`` (paperlib.check.check_run)."""
-    c.add_argument("--opacus-version", required=True, help="the Opacus release that ran, e.g. 1.6.0 or 0.15.0")
+    """Options of ``python -m paperlib check`` (paperlib.practitioner.check.check_run)."""
+    c.add_argument("--implementation", default="opacus", choices=("opacus", "dpsur"),
+                   help="whose DP-SGD code ran: an Opacus release (default) or DPSUR's own code")
+    c.add_argument("--opacus-version", help="the Opacus release that ran, e.g. 1.6.0 or 0.15.0 (required for opacus)")
+    c.add_argument("--assume-release", action="store_true",
+                   help="accept a release the stored code audit does not list, under the rule of the nearest audited "
+                        "release below it (the report says so)")
     c.add_argument("--dataset-size", type=int, required=True, help="records in the training set, len(dataset) >= 2")
     c.add_argument("--batch-size", type=int, help="the DataLoader's batch size (or give --sample-rate)")
     c.add_argument("--sample-rate", type=float, help="Poisson sampling rate in (0, 1] (or give --batch-size)")
@@ -255,17 +285,24 @@ def _check_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--noise-multiplier", type=float, required=True, help="noise multiplier sigma > 0")
     c.add_argument("--params", type=int, required=True, help="number of trainable parameters >= 1")
     c.add_argument("--loss-reduction", default="mean", choices=("mean", "sum"), help="as given to make_private")
+    c.add_argument("--divisor", default="release", choices=("release", "public"),
+                   help="what the noisy sum is divided by: the release's rule (default) or a public constant "
+                        "(the fix paperlib.practitioner.fix_normaliser: SGM)")
     c.add_argument("--poisson", action=argparse.BooleanOptionalAction, default=None,
                    help="Poisson sampling (default: on for releases >= 0.12; --no-poisson is outside the analysis)")
     c.add_argument("--drop-last", action="store_true", help="the DataLoader had drop_last=True (Opacus 1.x rule)")
-    c.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1) (default 1e-5)")
+    c.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1/dataset-size] (default 1e-5)")
     c.add_argument("--accountant", choices=("rdp", "prv"),
                    help="what the run printed (default: the release's, prv from 1.3, rdp before)")
+    c.add_argument("--yes", action="store_true",
+                   help="run even above the size limits (more than 10^6 steps, a PRV grid above 4 GiB)")
     c.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
 def _option_names(message: str) -> str:
-    """A message of paperlib.check with the library's parameter names turned into ``check``'s options."""
+    """A message of paperlib.practitioner with the library's parameter names turned into ``check``'s options."""
+    for switch, opt in CHECK_SWITCHES.items():
+        message = message.replace(switch, opt)
     for name, opt in CHECK_OPTIONS.items():
         if "_" in name:
             message = re.sub(rf"(?<![\w-]){name}(?!\w)", opt, message)
@@ -285,20 +322,24 @@ def _json_clean(x):
 
 
 def run_check(args) -> int:
-    """``check``: the report of :func:`paperlib.check.check_run`, as text or (``--json``) one JSON object."""
-    from paperlib.check import check_run, format_statement
+    """``check``: the report of :func:`paperlib.practitioner.check.check_run`, as text or (``--json``) one JSON
+    object. Every failure is one line: a bad setting exits 2 naming its option, a computation that fails 1."""
+    from paperlib.practitioner.check import check_run, format_statement
 
     try:
+        _check_integers(args, ("dataset_size", "batch_size", "epochs", "steps", "params"))
         r = check_run(args.opacus_version, args.dataset_size, args.batch_size, sample_rate=args.sample_rate,
                       epochs=args.epochs, steps=args.steps, noise_multiplier=args.noise_multiplier,
                       n_params=args.params, loss_reduction=args.loss_reduction, poisson=args.poisson,
-                      delta=args.delta, accountant=args.accountant, drop_last=args.drop_last)
-    except ValueError as exc:
+                      delta=args.delta, accountant=args.accountant, drop_last=args.drop_last,
+                      implementation=args.implementation, divisor=args.divisor, assume_release=args.assume_release,
+                      allow_large=args.yes)
+    except (ValueError, TypeError) as exc:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         msg = _first_line(exc)
         first = re.match(r"[A-Za-z_]+", msg)
-        if first and first.group(0) in CHECK_OPTIONS:
+        if first and (first.group(0) in CHECK_OPTIONS or first.group(0) in ("N", "n", "q")):
             return _fail(_option_names(msg), 2)
         return _fail(msg if msg.startswith("could not compute") else
                      f"could not compute the check for these settings ({msg})", 1)
@@ -307,6 +348,17 @@ def run_check(args) -> int:
         if top not in AUDIT_EXTRA + ("dp_accounting",):
             raise
         return _fail(f"check needs {top} (not installed): pip install 'paperlib[audit,accounting]'", 2)
+    except MemoryError:
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        return _fail("out of memory computing the check: the memory grows with the number of steps and falls with "
+                     "the noise multiplier; lower --steps/--epochs or use --accountant rdp", 2)
+    except (RuntimeError, ArithmeticError) as exc:  # a numerical step that failed for valid settings
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        msg = _first_line(exc)
+        return _fail(msg if msg.startswith("could not compute") else
+                     f"could not compute the check for these settings ({type(exc).__name__}: {msg})", 1)
     if args.json:
         json.dump(_json_clean(dict(r, statement=format_statement(r))), sys.stdout)
         sys.stdout.write("\n")
@@ -417,6 +469,9 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
                         "<repo>/data; downloaded in full mode), else the real points bundled with the package; "
                         "synthetic (a random stand-in) only when named")
+    a.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="the data folder to read the dataset from (default $PAPERLIB_DATA or <repo>/data); a dataset "
+                        "there is used as it is or refused, naming the file that cannot be read")
     a.add_argument("--batch-size", type=int, default=None,
                    help="the configured batch size the fixed implementation divides by (opacus-installed+fix "
                         "only; required there), an integer >= 1")
@@ -469,17 +524,28 @@ def run_audit_implementation(args) -> dict:
     _check_batch_size_option(args)
     if args.mode == "full":
         _refuse_size(args, "trials", args.trials, MAX_IMPLEMENTATION_TRIALS_FULL,
-                     f"{_fmt_seconds(2 * args.trials * _SECONDS_PER_STEP)}: every round a real step",
+                     f"{fmt_seconds(2 * args.trials * _SECONDS_PER_STEP)}: every round a real step",
+                     seconds=2 * args.trials * _SECONDS_PER_STEP,
                      hint="full mode, ")
     else:
         seconds = 2 * args.trials * _SECONDS_PER_ROUND + 400 * _SECONDS_PER_STEP
         _refuse_size(args, "trials", args.trials, MAX_AUDIT_TRIALS,
-                     f"{_fmt_seconds(seconds)} and {_fmt_bytes(2 * args.trials * _BYTES_PER_TRIAL)} of memory")
+                     f"{fmt_seconds(seconds)} and {fmt_bytes(2 * args.trials * _BYTES_PER_TRIAL)} of memory",
+                     seconds=seconds)
     from paperlib.artifact.provenance import ResultCache
     from paperlib.implementations import datasets, real_audit
 
+    if args.data_dir is not None and not args.data_dir.strip():
+        raise ValueError("data_dir (--data-dir) must be a folder, got an empty string")
     try:
-        name, root, source = datasets.resolve_dataset(args.dataset, args.N + 1, args.seed, mode=args.mode)
+        try:
+            choice = datasets.resolve_points(args.dataset, args.N + 1, args.seed, mode=args.mode,
+                                             root=args.data_dir)
+        except datasets.TooFewPoints as exc:  # k = N + 1 points: say it with the user's parameter
+            raise ValueError(f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
+                             f"{args.N}; put the full dataset into the data folder (--data-dir or "
+                             "$PAPERLIB_DATA)") from None
+        name, root, source = choice.dataset, choice.root, choice.source
         extra = {"batch_size": args.batch_size} if args.batch_size is not None else {}
         r = real_audit.audit_implementation(args.implementation, args.model, name, N=args.N, q=args.q,
                                             sigma=args.sigma, C=args.C, trials=args.trials, seed=args.seed,
@@ -497,6 +563,7 @@ def run_audit_implementation(args) -> dict:
     if args.batch_size is not None:
         out["batch_size"] = args.batch_size
     out["data"] = source
+    out["data_note"] = choice.note
     if r.get("inputs"):
         out["inputs"] = r["inputs"]
     if r.get("check"):
@@ -520,33 +587,18 @@ def _validate(args) -> None:
     else:
         check_delta(args.delta)
     _check_guarantee_size(args)
+    _check_rounds_size(args)  # last: it may announce a long run
 
 
 def _curve(args):
-    """The curve object asked for (an LRMixture, PointwiseMixture, or a CLT closure)."""
-    mech, bound, T = args.mechanism, args.bound, args.rounds
-    if bound == "clt":
-        if mech not in ("easgm", "feasgm"):
-            raise ValueError("bound=clt is defined for mechanism easgm or feasgm (Theorems 3.13, A.7)")
-        if args.n < 2:
-            raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
-        return clt_bound(mech, args.N, args.q, args.sigma, args.n, rounds=T)
-    if T > 1:
-        # T rounds (paperlib.mechanisms.multiround): easgm/feasgm upper exact (chi-square with T(n-1)
-        # coordinates), asgm upper by PLD composition of Eq. 14, sgm f_q^(xT); guarantee: the
-        # certified T-round guarantee (paperlib.mechanisms.certified), PLD with its error bracket
-        from paperlib.mechanisms.multiround import rounds_curve
-
-        try:
-            return rounds_curve(mech, bound, args.N, args.q, args.sigma, args.n, rounds=T)
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").split(".")[0] != "dp_accounting":
-                raise
-            raise ValueError("rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
-                             "installed): pip install 'paperlib[accounting]'") from None
-    if bound == "guarantee":
-        return guarantee(mech, args.N, args.q, args.sigma, args.n)
-    return upper_bound(mech, args.N, args.q, args.sigma, args.n)
+    """The curve asked for, from the one dispatch (:func:`paperlib.mechanisms.curves.curve`)."""
+    try:
+        return curves.curve(args.mechanism, args.bound, args.N, args.q, args.sigma, args.n, rounds=args.rounds)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "dp_accounting":
+            raise
+        raise ValueError("rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
+                         "installed): pip install 'paperlib[accounting]'") from None
 
 
 def _jsonnum(x):
@@ -564,23 +616,23 @@ def run_tradeoff(args) -> dict:
         out.update(alpha=alpha.tolist(), beta=[_jsonnum(b) for b in res.upper], mu=curve.mu, gamma=curve.gamma,
                    note="CLT upper bound, defined on [gamma, 1 - gamma]; null outside")
     else:
-        if hasattr(curve, "beta_bounds"):
-            curve.beta_bounds(alpha)  # a PLD composition: refine its grid to the accuracy target first
-        beta = curve(alpha) if not isinstance(curve, LRMixture) else curve(alpha, tol=args.tol)
-        out.update(alpha=alpha.tolist(), beta=[float(b) for b in beta], label=getattr(curve, "label", ""))
-        meta = getattr(curve, "meta", {})
+        composed = curve.accounting() is not None  # a numerical composition (PLD) with its bracket
+        if composed:
+            lo, hi = curve.beta_bounds(alpha)  # refines its grid to the accuracy target first
+        sampled = isinstance(curve, LRMixture) and alpha.size > LRMixture.EXACT_BELOW
+        beta = curve(alpha, tol=args.tol) if isinstance(curve, LRMixture) else curve(alpha)
+        out.update(alpha=alpha.tolist(), beta=[float(b) for b in beta], label=curve.label)
         for k in ("dropped_mass", "case", "K", "K_prime"):
-            if k in meta:
-                out[k] = meta[k]
+            if k in curve.meta:
+                out[k] = curve.meta[k]
         if isinstance(curve, LRMixture):
-            if float(args.tol) in curve._curves:
+            if sampled:
                 out["max_error"] = curve.curve(args.tol).meta["max_gap"]
                 out["method"] = "sampled curve (tangent envelope)"
             else:
                 out["method"] = "exact: common threshold solved per alpha"
-        if hasattr(curve, "lower") and hasattr(curve, "upper") and hasattr(curve, "epsilon_bounds"):
-            # a PLD composition: the true curve lies between its two ends at every alpha
-            lo, hi = curve.lower(alpha), curve.upper(alpha)
+        if composed:
+            # the true curve lies between its two ends at every alpha
             out.update(beta_bracket=[[float(a), float(b)] for a, b in zip(lo, hi)],
                        accounting_error=float(max(hi - lo)), method="PLD composition (dp_accounting)",
                        accounting=_accounting_summary(curve))
@@ -597,7 +649,7 @@ def run_epsilon(args) -> dict:
     if args.claimed:
         if args.rounds > 1:
             # T rounds: the claim as Opacus's RDP accountant reports it (the paper's Figure 7 baseline)
-            from paperlib.mechanisms.multiround import sgm_claim_epsilon
+            from paperlib.mechanisms.accountants import sgm_claim_epsilon
 
             eps = sgm_claim_epsilon(args.q, args.sigma, rounds=args.rounds, delta=delta, accountant="rdp")
             out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta,
@@ -612,13 +664,13 @@ def run_epsilon(args) -> dict:
         if args.bound == "clt":
             raise ValueError("bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
         curve = _curve(args)
-        label = getattr(curve, "label", "")
+        label = curve.label
     eps = curve.epsilon(delta)
     out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta, "curve": label,
            "mechanism": args.mechanism, "bound": "claim" if args.claimed else args.bound,
            "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds}
-    if hasattr(curve, "epsilon_bounds"):
-        # a PLD composition: the exact epsilon lies in the bracket; "epsilon" is its safe end
+    if curve.accounting() is not None:
+        # a numerical composition: the exact epsilon lies in the bracket; "epsilon" is its safe end
         # (upper for a guarantee or claim, lower for an upper bound of a guarantee)
         lo, hi = curve.epsilon_bounds(delta)
         out.update(epsilon_bracket=[_jsonnum(lo), _jsonnum(hi)],
@@ -645,8 +697,8 @@ ACCOUNTING_TOLERANCE = 0.01
 
 
 def _accounting_summary(curve) -> dict:
-    """Grid, passes and accuracy of a PLD composition (paperlib.fdp.pld), for the JSON output."""
-    acc = curve.meta.get("pld") or curve.accounting()
+    """Grid, passes and accuracy of a numerical composition (its ``accounting()``), for the JSON output."""
+    acc = curve.accounting()
     return {"engine": acc.get("engine"), "step": acc.get("step"), "passes": len(acc.get("passes", [])),
             "rel_tol": acc.get("rel_tol"), "accuracy_met": acc.get("accuracy_met")}
 

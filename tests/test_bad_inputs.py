@@ -197,7 +197,7 @@ CLI_INVALID = [
      "--batch-size"),
     ("impl-fix-batch-size-fraction", _with(AI, implementation="opacus-installed+fix", **{"batch-size": "1.5"}),
      "--batch-size"),
-    # --- check (paperlib.check.check_run): the settings of an Opacus run
+    # --- check (paperlib.practitioner.check_run): the settings of an Opacus run
     ("check-batch-larger-than-dataset", _with(CK, **{"batch-size": "70000"}), "--batch-size"),
     ("check-no-poisson", CK + ["--no-poisson"], "--poisson"),
     ("check-release-2.0", _with(CK, **{"opacus-version": "2.0.0"}), "--opacus-version"),
@@ -248,7 +248,6 @@ CLI_NUMERIC = [
     ("audit-sigma-1e-6", _with(AU, sigma="1e-6")),
     ("epsilon-delta-1e-300", _with(EP, delta="1e-300")),
     ("tradeoff-guarantee-2-rounds", _with(TR, rounds="2")),
-    ("epsilon-asgm-upper-1e9-rounds", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000")),
     # issue 11, item 7: large-N guarantees (formerly refused for noncentrality 4e10, or out of time at sigma 2)
     ("epsilon-easgm-guarantee-N-200000-sigma-0.5", _with(EP, N="200000", q="0.005", sigma="0.5", n="1485217")),
     ("epsilon-easgm-guarantee-N-200000-sigma-2", _with(EP, N="200000", q="0.005", sigma="2", n="1485217")),
@@ -284,7 +283,7 @@ def test_cli_audit_with_a_vacuous_claim_does_not_blame_eps_for_delta(capsys):
 # ============================================================================ CLI: faults inside
 FAULTS = [
     ("memory-error-tradeoff", TR, "guarantee", MemoryError(), 2, "N"),
-    ("memory-error-rounds", _with(TR, bound="upper", rounds="3"), "rounds_curve", MemoryError(), 2, "rounds"),
+    ("memory-error-rounds", _with(TR, bound="upper", rounds="3"), "rounds_upper_bound", MemoryError(), 2, "rounds"),
     ("internal-value-error", TR, "guarantee", ValueError("eps_for_delta must be a finite number >= 0, got None"),
      1, None),
     ("scipy-root-nan", TR, "guarantee", ValueError("The function value at x=-5.6e10 is NaN; solver cannot continue."),
@@ -299,12 +298,9 @@ def test_cli_internal_failures_are_one_line(argv, target, exc, code, param, caps
     def boom(*a, **k):
         raise exc
 
-    if target == "rounds_curve":
-        import paperlib.mechanisms.multiround as mr
+    import paperlib.mechanisms.curves as curves  # the one dispatch calls the builders by these names
 
-        monkeypatch.setattr(mr, "rounds_curve", boom)
-    else:
-        monkeypatch.setattr(cli, target, boom)
+    monkeypatch.setattr(curves, target, boom)
     c, out, err = run_main(argv, capsys)
     line = assert_one_line_error(c, out, err, code, param)
     if code == 1:
@@ -329,11 +325,11 @@ def test_cli_audit_out_of_memory_names_the_size_parameter(exc, param, capsys, mo
 
 # ============================================================================ API: exception + parameter
 def _api_rows():
-    from paperlib import audit_worst_case, guarantee, practitioner_report, rounds_curve, sgm_claim, upper_bound
+    from paperlib import audit_worst_case, check_run, curve, guarantee, sgm_claim, upper_bound
     from paperlib.implementations.datasets import load_points
     from paperlib.implementations.real_audit import audit_implementation
-    from paperlib.mechanisms.multiround import sgm_claim_epsilon
-    from paperlib.validation import check_seed
+    from paperlib.mechanisms.accountants import sgm_claim_epsilon
+    from paperlib.fdp.validation import check_seed
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [
@@ -346,7 +342,7 @@ def _api_rows():
         ("claim-sigma-negative", lambda: sgm_claim(0.5, -1.0), ValueError, "sigma"),
         ("claim-epsilon-delta-zero", lambda: sgm_claim(0.5, 2.0).epsilon(0.0), ValueError, "delta"),
         ("claim-alpha-above-1", lambda: sgm_claim(0.5, 2.0)(1.5), ValueError, "alpha"),
-        ("rounds-zero", lambda: rounds_curve("easgm", "upper", 3, 0.5, 2.0, 20, rounds=0), ValueError, "rounds"),
+        ("rounds-zero", lambda: curve("easgm", "upper", 3, 0.5, 2.0, 20, rounds=0), ValueError, "rounds"),
         ("accountant-unknown", lambda: sgm_claim_epsilon(0.01, 1.0, rounds=10, delta=1e-5, accountant="moments"),
          ValueError, "accountant"),
         ("audit-seed-negative", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "seed": -1}),
@@ -357,12 +353,14 @@ def _api_rows():
          ValueError, "trials"),
         ("audit-N-13", lambda: audit_worst_case("easgm", 13, 0.5, 2.0, 20, **aw), ValueError, "N"),
         ("audit-C-zero", lambda: audit_worst_case("easgm", 3, 0.5, 2.0, 20, **{**aw, "C": 0.0}), ValueError, "C"),
-        ("practitioner-prv-9-TiB", lambda: practitioner_report(60000, 256, 1, 1e-3, 26010), ValueError,
-         "noise_multiplier"),
-        ("practitioner-N_train", lambda: practitioner_report(1, 256, 1, 1.0, 100), ValueError, "N_train"),
-        ("practitioner-delta", lambda: practitioner_report(60000, 256, 1, 1.0, 100, delta=0.0), ValueError, "delta"),
-        ("practitioner-version", lambda: practitioner_report(60000, 256, 1, 1.0, 100, "banana"), ValueError,
-         "opacus_version"),
+        ("practitioner-prv-9-TiB", lambda: check_run("1.6.0", 60000, 256, epochs=1, noise_multiplier=1e-3,
+                                                      n_params=26010), ValueError, "noise_multiplier"),
+        ("practitioner-dataset_size", lambda: check_run("1.6.0", 1, 1, epochs=1, noise_multiplier=1.0, n_params=100),
+         ValueError, "dataset_size"),
+        ("practitioner-delta", lambda: check_run("1.6.0", 60000, 256, epochs=1, noise_multiplier=1.0, n_params=100,
+                                                 delta=0.0), ValueError, "delta"),
+        ("practitioner-version", lambda: check_run("banana", 60000, 256, epochs=1, noise_multiplier=1.0,
+                                                   n_params=100), ValueError, "opacus_version"),
         ("check-seed-bool", lambda: check_seed(True), ValueError, "seed"),
         ("load-points-name", lambda: load_points("imagenet", 5), ValueError, "name"),
         ("load-points-k", lambda: load_points("synthetic", 0), ValueError, "k"),
@@ -379,7 +377,7 @@ def _api_rows():
 API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guarantee-sigma-inf", "upper-n-zero",
            "claim-q-zero", "claim-sigma-negative", "claim-epsilon-delta-zero", "claim-alpha-above-1", "rounds-zero",
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
-           "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-N_train", "practitioner-delta",
+           "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
            "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
 
@@ -540,6 +538,429 @@ def test_data_resolve_dataset_names_the_folder_it_used(tmp_path, offline, monkey
     monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "env"))
     name, root, note = resolve_dataset("mnist", 5, 0, mode="quick", extra_roots=[])
     assert (name, note) == ("mnist", "data folder sample") and root == (tmp_path / "env").resolve()
+
+
+# ============================================================================ DATA (suite): used as given or refused
+# A data folder that holds the dataset is used as it is or refused in one line naming the file
+# and the problem -- through $PAPERLIB_DATA, through --data-dir and through the Python API --
+# never silently replaced by the bundled points. The bundled points are used only when no
+# folder holds the dataset, and the output says so in words (data_note).
+def _mnist_state(root: Path, state: str, folder: str = "MNIST") -> Path:
+    """Write MNIST-like files under ``root`` broken as ``state``; returns the path the error must name."""
+    if state == "folder-is-a-file":
+        root.parent.mkdir(parents=True, exist_ok=True)
+        root.write_bytes(b"not a folder")
+        return root
+    if state == "dataset-folder-is-a-file":
+        root.mkdir(parents=True)
+        (root / folder).write_bytes(b"not a folder")
+        return root / folder
+    kw = {"labels-shorter-than-images": dict(labels=np.arange(8) % 10), "label-outside-0-9": dict(labels=[252] * 12),
+          "images-truncated": dict(truncate=7), "bad-magic": dict(magic=0x00000802)}.get(state, {})
+    raw = write_mnist(root, folder=folder, **kw)
+    img, lab = raw / "train-images-idx3-ubyte", raw / "train-labels-idx1-ubyte"
+    if state == "garbage":
+        img.write_bytes(np.random.default_rng(1).bytes(5000))
+    elif state == "empty-file":
+        img.write_bytes(b"")
+    elif state == "trailing-bytes":
+        img.write_bytes(img.read_bytes() + b"\0" * 28)
+    elif state == "wrong-image-size":
+        img.write_bytes(struct.pack(">IIII", 0x00000803, 12, 32, 32) + bytes(12 * 32 * 32))
+    elif state == "file-missing":
+        (raw / "t10k-labels-idx1-ubyte").unlink()
+        return raw / "t10k-labels-idx1-ubyte"
+    elif state == "file-is-a-folder":
+        img.unlink()
+        img.mkdir()
+    elif state == "test-split-truncated":
+        t = raw / "t10k-images-idx3-ubyte"
+        t.write_bytes(t.read_bytes()[:-100])
+        return t
+    return lab if state in ("labels-shorter-than-images", "label-outside-0-9") else img
+
+
+def _cifar_state(root: Path, state: str) -> Path:
+    """CIFAR-10 batches (random pixels: their md5s cannot be the originals) broken as ``state``."""
+    import pickle
+
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    for f in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        entry = {"data": np.random.default_rng(0).integers(0, 256, (4, 3072), dtype=np.uint8), "labels": [1, 2, 3, 4]}
+        (folder / f).write_bytes(pickle.dumps(entry, protocol=2))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [str(i) for i in range(10)]}, protocol=2))
+    if state == "cifar-meta-missing":
+        (folder / "batches.meta").unlink()
+        return folder / "batches.meta"
+    if state == "cifar-garbage-batch":
+        (folder / "data_batch_1").write_bytes(np.random.default_rng(2).bytes(3000))
+    return folder / "data_batch_1"
+
+
+# (id, dataset, state, a word of the problem the line must hold)
+FOLDER_STATES = [
+    ("mnist-labels-shorter-than-images", "mnist", "labels-shorter-than-images", "8 labels"),
+    ("mnist-label-outside-0-9", "mnist", "label-outside-0-9", "outside the classes 0-9"),
+    ("mnist-images-truncated", "mnist", "images-truncated", "truncated"),
+    ("mnist-bad-magic", "mnist", "bad-magic", "magic number"),
+    ("mnist-garbage", "mnist", "garbage", "magic number"),
+    ("mnist-empty-file", "mnist", "empty-file", "too short"),
+    ("mnist-trailing-bytes", "mnist", "trailing-bytes", "truncated or corrupt"),
+    ("mnist-wrong-image-size", "mnist", "wrong-image-size", "32 x 32 pixels"),
+    ("mnist-file-missing", "mnist", "file-missing", "is missing"),
+    ("mnist-file-is-a-folder", "mnist", "file-is-a-folder", "is a folder, not a file"),
+    ("mnist-test-split-truncated", "mnist", "test-split-truncated", "truncated"),
+    ("mnist-folder-is-a-file", "mnist", "folder-is-a-file", "is a file, not a folder"),
+    ("mnist-dataset-folder-is-a-file", "mnist", "dataset-folder-is-a-file", "is a file, not a folder"),
+    ("fmnist-images-truncated", "fmnist", "images-truncated", "truncated"),
+    ("fmnist-label-outside-0-9", "fmnist", "label-outside-0-9", "outside the classes 0-9"),
+    ("cifar10-not-the-original-md5", "cifar10", "cifar-random-batches", "md5"),
+    ("cifar10-garbage-batch", "cifar10", "cifar-garbage-batch", "md5"),
+    ("cifar10-meta-missing", "cifar10", "cifar-meta-missing", "is missing"),
+]
+
+
+def _broken_folder(root: Path, dataset: str, state: str) -> Path:
+    if dataset == "cifar10":
+        return _cifar_state(root, state)
+    return _mnist_state(root, state, folder={"mnist": "MNIST", "fmnist": "FashionMNIST"}[dataset])
+
+
+def _ai_for(dataset: str, **opts):
+    return _with(AI, dataset=dataset, model="cnn-cifar10" if dataset == "cifar10" else "cnn-mnist", trials="20",
+                 **opts)
+
+
+@pytest.mark.parametrize("how", ["PAPERLIB_DATA", "--data-dir"])
+@pytest.mark.parametrize("dataset,state,word", [pytest.param(*r[1:], id=r[0]) for r in FOLDER_STATES])
+def test_data_folder_that_cannot_be_read_is_refused_in_one_line(dataset, state, word, how, tmp_path, offline,
+                                                                 monkeypatch, capsys):
+    """audit-implementation with a named folder holding a broken dataset: status 2, one line
+    naming the file and the problem, no audit run and nothing written into the folder."""
+    root = tmp_path / "data"
+    bad = _broken_folder(root, dataset, state)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    if how == "PAPERLIB_DATA":
+        monkeypatch.setenv("PAPERLIB_DATA", str(root))
+        argv = _ai_for(dataset)
+    else:
+        monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+        argv = _ai_for(dataset, **{"data-dir": str(root)})
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(bad) in line and word in line, line
+    assert "bundled" not in line
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "results" not in p.parts) == before
+
+
+@pytest.mark.parametrize("dataset,state,word", [pytest.param(*r[1:], id=r[0]) for r in FOLDER_STATES])
+def test_data_folder_that_cannot_be_read_is_refused_by_resolve_dataset(dataset, state, word, tmp_path, offline,
+                                                                      monkeypatch):
+    """The same through the Python API, in every mode (full mode never downloads over a dataset
+    that is present): DatasetUnavailable, one line naming the file and the problem."""
+    from paperlib.implementations.datasets import DatasetUnavailable, resolve_dataset, resolve_points
+
+    root = tmp_path / "data"
+    bad = _broken_folder(root, dataset, state)
+    monkeypatch.setenv("PAPERLIB_DATA", str(root))
+    for mode in ("quick", "full"):
+        with pytest.raises(DatasetUnavailable) as info:
+            resolve_dataset(dataset, 5, 0, mode=mode)
+        msg = str(info.value)
+        assert "\n" not in msg and str(bad) in msg and word in msg, msg
+    monkeypatch.delenv("PAPERLIB_DATA")
+    with pytest.raises(DatasetUnavailable) as info:  # the folder as an argument
+        resolve_points(dataset, 5, 0, root=root)
+    assert "\n" not in str(info.value) and str(bad) in str(info.value)
+
+
+def test_data_no_folder_named_uses_the_bundle_and_says_so(tmp_path, offline, monkeypatch, capsys):
+    """No $PAPERLIB_DATA and no dataset in the default folder: the bundled points, and the
+    output's data_note says so in words and names the folder looked in."""
+    from paperlib.implementations import datasets as D
+
+    monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+    monkeypatch.setattr(D, "_repo_root", lambda: tmp_path / "clone")  # <clone>/data: the default folder
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_ai_for("mnist"), capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_BUNDLED
+    note = d["data_note"]
+    assert "bundled with paperlib" in note and "no MNIST dataset in " + str(tmp_path / "clone" / "data") in note
+    assert "default data folder" in note and "does not exist" in note
+
+
+def test_data_named_folder_that_holds_the_dataset_is_used_and_said(tmp_path, offline, monkeypatch, capsys):
+    from paperlib.implementations import datasets as D
+
+    write_mnist(tmp_path / "mine")
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    monkeypatch.delenv("PAPERLIB_DATA", raising=False)
+    code, out, err = run_main(_ai_for("mnist", **{"data-dir": str(tmp_path / "mine")}), capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["data"] == D.SOURCE_FOLDER_SAMPLE and d["inputs"]["data"] == D.SOURCE_FOLDER_SAMPLE
+    assert str((tmp_path / "mine").resolve()) in d["data_note"] and "12 images" in d["data_note"]
+
+
+# audit-implementation options of this block (bad values -> 2, one line naming the option)
+CLI_INVALID_DATA = [
+    ("impl-N-10-with-10-bundled-points", _with(AI, dataset="mnist", N="10"), "--N", "<= 9"),
+    ("impl-data-dir-empty", _with(AI, dataset="mnist", **{"data-dir": " "}), "--data-dir", "empty"),
+    ("impl-data-dir-missing-value", AI + ["--data-dir"], "--data-dir", "expected one argument"),
+    ("impl-sigma-zero", _with(AI, sigma="0"), "sigma", "> 0"),
+    ("impl-sigma-nan", _with(AI, sigma="nan"), "sigma", None),
+    ("impl-delta-one", _with(AI, delta="1"), "delta", None),
+    ("impl-delta-wrong-type", _with(AI, delta="small"), "delta", None),
+    ("impl-yes-with-a-value", AI + ["--yes=no"], "yes", None),
+    ("impl-model-for-other-input", _with(AI, dataset="cifar10"), "model", None),
+]
+
+
+@pytest.mark.parametrize("argv,param,word", [pytest.param(*r[1:], id=r[0]) for r in CLI_INVALID_DATA])
+def test_data_cli_options_are_one_line_naming_the_option(argv, param, word, tmp_path, offline, monkeypatch, capsys):
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    assert word is None or word in line, line
+
+
+def test_data_cli_N_above_a_small_data_folder_names_N(tmp_path, offline, monkeypatch, capsys):
+    write_mnist(tmp_path / "small", n_images=6)
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_with(AI, dataset="mnist", N="8", **{"data-dir": str(tmp_path / "small")}), capsys)
+    line = assert_one_line_error(code, out, err, 2, "--N")
+    assert "<= 5" in line and str(tmp_path / "small") in line
+
+
+def test_data_cli_given_folder_that_does_not_exist(tmp_path, offline, monkeypatch, capsys):
+    """--data-dir at a folder that does not exist (quick mode): refused, nothing created."""
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_with(AI, dataset="mnist", **{"data-dir": str(tmp_path / "typo")}), capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(tmp_path / "typo") in line and "does not exist" in line
+    assert not (tmp_path / "typo").exists()
+
+
+def test_data_every_audit_implementation_option_has_a_bad_input_row():
+    """The table grows with the surface: each option of audit-implementation is the parameter of
+    at least one bad-input row (CLI_INVALID or CLI_INVALID_DATA), -h aside."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["audit-implementation"]
+    options = {a.option_strings[-1] for a in sub._actions if a.option_strings and a.dest != "help"}
+    rows = [(argv, param) for _, argv, param in CLI_INVALID if argv[0] == "audit-implementation"]
+    rows += [(argv, param) for _, argv, param, _ in CLI_INVALID_DATA]
+    covered = {"--" + p.lstrip("-") for _, p in rows}
+    assert options - covered == set(), f"options without a bad-input row: {sorted(options - covered)}"
+
+
+# ---------------------------------------------------------------------------- the dataset functions
+def _data_api_rows(tmp: Path):
+    from paperlib.implementations import datasets as D
+
+    f = tmp / "a-file"
+    f.write_text("x")
+    return [
+        # (id, function, parameter, call, exception)
+        ("load_points-name", "load_points", "name", lambda: D.load_points("imagenet", 5), ValueError),
+        ("load_points-k", "load_points", "k", lambda: D.load_points("synthetic", 0), ValueError),
+        ("load_points-seed", "load_points", "seed", lambda: D.load_points("synthetic", 5, -1), ValueError),
+        ("load_points-root-type", "load_points", "root", lambda: D.load_points("mnist", 5, root=3), TypeError),
+        ("load_points-root-empty", "load_points", "root", lambda: D.load_points("mnist", 5, root=""), ValueError),
+        ("load_points-root-a-file", "load_points", "root", lambda: D.load_points("mnist", 5, root=f, download=False),
+         D.DatasetUnavailable),
+        ("load_points-train-string", "load_points", "train", lambda: D.load_points("synthetic", 5, train="no"),
+         TypeError),
+        ("load_points-download-string", "load_points", "download",
+         lambda: D.load_points("synthetic", 5, download="yes"), TypeError),
+        ("resolve_points-name", "resolve_points", "name", lambda: D.resolve_points("svhn", 5), ValueError),
+        ("resolve_points-k", "resolve_points", "k", lambda: D.resolve_points("mnist", 2.5), ValueError),
+        ("resolve_points-k-above-bundle", "resolve_points", "k", lambda: D.resolve_points("mnist", 11), ValueError),
+        ("resolve_points-seed", "resolve_points", "seed", lambda: D.resolve_points("mnist", 5, -3), ValueError),
+        ("resolve_points-mode", "resolve_points", "mode", lambda: D.resolve_points("mnist", 5, mode="medium"),
+         ValueError),
+        ("resolve_points-root-type", "resolve_points", "root", lambda: D.resolve_points("mnist", 5, root=1.5),
+         TypeError),
+        ("resolve_points-root-missing", "resolve_points", "root",
+         lambda: D.resolve_points("mnist", 5, root=tmp / "typo"), D.DatasetUnavailable),
+        ("resolve_points-extra_roots-string", "resolve_points", "extra_roots",
+         lambda: D.resolve_points("mnist", 5, extra_roots=str(tmp)), TypeError),
+        ("resolve_points-extra_roots-item", "resolve_points", "extra_roots",
+         lambda: D.resolve_points("mnist", 5, extra_roots=[None]), TypeError),
+        ("resolve_dataset-name", "resolve_dataset", "name", lambda: D.resolve_dataset(None, 5), ValueError),
+        ("resolve_dataset-k", "resolve_dataset", "k", lambda: D.resolve_dataset("mnist", True), ValueError),
+        ("resolve_dataset-seed", "resolve_dataset", "seed", lambda: D.resolve_dataset("mnist", 5, "0"), ValueError),
+        ("resolve_dataset-mode", "resolve_dataset", "mode", lambda: D.resolve_dataset("mnist", 5, mode=None),
+         ValueError),
+        ("resolve_dataset-root", "resolve_dataset", "root", lambda: D.resolve_dataset("mnist", 5, root=b"/tmp"),
+         TypeError),
+        ("resolve_dataset-extra_roots", "resolve_dataset", "extra_roots",
+         lambda: D.resolve_dataset("mnist", 5, extra_roots=7), TypeError),
+        ("bundle_info-name", "bundle_info", "name", lambda: D.bundle_info("synthetic"), ValueError),
+        ("bundle_info-folder", "bundle_info", "folder", lambda: D.bundle_info("mnist", folder=["x"]), TypeError),
+        ("load_bundled-name", "load_bundled", "name", lambda: D.load_bundled("svhn", 5), ValueError),
+        ("load_bundled-k", "load_bundled", "k", lambda: D.load_bundled("mnist", 11), ValueError),
+        ("load_bundled-seed", "load_bundled", "seed", lambda: D.load_bundled("mnist", 5, 1.5), ValueError),
+        ("load_bundled-folder", "load_bundled", "folder", lambda: D.load_bundled("mnist", 5, folder=""), ValueError),
+        ("build_bundle-source", "build_bundle", "source", lambda: D.build_bundle(None, tmp / "out"), TypeError),
+        ("build_bundle-out", "build_bundle", "out", lambda: D.build_bundle(tmp, 5), TypeError),
+        ("drawn_indices-name", "drawn_indices", "name", lambda: D.drawn_indices("synthetic", 5, root=tmp), ValueError),
+        ("drawn_indices-k", "drawn_indices", "k", lambda: D.drawn_indices("mnist", 0, root=tmp), ValueError),
+        ("drawn_indices-seed", "drawn_indices", "seed", lambda: D.drawn_indices("mnist", 5, -1, root=tmp), ValueError),
+        ("drawn_indices-root", "drawn_indices", "root", lambda: D.drawn_indices("mnist", 5, root=4), TypeError),
+        ("drawn_indices-train", "drawn_indices", "train", lambda: D.drawn_indices("mnist", 5, root=tmp, train=1),
+         TypeError),
+        ("dataset_present-name", "dataset_present", "name", lambda: D.dataset_present("svhn", tmp), ValueError),
+        ("dataset_present-root", "dataset_present", "root", lambda: D.dataset_present("mnist", None), TypeError),
+        ("describe_points-name", "describe_points", "name",
+         lambda: D.describe_points("svhn", D.SOURCE_BUNDLED, [1], split="test"), ValueError),
+        ("describe_points-source", "describe_points", "source",
+         lambda: D.describe_points("mnist", "somewhere", [1], split="test"), ValueError),
+        ("describe_points-indices", "describe_points", "indices",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [-1], split="test"), ValueError),
+        ("describe_points-split", "describe_points", "split",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split=None), TypeError),
+        ("describe_points-sha_ok", "describe_points", "sha_ok",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split="test", sha_ok="yes"), TypeError),
+        ("describe_points-root", "describe_points", "root",
+         lambda: D.describe_points("mnist", D.SOURCE_BUNDLED, [1], split="test", root=3), TypeError),
+    ]
+
+
+@pytest.fixture
+def data_api_rows(tmp_path, offline, monkeypatch):
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    return {r[0]: r[1:] for r in _data_api_rows(tmp_path)}
+
+
+_DATA_API_ROW_IDS = [
+    "load_points-name", "load_points-k", "load_points-seed", "load_points-root-type", "load_points-root-empty",
+    "load_points-root-a-file", "load_points-train-string", "load_points-download-string", "resolve_points-name",
+    "resolve_points-k", "resolve_points-k-above-bundle", "resolve_points-seed", "resolve_points-mode",
+    "resolve_points-root-type", "resolve_points-root-missing", "resolve_points-extra_roots-string",
+    "resolve_points-extra_roots-item", "resolve_dataset-name", "resolve_dataset-k", "resolve_dataset-seed",
+    "resolve_dataset-mode", "resolve_dataset-root", "resolve_dataset-extra_roots", "bundle_info-name",
+    "bundle_info-folder", "load_bundled-name", "load_bundled-k", "load_bundled-seed", "load_bundled-folder",
+    "build_bundle-source", "build_bundle-out", "drawn_indices-name", "drawn_indices-k", "drawn_indices-seed",
+    "drawn_indices-root", "drawn_indices-train", "dataset_present-name", "dataset_present-root",
+    "describe_points-name", "describe_points-source", "describe_points-indices", "describe_points-split",
+    "describe_points-sha_ok", "describe_points-root",
+]
+
+
+@pytest.mark.parametrize("row", _DATA_API_ROW_IDS)
+def test_data_api_bad_input_raises_naming_the_parameter(row, data_api_rows, tmp_path):
+    func, param, call, exc_type = data_api_rows[row]
+    with pytest.raises(exc_type) as info:
+        call()
+    msg = str(info.value)
+    assert len(msg.strip().splitlines()) == 1, msg
+    assert names(msg, param) or (param == "root" and str(tmp_path) in msg), (param, msg)
+    assert "Traceback" not in msg
+
+
+def test_data_api_rows_cover_every_parameter_of_every_dataset_function(tmp_path):
+    """Every parameter of every public function of paperlib.implementations.datasets has a row."""
+    import inspect
+
+    from paperlib.implementations import datasets as D
+
+    rows = _data_api_rows(tmp_path)
+    assert [r[0] for r in rows] == _DATA_API_ROW_IDS
+    covered = {(r[1], r[2]) for r in rows}
+    wanted = {(fname, p) for fname in D.__all__ if inspect.isfunction(getattr(D, fname))
+              for p in inspect.signature(getattr(D, fname)).parameters}
+    assert wanted - covered == set(), f"without a bad-input row: {sorted(wanted - covered)}"
+
+
+# ---------------------------------------------------------------------------- the bundle, tampered
+def _tampered_bundle(folder: Path, name="mnist", **arrays):
+    """A copy of the bundle whose ``name`` file holds ``arrays`` in place of its own, with
+    SHA256SUMS rewritten to match: what a checksum file beside the data cannot catch."""
+    import hashlib
+
+    from paperlib.implementations import datasets as D
+
+    shutil.copytree(D.bundle_dir(), folder)
+    path = folder / f"{name}.npz"
+    with np.load(path, allow_pickle=False) as z:
+        content = {k: z[k] for k in z.files}
+    content.update(arrays)
+    content = {k: v for k, v in content.items() if v is not None}
+    np.savez(path, **content)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    lines = [ln if not ln.endswith(path.name) else f"{digest}  {path.name}"
+             for ln in (folder / "SHA256SUMS").read_text().splitlines()]
+    (folder / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    return path, digest
+
+
+def test_data_tampered_bundle_with_rewritten_checksum_file_is_refused(tmp_path, offline, monkeypatch, capsys):
+    """Labels changed to floats and SHA256SUMS rewritten: refused against the hash held in the
+    code, in one line, by the API and by audit-implementation (status 2)."""
+    from paperlib.implementations import datasets as D
+
+    folder = tmp_path / "points"
+    with np.load(D.bundle_dir() / "mnist.npz") as z:
+        labels = z["labels"].astype(np.float64) + 0.5
+    path, _ = _tampered_bundle(folder, labels=labels)
+    with pytest.raises(D.DatasetUnavailable) as info:
+        D.load_bundled("mnist", 5, folder=folder)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and "sha256" in msg and "held in paperlib" in msg
+    monkeypatch.setattr(D, "bundle_dir", lambda: folder)
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    monkeypatch.setenv("PAPERLIB_RESULTS", str(tmp_path / "results"))
+    code, out, err = run_main(_ai_for("mnist"), capsys)
+    line = assert_one_line_error(code, out, err, 2, "dataset")
+    assert str(path) in line and "sha256" in line
+    D.load_bundled("fmnist", 5, folder=folder)  # the files left alone still load
+
+
+# arrays a bundle must not hold even when its hash were the one in the code (the checks after the hash)
+BAD_BUNDLE_ARRAYS = [
+    ("labels-float", dict(labels="float"), "labels float64"),
+    ("label-outside-0-9", dict(labels="12"), "outside the classes 0-9"),
+    ("pixels-wrong-shape", dict(pixels="flat"), "pixels"),
+    ("pixels-float", dict(pixels="float"), "pixels float32"),
+    ("indices-repeated", dict(indices="repeat"), "distinct"),
+    ("split-train", dict(split=np.array("train")), "split"),
+    ("extra-array", dict(extra=np.zeros(3)), "arrays"),
+    ("labels-missing", dict(labels=None), "arrays"),
+    ("labels-pickled-objects", dict(labels="object"), "cannot be read"),
+]
+
+
+@pytest.mark.parametrize("change,word", [pytest.param(*r[1:], id=r[0]) for r in BAD_BUNDLE_ARRAYS])
+def test_data_bundle_arrays_checked_after_the_hash(change, word, tmp_path, monkeypatch):
+    from paperlib.implementations import datasets as D
+
+    with np.load(D.bundle_dir() / "mnist.npz") as z:
+        orig = {k: z[k] for k in z.files}
+    made = {"float": {"labels": orig["labels"].astype(np.float64), "pixels": orig["pixels"].astype(np.float32)},
+            "12": {"labels": np.full(10, 12, np.uint8)}, "flat": {"pixels": orig["pixels"].reshape(10, -1)},
+            "repeat": {"indices": np.zeros(10, np.int64)},
+            "object": {"labels": np.array([1, "a"] * 5, dtype=object)}}
+    arrays = {k: (made[v][k] if isinstance(v, str) else v) for k, v in change.items()}
+    folder = tmp_path / "points"
+    if any(isinstance(v, np.ndarray) and v.dtype == object for v in arrays.values()):
+        shutil.copytree(D.bundle_dir(), folder)
+        path = folder / "mnist.npz"
+        np.savez(path, **{**orig, **arrays})  # np.savez pickles object arrays
+        import hashlib
+
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    else:
+        path, digest = _tampered_bundle(folder, **arrays)
+    monkeypatch.setitem(D.BUNDLE_SHA256, "mnist.npz", digest)  # as if the code's table had been changed too
+    with pytest.raises(D.DatasetUnavailable) as info:
+        D.bundle_info("mnist", folder)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and word in msg, msg
 
 
 # ============================================================================ RESULTS: damaged files
@@ -732,3 +1153,198 @@ def test_tiny_q_claim_is_a_tradeoff_function(capsys):
         beta = json.loads(out)["sgm_claim_beta"]
         assert beta[0] <= 0.9 and beta[1] <= 0.5
         assert beta[0] == pytest.approx(0.9, abs=1e-6) and beta[1] == pytest.approx(0.5, abs=1e-6)
+
+
+# ============================================================================ core: the practitioner boundary,
+# every option of `check`, `epsilon --rounds`, the one size limit (rows of helper `core`, kept in one block)
+CK1 = _with(CK, epochs="1")
+CORE_CLI_INVALID = [
+    ("check-release-1.6.1-not-audited", _with(CK1, **{"opacus-version": "1.6.1"}), "--opacus-version"),
+    ("check-release-1.7.0-not-audited", _with(CK1, **{"opacus-version": "1.7.0"}), "--opacus-version"),
+    ("check-release-1.99.0-not-audited", _with(CK1, **{"opacus-version": "1.99.0"}), "--opacus-version"),
+    ("check-release-2.0-even-assumed", _with(CK1, **{"opacus-version": "2.0.0"}) + ["--assume-release"],
+     "--opacus-version"),
+    ("check-release-missing", _without(CK1, "--opacus-version"), "--opacus-version"),
+    ("check-dpsur-with-opacus-version", _with(CK1, implementation="dpsur"), "--opacus-version"),
+    ("check-dpsur-public-divisor", _with(_without(CK1, "--opacus-version"), implementation="dpsur",
+                                         divisor="public"), "--divisor"),
+    ("check-dpsur-prv", _with(_without(CK1, "--opacus-version"), implementation="dpsur", accountant="prv"),
+     "--accountant"),
+    ("check-dpsur-loss-sum", _with(_without(CK1, "--opacus-version"), implementation="dpsur",
+                                   **{"loss-reduction": "sum"}), "--loss-reduction"),
+    ("check-implementation-unknown", _with(CK1, implementation="tf-privacy"), "implementation"),
+    ("check-divisor-unknown", _with(CK1, divisor="constant"), "divisor"),
+    ("check-delta-0.5", _with(CK1, delta="0.5"), "--delta"),
+    ("check-delta-above-1-over-N", _with(CK1, delta="2e-5"), "--delta"),
+    ("check-delta-one", _with(CK1, delta="1"), "--delta"),
+    ("check-delta-nan", _with(CK1, delta="nan"), "--delta"),
+    ("check-steps-1e6-prv-names-steps", _with(_without(CK1, "--epochs"), steps="1000000"), "--steps"),
+    ("check-sigma-0.3-100-epochs-prv-names-epochs-steps", _with(CK, epochs="100", **{"noise-multiplier": "0.3"}),
+     "--steps"),
+    ("check-steps-above-10^6", _with(_without(CK1, "--epochs"), steps="1000001", accountant="rdp"), "--steps"),
+    ("check-dataset-size-2^60", _with(CK1, **{"dataset-size": str(2**60)}), "--dataset-size"),
+    ("check-batch-size-zero", _with(CK1, **{"batch-size": "0"}), "--batch-size"),
+    ("check-sample-rate-zero", _with(_without(CK1, "--batch-size"), **{"sample-rate": "0"}), "--sample-rate"),
+    ("check-sample-rate-nan", _with(_without(CK1, "--batch-size"), **{"sample-rate": "nan"}), "--sample-rate"),
+    ("check-steps-zero", _with(_without(CK1, "--epochs"), steps="0"), "--steps"),
+    ("check-noise-inf", _with(CK1, **{"noise-multiplier": "inf"}), "--noise-multiplier"),
+    ("check-noise-zero", _with(CK1, **{"noise-multiplier": "0"}), "--noise-multiplier"),
+    ("check-params-2^60", _with(CK1, params=str(2**60)), "--params"),
+    ("check-drop-last-too-large-batch", _with(CK1, **{"batch-size": "60000", "dataset-size": "60000"})
+     + ["--drop-last"], "--batch-size"),
+    ("epsilon-rounds-zero", _with(EP, rounds="0"), "rounds"),
+    ("epsilon-rounds-negative", _with(EP, rounds="-3"), "rounds"),
+    ("epsilon-rounds-2^60", _with(EP, rounds=str(2**60)), "rounds"),
+    ("epsilon-rounds-fraction", _with(EP, rounds="2.5"), "rounds"),
+    ("epsilon-rounds-above-limit-asgm-upper", _with(EP, mechanism="asgm", bound="upper", rounds="1000000000"),
+     "rounds"),
+    ("epsilon-rounds-above-limit-guarantee", _with(EP, rounds="2000000"), "rounds"),
+    ("epsilon-rounds-clt-sgm", _with(EP, mechanism="sgm", bound="clt", rounds="3"), "bound"),
+]
+
+
+@pytest.mark.parametrize("argv,param", [pytest.param(a, p, id=i) for i, a, p in CORE_CLI_INVALID])
+def test_core_cli_invalid_input_is_one_line(argv, param, capsys):
+    code, out, err = run_main(argv, capsys)
+    line = assert_one_line_error(code, out, err, 2, param)
+    if "size limit" in line:
+        assert "estimated" in line and "--yes" in line
+
+
+CORE_CLI_ANSWERS = [
+    # (id, argv, what the answer must show): valid settings that once crashed or misled now answer
+    ("check-1.6.0-1600-16-3-epochs-1e6-params", ["check", "--opacus-version", "1.6.0", "--dataset-size", "1600",
+                                                 "--batch-size", "16", "--epochs", "3", "--noise-multiplier", "1.0",
+                                                 "--params", "1000000"], "REFUTED"),
+    ("check-release-1.7.0-assumed", _with(CK1, **{"opacus-version": "1.7.0"}) + ["--assume-release"], "ASSUMED"),
+    ("check-dpsur", _with(_without(CK1, "--opacus-version"), implementation="dpsur"), "Mechanism run: DPSUR"),
+    ("check-public-divisor", _with(CK1, divisor="public"), "STANDS"),
+    ("epsilon-rounds-limit-passed-with-yes", _with(EP, mechanism="easgm", bound="upper", rounds="2000000"),
+     '"epsilon"'),  # an exact chi-square pair composes any number of rounds: no limit
+]
+
+
+@pytest.mark.parametrize("argv,shown", [pytest.param(a, w, id=i) for i, a, w in CORE_CLI_ANSWERS])
+def test_core_cli_formerly_broken_settings_answer(argv, shown, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    assert shown in out and "Traceback" not in err
+
+
+def test_audit_at_the_trials_limit_says_its_estimate(capsys, monkeypatch):
+    """audit --trials 10,000,000 (the limit) is allowed, and says what it will cost before it runs (on a
+    terminal, where it then shows its progress)."""
+    import paperlib.audit as audit_mod
+
+    monkeypatch.setattr(audit_mod, "audit_worst_case", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("stop")))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = run_main(_with(AU, trials="10000000"), capsys)
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("paperlib: note: trials = 10,000,000: estimated") and "progress" in lines[0]
+    assert code == 1 and len(lines) == 2  # the note, then the (injected) failure in one line
+    code, out, err = run_main(_with(AU, trials="10000001"), capsys)
+    assert_one_line_error(code, out, err, 2, "trials")
+
+
+def _core_api_rows():
+    import torch
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from paperlib import CertifiedAccountant, check_opacus, check_run, curve, fix_normaliser, sum_reduction_lr
+    from paperlib.fdp.validation import check_bool, check_size
+    from paperlib.practitioner import Run, normaliser_of, normaliser_scan, opacus1_rates, opacus_release
+
+    model = torch.nn.Linear(3, 2)
+    engine = PrivacyEngine(accountant="rdp")
+    _, opt, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                         data_loader=DataLoader(TensorDataset(torch.zeros(100, 3),
+                                                                              torch.zeros(100, dtype=torch.long)),
+                                                                batch_size=10),
+                                         noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True)
+    ck = dict(dataset_size=60000, batch_size=256, epochs=1, noise_multiplier=1.1, n_params=100)
+    run = dict(dataset_size=60000, noise_multiplier=1.1, n_params=100, opacus_version="1.6.0", batch_size=256,
+               epochs=1)
+    return [
+        ("check_opacus-engine-object", lambda: check_opacus(object(), opt, loader, epochs=1, delta=1e-5), TypeError,
+         "privacy_engine"),
+        ("check_opacus-engine-string", lambda: check_opacus("engine", opt, loader, epochs=1, delta=1e-5), TypeError,
+         "privacy_engine"),
+        ("check_opacus-model-string", lambda: check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model="m"),
+         TypeError, "model"),
+        ("check_opacus-optimizer-none", lambda: check_opacus(engine, None, loader, epochs=1, delta=1e-5), TypeError,
+         "optimizer"),
+        ("check_opacus-loader-list", lambda: check_opacus(engine, opt, [1], epochs=1, delta=1e-5), TypeError,
+         "data_loader"),
+        ("check_opacus-delta", lambda: check_opacus(engine, opt, loader, epochs=1, delta=0.5), ValueError, "delta"),
+        ("check_opacus-allow-large", lambda: check_opacus(engine, opt, loader, epochs=1, delta=1e-5,
+                                                          allow_large="yes"), TypeError, "allow_large"),
+        ("accountant-delta-before-a-step", lambda: CertifiedAccountant(dataset_size=100, n_params=3).get_epsilon(-1),
+         ValueError, "delta"),
+        ("accountant-dataset-size", lambda: CertifiedAccountant(dataset_size=1.5, n_params=3), ValueError,
+         "dataset_size"),
+        ("accountant-pld-options", lambda: CertifiedAccountant(dataset_size=100, n_params=3, pld_options="x"),
+         TypeError, "pld_options"),
+        ("accountant-release", lambda: CertifiedAccountant(opacus_version="1.7.0", dataset_size=100, n_params=3),
+         ValueError, "opacus_version"),
+        ("fix-optimizer-object", lambda: fix_normaliser(object(), 4), TypeError, "optimizer"),
+        ("fix-batch-size-bool", lambda: fix_normaliser(opt, True), ValueError, "batch_size"),
+        ("normaliser-of-string", lambda: normaliser_of("opt"), TypeError, "optimizer"),
+        ("sum-lr-string", lambda: sum_reduction_lr("0.1", 4), ValueError, "lr"),
+        ("sum-lr-batch-zero", lambda: sum_reduction_lr(0.1, 0), ValueError, "batch_size"),
+        ("check-run-drop-last-string", lambda: check_run("1.6.0", drop_last="no", **ck), TypeError, "drop_last"),
+        ("check-run-poisson-string", lambda: check_run("1.6.0", poisson="yes", **ck), TypeError, "poisson"),
+        ("check-run-pld-options", lambda: check_run("1.6.0", pld_options=3, **ck), TypeError, "pld_options"),
+        ("check-run-1.7.0", lambda: check_run("1.7.0", **ck), ValueError, "opacus_version"),
+        ("check-run-delta-0.5", lambda: check_run("1.6.0", delta=0.5, **ck), ValueError, "delta"),
+        ("check-run-implementation", lambda: check_run("1.6.0", implementation="jax", **ck), ValueError,
+         "implementation"),
+        ("run-charged-without-rate", lambda: Run(**run, charged_rate=True), ValueError, "sample_rate"),
+        ("run-assume-string", lambda: Run(**dict(run, opacus_version="1.7.0"), assume_release="yes"), TypeError,
+         "assume_release"),
+        ("release-version-number", lambda: opacus_release(1.6), ValueError, "opacus_version"),
+        ("release-assume-int", lambda: opacus_release("1.7.0", assume=1), TypeError, "assume_release"),
+        ("rates-drop-last-string", lambda: opacus1_rates(100, 10, "no"), TypeError, "drop_last"),
+        ("scan-drop-last-string", lambda: normaliser_scan(100, [10], "no"), TypeError, "drop_last"),
+        ("curve-dpsur-unregistered", lambda: curve("dpsur", "guarantee", 3, 0.5, 1.0, 2), ValueError, "bound"),
+        ("curve-bound-unknown", lambda: curve("easgm", "exact", 3, 0.5, 1.0, 2), ValueError, "bound"),
+        ("curve-rounds-bool", lambda: curve("easgm", "upper", 3, 0.5, 1.0, 2, rounds=True), ValueError, "rounds"),
+        ("check-bool-int", lambda: check_bool(1, "flag"), TypeError, "flag"),
+        ("check-size-above", lambda: check_size("trials", 11, 10, estimate="1 s"), ValueError, "trials"),
+    ]
+
+
+CORE_API_IDS = ["check_opacus-engine-object", "check_opacus-engine-string", "check_opacus-model-string",
+                "check_opacus-optimizer-none", "check_opacus-loader-list", "check_opacus-delta",
+                "check_opacus-allow-large", "accountant-delta-before-a-step", "accountant-dataset-size",
+                "accountant-pld-options", "accountant-release", "fix-optimizer-object", "fix-batch-size-bool",
+                "normaliser-of-string", "sum-lr-string", "sum-lr-batch-zero", "check-run-drop-last-string",
+                "check-run-poisson-string", "check-run-pld-options", "check-run-1.7.0", "check-run-delta-0.5",
+                "check-run-implementation", "run-charged-without-rate", "run-assume-string", "release-version-number",
+                "release-assume-int", "rates-drop-last-string", "scan-drop-last-string", "curve-dpsur-unregistered",
+                "curve-bound-unknown", "curve-rounds-bool", "check-bool-int", "check-size-above"]
+
+
+@pytest.fixture(scope="module")
+def core_api_rows():
+    pytest.importorskip("opacus")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {r[0]: r[1:] for r in _core_api_rows()}
+
+
+@pytest.mark.parametrize("row", CORE_API_IDS)
+def test_core_api_bad_input_raises_naming_the_argument(row, core_api_rows):
+    call, exc_type, param = core_api_rows[row]
+    with pytest.raises(exc_type) as info:
+        call()
+    assert type(info.value) is exc_type or issubclass(type(info.value), exc_type)
+    msg = str(info.value)
+    assert len(msg.strip().splitlines()) == 1, msg
+    assert names(msg.split(":")[0].split(" ")[0], param) or msg.startswith(param), (param, msg)
+
+
+def test_core_api_rows_are_all_listed(core_api_rows):
+    assert list(core_api_rows) == CORE_API_IDS

@@ -1,6 +1,7 @@
 """``paperlib.check_opacus`` and ``paperlib.CertifiedAccountant`` against real Opacus 1.6.0 objects
-(``PrivacyEngine.make_private`` on a tiny ``nn.Linear`` model and a ``TensorDataset``), issue 12
-item 4."""
+(``PrivacyEngine.make_private`` on a tiny ``nn.Linear`` model and a ``TensorDataset``): what they
+read, the fixed optimizer recognised, and the boundary (wrong objects and values refused in one
+line before any Opacus object is read)."""
 
 from __future__ import annotations
 
@@ -95,15 +96,58 @@ def test_check_opacus_floors_differ_is_not_sgm():
     assert not r["claim_stands"]
 
 
-def test_check_opacus_refuses_a_plain_loader():
+def test_check_opacus_refuses_a_plain_loader_and_wrong_objects():
     from torch.utils.data import DataLoader, TensorDataset
 
-    engine, model, opt, _ = _private(200, 20)
+    engine, model, opt, loader = _private(200, 20)
     plain = DataLoader(TensorDataset(torch.zeros(200, D_IN)), batch_size=20)
-    with pytest.raises(ValueError, match="data_loader"):
+    with pytest.raises(ValueError, match="^data_loader"):
         check_opacus(engine, opt, plain, epochs=1, delta=1e-5)
-    with pytest.raises(ValueError, match="optimizer"):
+    with pytest.raises(TypeError, match="^optimizer"):
         check_opacus(engine, torch.optim.SGD(model.parameters(), lr=0.1), plain, epochs=1, delta=1e-5)
+    for kw, name in ((dict(privacy_engine=object()), "privacy_engine"), (dict(privacy_engine="engine"), "privacy_engine"),
+                     (dict(optimizer="opt"), "optimizer"), (dict(data_loader=[1, 2]), "data_loader"),
+                     (dict(model="model"), "model")):
+        args = dict(privacy_engine=engine, optimizer=opt, data_loader=loader, model=model)
+        args.update(kw)
+        with pytest.raises(TypeError, match=f"^{name} must be"):
+            check_opacus(args.pop("privacy_engine"), args.pop("optimizer"), args.pop("data_loader"), epochs=1,
+                         delta=1e-5, **args)
+    for kw, name in ((dict(delta=0.5), "delta"), (dict(delta=-1.0), "delta"), (dict(epochs=0), "epochs"),
+                     (dict(epochs=1, steps=5), "epochs or steps"), (dict(accountant="moments"), "accountant"),
+                     (dict(allow_large="yes"), "allow_large")):
+        args = dict(epochs=1, delta=1e-5)
+        args.update(kw)
+        with pytest.raises((TypeError, ValueError), match=f"^{name}"):
+            check_opacus(engine, opt, loader, **args)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("N,batch", [(1000, 64), (1024, 64)])
+def test_check_opacus_after_the_fix_is_sgm(N, batch):
+    """After fix_normaliser the optimizer divides by a public constant: check_opacus says SGM and the claim
+    stands, also where int(N q) already equals the batch size (1024 / 16 = 64) and before the fix FEASGM's
+    floors differ on a neighbour."""
+    from paperlib.practitioner import fix_normaliser
+
+    engine, model, opt, loader = _private(N, batch, accountant="rdp")
+    before = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model)
+    fix_normaliser(opt, batch)
+    r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model)
+    assert r["mechanism"] == "sgm" and r["inputs"]["divisor"] == "public" and r["claim_stands"]
+    assert r["read_from_opacus"]["fixed_divisor"] == batch and r["claimed_epsilon"] == before["claimed_epsilon"]
+    assert all(e["verdict"] == "stands" for e in r["neighbours"])
+    if N == 1024:  # int(1023/16) = 63 != 64: the shipped release is refuted on the removal neighbour
+        assert before["neighbours"][0]["verdict"] == "refuted"
+    # an accountant hooked into the fixed optimizer certifies the SGM epsilon too
+    acc = CertifiedAccountant(dataset_size=N, n_params=N_PARAMS)
+    engine2, model2, opt2, loader2 = _private(N, batch, replace_accountant=acc)
+    fix_normaliser(opt2, batch)
+    _train(model2, opt2, loader2, 1)
+    assert acc.divisor == "public" and acc.last_report() is None
+    eps = engine2.get_epsilon(1e-5)
+    assert acc.last_report()["mechanism"] == "sgm" and acc.last_report()["claim_stands"]
+    assert eps == pytest.approx(r["epsilon_certified"], rel=1e-12)
 
 
 @pytest.mark.usefixtures("one_torch_thread")
@@ -124,6 +168,37 @@ def test_certified_accountant_in_a_real_training_run(version, mech):
         assert eps > 2 * acc.last_report()["claimed_epsilon"]
 
 
+def test_certified_accountant_checks_its_arguments_first():
+    acc = CertifiedAccountant(opacus_version="1.6.0", dataset_size=1000, n_params=10)
+    for bad in (0.0, -1.0, 1.5, float("nan"), "1e-5", 0.01):  # 0.01 > 1/dataset_size
+        with pytest.raises(ValueError, match="^delta"):
+            acc.get_epsilon(bad)  # refused before any step
+    assert acc.get_epsilon(1e-5) == 0.0
+    for kw, name in ((dict(dataset_size=1), "dataset_size"), (dict(n_params=0), "n_params"),
+                     (dict(batch_size=0), "batch_size"), (dict(loss_reduction="avg"), "loss_reduction"),
+                     (dict(divisor="fixed"), "divisor"), (dict(opacus_version="1.7.0"), "opacus_version"),
+                     (dict(opacus_version=1.6), "opacus_version"), (dict(pld_options=[1]), "pld_options"),
+                     (dict(assume_release="yes"), "assume_release")):
+        args = dict(opacus_version="1.6.0", dataset_size=1000, n_params=10)
+        args.update(kw)
+        with pytest.raises((TypeError, ValueError), match=f"^{name}"):
+            CertifiedAccountant(**args)
+    with pytest.raises(ValueError, match="^noise_multiplier"):
+        acc.step(noise_multiplier=0.0, sample_rate=0.1)
+    with pytest.raises(ValueError, match="^sample_rate"):
+        acc.step(noise_multiplier=1.0, sample_rate=1.5)
+
+
+def test_certified_accountant_quotes_the_release_accountant():
+    """last_report() carries the claim the run would print: PRV from Opacus 1.3, RDP before."""
+    for version, want in (("1.6.0", "prv"), ("1.2.0", "rdp"), ("0.15.0", "rdp")):
+        acc = CertifiedAccountant(opacus_version=version, dataset_size=1000, n_params=10)
+        for _ in range(5):
+            acc.step(noise_multiplier=1.0, sample_rate=1 / 16)
+        acc.get_epsilon(1e-5)
+        assert acc.last_report()["claim"]["accountant"] == want, version
+
+
 def test_certified_accountant_refuses_unequal_rounds():
     acc = CertifiedAccountant(opacus_version="1.6.0", dataset_size=1000, n_params=10)
     acc.step(noise_multiplier=1.0, sample_rate=0.05)
@@ -137,7 +212,7 @@ def test_accountant_is_not_imported_by_the_computing_layers():
     import subprocess
     import sys
 
-    code = ("import sys, paperlib.fdp, paperlib.mechanisms, paperlib.mechanisms.certified, paperlib.check\n"
-            "assert 'paperlib.opacus_accountant' not in sys.modules and 'opacus' not in sys.modules\n")
+    code = ("import sys, paperlib.fdp, paperlib.mechanisms, paperlib.mechanisms.certified, paperlib.practitioner.check\n"
+            "assert 'paperlib.practitioner.accountant' not in sys.modules and 'opacus' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -171,37 +171,58 @@ def test_feasgm_floor_zero_exits_2(capsys):
     assert "N*q" in err and len(err.strip().splitlines()) == 1
 
 
-def test_time_budget_refuses_with_the_upper_bound_offered():
+def test_time_budget_refuses_with_the_upper_bound_offered(capsys):
     """A guarantee that does not finish in --max-seconds is one line (status 1) that offers the
-    fast upper bound and its epsilon (issue: large-N guarantees answer or say they will not)."""
-    import time
+    fast upper bound and its epsilon (issue: large-N guarantees answer or say they will not).
 
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
-                        "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20", "--delta", "1e-5",
-                        "--max-seconds", "3"], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    wall = time.perf_counter() - t0
-    assert r.returncode == 1 and r.stdout == "", r.stderr
-    lines = r.stderr.strip().splitlines()
+    Nothing here depends on the machine's speed: the exact guarantee at N = 200,000, q = 0.5
+    sums over ~200,000 batch sizes and ran over 6 minutes here (killed then), far beyond the 3 s
+    asked for; that the budget really interrupts a computation is tested with one that never
+    ends (next test); the times themselves are measured in bench/bench_sizes.py. In-process
+    (``main(argv)``, SIGALRM in this main thread) rather than in four fresh interpreters: the
+    same code path, without their start-up time; ``python -m paperlib`` itself is run above."""
+    slow = ["epsilon", "--mechanism", "easgm", "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20",
+            "--delta", "1e-5"]
+    code, out, err = run(slow + ["--bound", "guarantee", "--max-seconds", "3"], capsys)
+    assert code == 1 and out == "", err
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and "within --max-seconds 3" in lines[0] and "--bound upper" in lines[0], lines
     ub = float(lines[0].split("gives epsilon ")[1].split()[0])
-    ref = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "upper",
-                          "--N", "200000", "--q", "0.5", "--sigma", "2", "--n", "20", "--delta", "1e-5"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert abs(ub - json.loads(ref.stdout)["epsilon"]) <= 1e-5 * ub
-    assert wall < 60
+    code, out, err = run(slow + ["--bound", "upper"], capsys)
+    assert code == 0 and abs(ub - json.loads(out)["epsilon"]) <= 1e-5 * ub
     # at the paper's model size (noncentrality 1e10, beyond Boost's range) the large-dimension numerics
-    # answer within the budget (issue 11, item 7): a finite epsilon above the upper bound's
-    t1 = time.perf_counter()
-    big = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--bound", "guarantee",
-                          "--N", "200000", "--q", "0.005", "--sigma", "1", "--n", "1485217", "--delta", "1e-5"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert big.returncode == 0, big.stderr
-    assert json.loads(big.stdout)["epsilon"] > 0.0230852 and time.perf_counter() - t1 < 60
-    bad = subprocess.run([sys.executable, "-m", "paperlib", "epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5",
-                          "--sigma", "2", "--n", "20", "--delta", "1e-5", "--max-seconds", "-1"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert bad.returncode == 2 and "max-seconds" in bad.stderr
+    # answer (issue 11, item 7): a finite epsilon above the upper bound's (its time: bench/bench_sizes.py)
+    code, out, err = run(["epsilon", "--mechanism", "easgm", "--bound", "guarantee", "--N", "200000", "--q", "0.005",
+                          "--sigma", "1", "--n", "1485217", "--delta", "1e-5"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["epsilon"] > 0.0230852
+    code, out, err = run(["epsilon", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2", "--n", "20",
+                          "--delta", "1e-5", "--max-seconds", "-1"], capsys)
+    assert code == 2 and "max-seconds" in err
+
+
+def test_time_budget_interrupts_a_computation_that_never_ends(monkeypatch, capsys):
+    """--max-seconds stops a computation that would not end by itself (a stand-in for a slow
+    guarantee; the loop's own limit is only a hang guard) and says so in one line."""
+    import time
+
+    from paperlib import cli
+    from conftest import HANG_GUARD_S
+
+    ran = []
+
+    def never_ends(args):
+        ran.append(True)
+        deadline = time.monotonic() + HANG_GUARD_S
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        return {"epsilon": "the budget never fired"}
+
+    monkeypatch.setattr(cli, "run_epsilon", never_ends)
+    code, out, err = run(["epsilon", *BASE, "--delta", "1e-5", "--max-seconds", "0.2"], capsys)
+    assert ran and code == 1 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "within --max-seconds 0.2" in lines[0], lines
 
 
 # --------------------------------------------------------------------------- audit-implementation
@@ -233,9 +254,9 @@ def _fake_audit(seen):
 
 @pytest.mark.parametrize("impl,extra", [("opacus-1.0.2", []), ("opacus-installed+fix", ["--batch-size", "2"]),
                                         ("dpsur", [])])
-def test_audit_implementation_points_follow_resolve_dataset(impl, extra, tmp_path, monkeypatch, capsys):
+def test_audit_implementation_points_follow_resolve_points(impl, extra, tmp_path, monkeypatch, capsys):
     """No data folder: the bundled real points (points='bundled', no folder); a data folder that
-    resolve_dataset finds: that folder; synthetic only when named. --batch-size reaches the audit."""
+    resolve_points finds: that folder; synthetic only when named. --batch-size reaches the audit."""
     from paperlib.implementations import datasets as D
     from paperlib.implementations import real_audit as RA
 
@@ -248,12 +269,14 @@ def test_audit_implementation_points_follow_resolve_dataset(impl, extra, tmp_pat
     assert code == 0, err
     d = json.loads(out)
     assert d["data"] == D.SOURCE_BUNDLED and d["inputs"] == {"data": "recorded"}
+    assert "bundled with paperlib" in d["data_note"] and str(tmp_path / "none") in d["data_note"]
     assert seen[-1]["points"] == "bundled" and seen[-1]["data_root"] is None and seen[-1]["dataset"] == "mnist"
     assert seen[-1].get("batch_size") == (2 if extra else None) and d.get("batch_size") == (2 if extra else None)
     assert seen[-1]["implementation"] == impl
     code, out, err = run(argv + ["--dataset", "synthetic"], capsys)
     assert code == 0 and json.loads(out)["data"] == D.SOURCE_SYNTHETIC and seen[-1]["dataset"] == "synthetic"
-    monkeypatch.setattr(D, "resolve_dataset", lambda name, k, seed, mode="quick": (name, tmp_path, D.SOURCE_FULL))
+    monkeypatch.setattr(D, "resolve_points", lambda name, k, seed, mode="quick", root=None:
+                        D.PointsChoice(name, tmp_path, D.SOURCE_FULL, "the full dataset"))
     code, out, err = run(argv + ["--dataset", "fmnist"], capsys)
     assert code == 0 and json.loads(out)["data"] == D.SOURCE_FULL
     assert seen[-1]["points"] == "folder" and seen[-1]["data_root"] == tmp_path and seen[-1]["dataset"] == "fmnist"

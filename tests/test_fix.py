@@ -1,4 +1,4 @@
-"""The fix of paperlib.fix on real Opacus 1.x objects, and its audit runner.
+"""The fix of paperlib.practitioner.fix on real Opacus 1.x objects, and its audit runner.
 
 Acceptance: two training sets of sizes N and N + 1 whose Opacus 1.x divisors differ
 (``int(N q) != int((N + 1) q)`` at the same sampling rate) are divided by the same
@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
 
-from paperlib.fix import fix_normaliser, normaliser_of, sum_reduction_lr  # noqa: E402
+from paperlib.practitioner.fix import fix_normaliser, fixed_divisor, normaliser_of, sum_reduction_lr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 B = 250  # batch size: N = 999 and N + 1 = 1000 both give 4 batches, q = 1/4; int(999/4) = 249, int(1000/4) = 250
@@ -144,13 +144,32 @@ def test_noise_is_divided_by_the_constant_too():
 
 def test_bad_inputs_name_the_parameter():
     model = torch.nn.Linear(2, 2)
-    with pytest.raises(ValueError, match="^optimizer: expected the opacus.optimizers.DPOptimizer"):
-        fix_normaliser(torch.optim.SGD(model.parameters(), lr=0.1), 4)
+    for wrong in (torch.optim.SGD(model.parameters(), lr=0.1), object(), "optimizer", None):
+        with pytest.raises(TypeError, match="^optimizer: expected the opacus.optimizers.DPOptimizer"):
+            fix_normaliser(wrong, 4)
+        with pytest.raises(TypeError, match="^optimizer"):
+            normaliser_of(wrong)
+        assert fixed_divisor(wrong) is None
     _, opt, *_ = _private(999)
     for bad in (0, -3, 2.5, True, "256"):
         with pytest.raises(ValueError, match="^batch_size must be an integer >= 1"):
             fix_normaliser(opt, bad)
-    assert opt.expected_batch_size == 249  # untouched by the refused calls
+    assert opt.expected_batch_size == 249 and fixed_divisor(opt) is None  # untouched by the refused calls
+    for bad in (0.0, -1.0, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match="^lr must be"):
+            sum_reduction_lr(bad, 4)
+    for bad in (0, 2.5, "4", False):
+        with pytest.raises(ValueError, match="^batch_size"):
+            sum_reduction_lr(0.1, bad)
+
+
+def test_fixed_divisor_records_the_fix_until_it_is_undone():
+    _, opt, *_ = _private(999)
+    assert fixed_divisor(opt) is None
+    fix_normaliser(opt, 64)
+    assert fixed_divisor(opt) == 64
+    opt.expected_batch_size = 249  # set back by hand: no longer the fix's constant
+    assert fixed_divisor(opt) is None
     with pytest.raises(ValueError, match="^lr must be"):
         sum_reduction_lr(0.0, 4)
     with pytest.raises(ValueError, match="^batch_size"):
@@ -171,7 +190,7 @@ def test_distributed_optimizer_is_refused():
 
 
 def test_import_is_light_and_core_layers_do_not_use_it():
-    r = subprocess.run([sys.executable, "-c", "import sys, paperlib.fix; "
+    r = subprocess.run([sys.executable, "-c", "import sys, paperlib.practitioner.fix; "
                         "assert not [m for m in ('torch', 'opacus') if m in sys.modules]"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
@@ -179,9 +198,9 @@ def test_import_is_light_and_core_layers_do_not_use_it():
         for f in (ROOT / "paperlib" / layer).rglob("*.py"):
             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom):
-                    assert node.module != "paperlib.fix", f
+                    assert not (node.module or "").startswith("paperlib.practitioner"), f
                 elif isinstance(node, ast.Import):
-                    assert all(a.name != "paperlib.fix" for a in node.names), f
+                    assert all(not a.name.startswith("paperlib.practitioner") for a in node.names), f
 
 
 # ------------------------------------------------------------------------------ the runner

@@ -341,7 +341,7 @@ CLAIMS: tuple[Claim, ...] = (
           tolerance="exact: every release's class and the Poisson-sampling version agree with the paper's "
                     "Table 2"),
     Claim("X1", "the fix",
-          "Beyond the paper: dividing by the configured batch size (paperlib.fix) makes Opacus 1.x's step the SGM "
+          "Beyond the paper: dividing by the configured batch size (paperlib.practitioner.fix) makes Opacus 1.x's step the SGM "
           "output post-processed, so on chapter 7's pair (MNIST, q = 0.5, |D| = 3) the fixed step's audited "
           "leakage stays within the SGM claim and its guarantee equals the claim, while the same audit of the "
           "release as shipped exceeds the claim.",

@@ -31,6 +31,7 @@ import numpy as np
 
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import RESULTS_ENV, _to_jsonable, load_result, save_result
+from paperlib.fdp.tradeoff import TradeOff
 
 __all__ = [
     "MODES",
@@ -149,7 +150,7 @@ def curve_points(obj, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     sampling (slopes of curves that fall to 0 within ``alpha`` of order 1e-300) are silenced.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        c = obj.curve(tol) if hasattr(obj, "curve") else obj
+        c = obj.curve(tol) if isinstance(obj, TradeOff) else obj
     return np.asarray(c.alpha, dtype=float), np.asarray(c.beta, dtype=float)
 
 

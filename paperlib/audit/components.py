@@ -34,7 +34,7 @@ import torch
 
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
-from paperlib.validation import check_positive, check_rate
+from paperlib.fdp.validation import check_positive, check_rate
 
 __all__ = ["MAX_N_EXACT", "GaussianMixture", "PairSet", "WhiteBoxModel", "Projection"]
 

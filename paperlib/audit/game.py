@@ -59,7 +59,7 @@ from tqdm import tqdm
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
 from paperlib.audit.distinguishers import make_distinguisher
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
@@ -649,6 +649,8 @@ def audit_worst_case(mechanism, N: int, q: float, sigma: float, n: int, *, C: fl
                      distinguisher="optimal", kind: str = "worst", direction: str = "e1",
                      data_seed: int | None = None, **kwargs) -> AuditResult:
     """:func:`audit` on :func:`worst_case_vectors` (``N``, ``n``, ``C``; ``kind``, ``direction``).
+
+    The white-box game of paper Section 4 on its worst-case data, lower bound of Eq. 3 (THEORY.md §9).
 
     ``mechanism`` is a :class:`~paperlib.mechanisms.core.Mechanism` or its name; ``N`` in
     1..12, ``q`` in (0, 1], ``sigma > 0``, ``n >= 1``, clipping norm ``C > 0``; other

@@ -22,34 +22,36 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from paperlib.validation import check_delta, check_probability
+from paperlib.fdp.validation import check_delta, check_probability
 
 __all__ = ["clopper_pearson", "cp_upper", "eps_lower", "delta_lower", "eps_interval"]
 
 
-def _check_counts(k, n):
+def _check_counts(k, trials):
     k = np.asarray(k)
-    n = np.asarray(n)
+    trials = np.asarray(trials)
     if not (np.issubdtype(k.dtype, np.integer) or np.all(np.equal(np.mod(k, 1), 0))):
         raise ValueError(f"k must be integer counts, got {k!r}")
-    if not (np.issubdtype(n.dtype, np.integer) or np.all(np.equal(np.mod(n, 1), 0))):
-        raise ValueError(f"n must be integer trial counts, got {n!r}")
+    if not (np.issubdtype(trials.dtype, np.integer) or np.all(np.equal(np.mod(trials, 1), 0))):
+        raise ValueError(f"trials must be integer counts, got {trials!r}")
     k = k.astype(np.int64)
-    n = n.astype(np.int64)
-    if np.any(n < 1):
-        raise ValueError(f"n (number of trials) must be >= 1, got {n!r}")
-    if np.any(k < 0) or np.any(k > n):
-        raise ValueError(f"k must satisfy 0 <= k <= n, got k={k!r}, n={n!r}")
-    return k, n
+    trials = trials.astype(np.int64)
+    if np.any(trials < 1):
+        raise ValueError(f"trials (the number of trials) must be >= 1, got {trials!r}")
+    if np.any(k < 0) or np.any(k > trials):
+        raise ValueError(f"k must satisfy 0 <= k <= trials, got k={k!r}, trials={trials!r}")
+    return k, trials
 
 
-def clopper_pearson(k, n, confidence: float = 0.95):
-    """Exact two-sided Clopper-Pearson interval ``(lower, upper)`` for ``k`` successes in ``n`` trials.
+def clopper_pearson(k, trials, confidence: float = 0.95):
+    """Exact two-sided Clopper-Pearson interval ``(lower, upper)`` for ``k`` successes in ``trials`` trials.
 
-    ``lower = Beta(a/2; k, n-k+1)`` quantile (0 when ``k = 0``), ``upper = Beta(1-a/2; k+1, n-k)``
-    quantile (1 when ``k = n``), ``a = 1 - confidence``. Works elementwise on arrays.
+    ``lower = Beta(a/2; k, trials-k+1)`` quantile (0 when ``k = 0``), ``upper = Beta(1-a/2; k+1,
+    trials-k)`` quantile (1 when ``k = trials``), ``a = 1 - confidence`` (Clopper and Pearson 1934;
+    the confidence intervals of the audit's FPR and FNR, THEORY.md §9 and paper Eq. 3). Works
+    elementwise on arrays; ValueError naming ``k``, ``trials`` or ``confidence`` otherwise.
     """
-    k, n = _check_counts(k, n)
+    k, n = _check_counts(k, trials)
     conf = check_probability(confidence, "confidence", open_left=True, open_right=True)
     a = 1.0 - conf
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -60,9 +62,9 @@ def clopper_pearson(k, n, confidence: float = 0.95):
     return lo, hi
 
 
-def cp_upper(k, n, confidence: float = 0.95):
+def cp_upper(k, trials, confidence: float = 0.95):
     """Upper limit of :func:`clopper_pearson` (elementwise)."""
-    return clopper_pearson(k, n, confidence)[1]
+    return clopper_pearson(k, trials, confidence)[1]
 
 
 def eps_lower(alpha_r, beta_r, delta: float):

@@ -590,7 +590,7 @@ class CLTTradeOff(TradeOff):
             u = norm.cdf(z - mu) + g
             slope = -np.exp(np.minimum(mu * z - mu * mu / 2.0, 700.0))
             # chord-tangent gaps between consecutive samples (ascending alpha = descending z)
-            gaps = _tradeoff._chord_tangent_gaps(a[::-1], u[::-1], slope[::-1])
+            gaps = _tradeoff.chord_tangent_gaps(a[::-1], u[::-1], slope[::-1])
             bad = np.flatnonzero(gaps > tol)
             if bad.size == 0:
                 break
@@ -620,8 +620,8 @@ class CLTTradeOff(TradeOff):
     def to_dict(self) -> dict:
         """``{"type": "CLTTradeOff", "mu", "gamma", "label", "meta"}`` (``from_dict`` rebuilds it exactly)."""
         return {"type": "CLTTradeOff", "mu": self.mu, "gamma": self.gamma, "label": self.label,
-                "meta": _tradeoff._jsonable(self.meta)}
+                "meta": _tradeoff.jsonable(self.meta)}
 
 
-_tradeoff._FROM_DICT["CLTTradeOff"] = lambda d: CLTTradeOff(
-    float(d["mu"]), float(d["gamma"]), label=str(d.get("label", "")), meta=dict(d.get("meta") or {}))
+_tradeoff.register_from_dict("CLTTradeOff", lambda d: CLTTradeOff(
+    float(d["mu"]), float(d["gamma"]), label=str(d.get("label", "")), meta=dict(d.get("meta") or {})))

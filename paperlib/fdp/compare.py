@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paperlib.validation import check_alpha_array
+from paperlib.fdp.validation import check_alpha_array
 
 __all__ = ["max_excess", "ordering_violation"]
 

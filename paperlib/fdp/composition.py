@@ -47,7 +47,7 @@ from paperlib.fdp.gaussian import LRFamily, diluted_hockey
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tails import TEMME_MIN_DOF, chi2_logcdf, chi2_logsf, chi2_ppf  # noqa: F401 (re-exported)
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve
-from paperlib.validation import check_alpha_array, check_int, check_positive, check_probability
+from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_probability
 
 __all__ = [
     "chi2_logcdf",

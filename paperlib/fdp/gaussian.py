@@ -56,9 +56,9 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from paperlib.fdp.tails import (QUAD_MIN_DOF, TINY, _ncx2_log, hockey_from_logs, ncx2_cdf_sf, ncx2_log_deep,
+from paperlib.fdp.tails import (QUAD_MIN_DOF, TINY, hockey_from_logs, ncx2_log, ncx2_cdf_sf, ncx2_log_deep,
                                 ncx2_quad_applies)
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_eps, check_int, check_positive, check_rate
 
 __all__ = [
     "GaussVarFamily",
@@ -77,13 +77,6 @@ def _as_weights(weights, size: int) -> np.ndarray:
     if w.size != size or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise ValueError("weights must be finite, >= 0, one per component")
     return w
-
-
-def _check_eps(eps) -> np.ndarray:
-    e = np.atleast_1d(np.asarray(eps, dtype=float))
-    if not np.all(np.isfinite(e)) or np.any(e < 0):
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-    return e
 
 
 def _weighted_logsum(logw: np.ndarray, logp: np.ndarray) -> np.ndarray:
@@ -119,7 +112,7 @@ def diluted_hockey(base_hockey, w: float, eps) -> tuple[np.ndarray, np.ndarray]:
 
     ``base_hockey(eps_array) -> (delta_1, delta_2)``; ``w`` in (0, 1]; ``eps`` array >= 0.
     """
-    e = _check_eps(eps)
+    e = check_eps(eps)
     if w >= 1.0:
         return base_hockey(e)
     lw, l1w = math.log(w), math.log1p(-w)
@@ -139,7 +132,11 @@ class LRFamily:
 
     A subclass gives ``tails``, ``log_tails``, ``logt_bracket``, ``seed_points`` and
     ``weights``; this base derives ``upper_tails`` and ``hockey`` (module docstring).
+    ``l_max`` bounds the log likelihood ratio of every component (``inf`` unless a subclass
+    knows a bound).
     """
+
+    l_max = math.inf
 
     def upper_tails(self, logt) -> tuple[np.ndarray, np.ndarray]:
         """``(alpha, 1 - beta) = (P[L > lt], Q[L > lt])`` computed directly (no ``1 - beta``)."""
@@ -153,7 +150,7 @@ class LRFamily:
 
     def hockey(self, eps) -> tuple[np.ndarray, np.ndarray]:
         """``(delta_1(eps), delta_2(eps))``, weighted hockey-stick divergences (module docstring)."""
-        e = _check_eps(eps)
+        e = check_eps(eps)
         lpu, lqu = self.log_side(e, True)
         lpl, lql = self.log_side(-e, False)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -271,7 +268,7 @@ class GaussVarFamily(LRFamily):
             # L > lt  <=>  ||X - c||^2 < R: a cdf for the upper side, an sf for the lower one
             for o, lam, scale in ((out[0], self.lam_p, 1.0), (out[1], self.lam_q, self.s2)):
                 lam_full = np.broadcast_to(lam[keep][:, None], shape)
-                o[pos] = _ncx2_log(r[pos] / scale, self.n, lam_full[pos], upper=not upper, deep=False)
+                o[pos] = ncx2_log(r[pos] / scale, self.n, lam_full[pos], upper=not upper, deep=False)
                 self._fill_deep(o, logw, r / scale, lam_full, upper=not upper)
         return tuple(_weighted_logsum(logw, o) for o in out)
 
@@ -348,7 +345,7 @@ class GaussShiftFamily(LRFamily):
 
     def hockey(self, eps):
         """``sum_i w_i delta_{G_mu_i}(eps)`` in both directions (``G_mu`` is symmetric)."""
-        e = _check_eps(eps)
+        e = check_eps(eps)
         d = np.zeros(e.shape)
         for mu, w in zip(self.mus, self.weights):
             if w > 0:
@@ -472,7 +469,7 @@ class IdentityFamily(LRFamily):
 
     def hockey(self, eps):
         """Identical distributions: ``(1 - e^eps)_+ w = 0`` for every ``eps >= 0``, both directions."""
-        e = _check_eps(eps)
+        e = check_eps(eps)
         return np.zeros(e.shape), np.zeros(e.shape)
 
     def logt_bracket(self):

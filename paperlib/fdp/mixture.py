@@ -22,19 +22,19 @@ import math
 import numpy as np
 from scipy import optimize
 
-from paperlib.fdp.gaussian import IdentityFamily, _check_eps, diluted_hockey
+from paperlib.fdp.gaussian import IdentityFamily, LRFamily, diluted_hockey
 from paperlib.fdp.progress import progress_bar
-from paperlib.fdp.tradeoff import (DELTA_FLOOR, SAMPLED_DELTA_FLOOR, TradeOff, TradeOffCurve, _chord_tangent_gaps,
+from paperlib.fdp.tradeoff import (DELTA_FLOOR, SAMPLED_DELTA_FLOOR, TradeOff, TradeOffCurve, chord_tangent_gaps,
                                    checked_curve)
-from paperlib.validation import check_alpha_array
+from paperlib.fdp.validation import check_alpha_array, check_eps
 
 __all__ = ["LRMixture", "PointwiseMixture"]
 
 
 def _family_hockey(f, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(delta_1, delta_2)`` of one family: its own ``hockey`` or, for a family that only
-    has ``tails``, ``W - beta - e^eps alpha`` with ``e^eps`` applied in log space."""
-    if hasattr(f, "hockey"):
+    """``(delta_1, delta_2)`` of one family: its own ``hockey`` (every :class:`LRFamily`) or, for a
+    family that only has ``tails``, ``W - beta - e^eps alpha`` with ``e^eps`` applied in log space."""
+    if isinstance(f, LRFamily):
         return f.hockey(e)
     W = float(np.sum(f.weights))
     a1, b1 = f.tails(e)
@@ -84,7 +84,7 @@ class LRMixture(TradeOff):
         for f in self.families:
             if isinstance(f, IdentityFamily):
                 sups.append(0.0)
-            elif hasattr(f, "l_max"):  # GaussVarFamily: log LR <= l_max per component
+            elif isinstance(f, LRFamily):  # GaussVarFamily, Chi2Pair: log LR <= l_max per component
                 sups.append(float(np.max(f.l_max)))
             else:
                 sups.append(math.inf)
@@ -122,7 +122,7 @@ class LRMixture(TradeOff):
         components, so each is ``dropped_mass + sum`` of the families' hockey-stick
         divergences, computed from complementary tails in log space (never ``1 - cdf``).
         """
-        e = _check_eps(eps)
+        e = check_eps(eps)
         d1 = np.full(e.shape, self.dropped_mass)
         d2 = np.full(e.shape, self.dropped_mass)
         for f in self.families:
@@ -202,7 +202,7 @@ class LRMixture(TradeOff):
         evaluations = grid.size
         for _ in range(200):
             pa, pb, ps = self._vertices(grid, a, b)
-            gaps = _chord_tangent_gaps(pa, pb, ps)
+            gaps = chord_tangent_gaps(pa, pb, ps)
             # map vertex intervals back to grid intervals: split where any gap is large
             bad_vertex = np.flatnonzero(gaps > tol)
             if bad_vertex.size == 0 or evaluations >= max_points:
@@ -271,7 +271,10 @@ class LRMixture(TradeOff):
         self._vertex_logt = self._vertex_logt[keep]
         return np.clip(va[keep], 0, 1), np.clip(vb[keep], 0, 1), slope[keep]
 
-    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = 8, progress=None) -> np.ndarray:
+    #: at most this many FPR values are each solved exactly by :meth:`__call__` (more: the sampled curve)
+    EXACT_BELOW = 8
+
+    def __call__(self, alpha, tol: float = 1e-6, exact_below: int = EXACT_BELOW, progress=None) -> np.ndarray:
         """FNR at FPR ``alpha`` (array_like in [0, 1]; returns the same shape).
 
         With at most ``exact_below`` values (and no sampled curve cached for ``tol``) each
@@ -356,7 +359,7 @@ class PointwiseMixture(TradeOff):
     def _diluted_pair(self):
         """``(w, part)`` when the mixture is ``w part + (1 - w) Id`` with an exact part, else None."""
         lr = [(w, c) for w, c in self.parts if not (isinstance(c, str) and c == "identity") and w > 0]
-        if len(lr) != 1 or not hasattr(lr[0][1], "hockey"):
+        if len(lr) != 1 or not isinstance(lr[0][1], (LRMixture, LRFamily)):
             return None
         total = math.fsum(float(w) for w, _ in self.parts)
         w = float(lr[0][0])
@@ -373,7 +376,7 @@ class PointwiseMixture(TradeOff):
         for w, c in self.parts:
             if isinstance(c, str) and c == "identity":
                 curves.append((w, TradeOffCurve([0.0, 1.0], [1.0, 0.0], [-1.0, -1.0], label="Id")))
-            elif hasattr(c, "curve"):
+            elif isinstance(c, TradeOff):
                 curves.append((w, c.curve(tol)))
             else:
                 curves.append((w, c))
@@ -429,7 +432,8 @@ class PointwiseMixture(TradeOff):
         if self._diluted is None:
             return self.curve().delta_limit()
         w, part = self._diluted
-        return w * float(part.delta_limit()) if hasattr(part, "delta_limit") else 0.0
+        # a likelihood-ratio family's privacy loss is finite almost surely: no mass at infinity
+        return w * float(part.delta_limit()) if isinstance(part, TradeOff) else 0.0
 
     def delta_floor(self) -> float:
         return SAMPLED_DELTA_FLOOR if self._diluted is None else DELTA_FLOOR

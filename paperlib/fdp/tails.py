@@ -39,7 +39,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from paperlib.validation import check_positive
+from paperlib.fdp.validation import check_positive
 
 __all__ = [
     "TINY",
@@ -51,6 +51,7 @@ __all__ = [
     "chi2_ppf",
     "ncx2_logcdf",
     "ncx2_logsf",
+    "ncx2_log",
     "hockey_from_logs",
     "QUAD_MIN_DOF",
     "ncx2_quad_applies",
@@ -438,8 +439,9 @@ def _scipy_ncx2(fn, x: np.ndarray, k: float, lam: np.ndarray) -> np.ndarray:
             return out
 
 
-def _ncx2_log(x, k: float, lam, upper: bool, deep: bool = True) -> np.ndarray:
-    """Both public functions; with ``deep=False`` the values below :data:`TINY` are left NaN
+def ncx2_log(x, k: float, lam, upper: bool, deep: bool = True) -> np.ndarray:
+    """Log CDF (``upper=False``) or log SF (``upper=True``) of the noncentral chi-square: the two public
+    functions above; with ``deep=False`` the values below :data:`TINY` are left NaN
     (the caller evaluates only those that matter, with :func:`ncx2_log_deep`)."""
     x, lam = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(lam, dtype=float))
     flat, lflat = x.ravel(), lam.ravel()
@@ -501,12 +503,12 @@ def ncx2_logcdf(x, k: float, lam) -> np.ndarray:
     would need more than :data:`MAX_POISSON_TERMS` terms (noncentrality ~1e10 and a tail
     below :data:`TINY`).
     """
-    return _ncx2_log(x, float(k), lam, upper=False)
+    return ncx2_log(x, float(k), lam, upper=False)
 
 
 def ncx2_logsf(x, k: float, lam) -> np.ndarray:
     """``log P[X > x]`` for ``X ~ chi'^2(k, lam)`` (see :func:`ncx2_logcdf`)."""
-    return _ncx2_log(x, float(k), lam, upper=True)
+    return ncx2_log(x, float(k), lam, upper=True)
 
 
 def ncx2_log_deep(x: float, k: float, lam: float, upper: bool) -> float:

@@ -29,6 +29,16 @@ Every curve type of :mod:`paperlib.fdp` (this module's :class:`TradeOffCurve` an
 ``f.to_dict()``             JSON-ready dict; :func:`from_dict` (or ``TradeOff.from_dict``)
                             brings back a :class:`TradeOff` (a :class:`TradeOffCurve` for
                             sampled types) with the same values
+``f.epsilon_bounds(delta)`` ``(eps_low, eps_up)``: the exact epsilon lies inside; a curve
+                            computed exactly returns ``(eps, eps)``, a numerical composition
+                            (:class:`~paperlib.fdp.pld.PLDComposition`) its error bracket
+``f.delta_bounds(eps)``     the same for the privacy profile
+``f.beta_bounds(alpha)``    the same for the FNR
+``f.accounting_error(d)``   ``eps_up - eps_low`` at ``delta = d`` (0 for an exact curve)
+``f.accounting()``          how a numerical composition was computed (grid, passes, accuracy
+                            met); ``None`` for a curve computed exactly
+``f.progress``              progress bar of a long computation (None, True, False or a
+                            callable; :mod:`paperlib.fdp.progress`); unused by the others
 ``f.label``, ``f.meta``     what it is and how it was computed
 ==========================  ===========================================================
 
@@ -46,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special, stats
 
-from paperlib.validation import check_alpha_array, check_delta, check_positive, check_probability
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_positive, check_probability
 
 __all__ = [
     "TradeOff",
@@ -59,7 +69,11 @@ __all__ = [
     "epsilon_from_delta",
     "lower_convex_envelope",
     "check_tradeoff",
+    "checked_curve",
+    "chord_tangent_gaps",
+    "jsonable",
     "from_dict",
+    "register_from_dict",
     "DELTA_FLOOR",
     "SAMPLED_DELTA_FLOOR",
     "EPS_MAX",
@@ -72,7 +86,8 @@ DELTA_FLOOR = 1e-300
 #: Smallest ``delta`` for a sampled :class:`TradeOffCurve`: its ``beta`` values near 1 are
 #: stored to ~1e-16 absolute, so its profile is known to ~1e-16 absolute only.
 SAMPLED_DELTA_FLOOR = 1e-12
-#: Largest ``eps`` the inversion of a privacy profile searches; beyond it RuntimeError.
+#: Largest ``eps`` the inversion of a privacy profile searches; a profile still 1 there gives
+#: ``eps = inf`` (numerically disjoint outputs), one still falling a RuntimeError.
 EPS_MAX = float(2**20)
 #: Default tolerance of :func:`check_tradeoff` (absolute, on FNR values).
 CHECK_TOL = 1e-9
@@ -156,6 +171,8 @@ class TradeOff(abc.ABC):
     """
 
     label = ""
+    #: progress bar of a long computation (numerical compositions); other curves ignore it
+    progress = None
 
     @abc.abstractmethod
     def curve(self, tol: float = 1e-6) -> "TradeOffCurve":
@@ -180,10 +197,43 @@ class TradeOff(abc.ABC):
     def epsilon(self, delta: float) -> float:
         """Smallest ``eps >= 0`` with ``delta(eps) <= delta``; ``inf`` when none (THEORY.md section 1).
 
-        ``delta`` in ``[delta_floor(), 1)``; ValueError otherwise. RuntimeError when the
-        profile is still above ``delta`` at ``eps = EPS_MAX`` without tending to a limit above it.
+        ``delta`` in ``[delta_floor(), 1)``; ValueError otherwise. ``inf`` also when the profile is
+        still 1 at ``eps = EPS_MAX``: the outputs are disjoint to machine precision
+        (:func:`epsilon_from_delta`).
         """
         return epsilon_from_delta(self.delta, delta, delta_inf=self.delta_limit(), floor=self.delta_floor())
+
+    # ------------------------------------------------------------------ accuracy
+    def epsilon_bounds(self, delta: float) -> tuple[float, float]:
+        """``(eps_low, eps_up)`` with the exact epsilon inside; ``(eps, eps)`` for a curve computed exactly.
+
+        Numerical compositions override it with their error bracket (THEORY.md §11).
+        """
+        e = float(self.epsilon(delta))
+        return e, e
+
+    def delta_bounds(self, eps):
+        """``(delta_low, delta_up)`` at each ``eps``; both equal :meth:`delta` for an exact curve."""
+        d = self.delta(eps)
+        return d, d
+
+    def beta_bounds(self, alpha):
+        """``(beta_low, beta_up)`` at each FPR ``alpha``; both equal ``f(alpha)`` for an exact curve."""
+        b = self(alpha)
+        return b, b
+
+    def accounting_error(self, delta: float) -> float:
+        """Width ``eps_up - eps_low`` of :meth:`epsilon_bounds` at ``delta`` (0 when exact, inf when
+        an end is infinite and the other is not)."""
+        lo, hi = self.epsilon_bounds(delta)
+        if lo == hi:
+            return 0.0
+        return float(hi - lo) if math.isfinite(hi) else math.inf
+
+    def accounting(self) -> dict | None:
+        """How a numerical composition was computed (grid, passes, accuracy met); ``None`` for a curve
+        computed exactly (to machine precision or in closed form)."""
+        return None
 
     def inverse(self) -> "TradeOff":
         """``f^{-1}``: the trade-off of the pair in the other order (sampled)."""
@@ -208,6 +258,11 @@ class TradeOff(abc.ABC):
 # types whose dicts rebuild the exact object; the module is imported on first use
 _FROM_DICT_MODULES = {"CLTTradeOff": "paperlib.fdp.clt"}
 _FROM_DICT: dict = {}
+
+
+def register_from_dict(kind: str, build) -> None:
+    """Let :func:`from_dict` rebuild dicts whose ``type`` is ``kind`` with ``build(data)``."""
+    _FROM_DICT[kind] = build
 
 
 def from_dict(data: dict) -> TradeOff:
@@ -311,7 +366,7 @@ def lower_convex_envelope(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.
 
 @dataclass
 class TradeOffCurve(TradeOff):
-    """A trade-off function sampled at points, evaluated by interpolation.
+    """A trade-off function sampled at points, evaluated by interpolation (THEORY.md section 1).
 
     Attributes
     ----------
@@ -392,7 +447,7 @@ class TradeOffCurve(TradeOff):
         """Largest difference between chord and tangent envelope (interpolation error bound)."""
         if self.slope is None:
             return float("nan")
-        g = _chord_tangent_gaps(self.alpha, self.beta, self.slope)
+        g = chord_tangent_gaps(self.alpha, self.beta, self.slope)
         return float(np.max(g)) if g.size else 0.0
 
     # ------------------------------------------------------------------ operations
@@ -469,7 +524,7 @@ class TradeOffCurve(TradeOff):
             "beta": self.beta.tolist(),
             "slope": slope,
             "label": self.label,
-            "meta": _jsonable(self.meta),
+            "meta": jsonable(self.meta),
         }
 
 
@@ -502,7 +557,7 @@ class GaussianTradeOff(TradeOff):
                 va = np.concatenate([[0.0], a[::-1], [1.0]])
                 vb = np.concatenate([[1.0], b[::-1], [0.0]])
                 vs = np.concatenate([[-np.inf], slope[::-1], [0.0]])
-                gaps = _chord_tangent_gaps(va, vb, vs)[1:-1]
+                gaps = chord_tangent_gaps(va, vb, vs)[1:-1]
                 bad = np.flatnonzero(gaps > tol)
                 if bad.size == 0:
                     break
@@ -528,14 +583,15 @@ class GaussianTradeOff(TradeOff):
         return self
 
     def to_dict(self) -> dict:
-        return {"type": "GaussianTradeOff", "mu": self.mu, "label": self.label, "meta": _jsonable(self.meta)}
+        return {"type": "GaussianTradeOff", "mu": self.mu, "label": self.label, "meta": jsonable(self.meta)}
 
 
-def _jsonable(obj):
+def jsonable(obj):
+    """``obj`` with numpy arrays and scalars turned into lists and Python numbers (for JSON)."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -543,8 +599,12 @@ def _jsonable(obj):
     return obj
 
 
-def _chord_tangent_gaps(alpha, beta, slope) -> np.ndarray:
-    """Per-interval bound on |chord - f| from the two end tangents of a convex curve."""
+def chord_tangent_gaps(alpha, beta, slope) -> np.ndarray:
+    """Per-interval bound on ``|chord - f|`` of a convex curve from the tangents at both ends.
+
+    ``alpha``, ``beta``, ``slope``: arrays of one length ``m`` (points and slopes, ``alpha``
+    ascending); returns ``m - 1`` gaps >= 0 (THEORY.md section 1: chord above, tangents below).
+    """
     a0, a1 = alpha[:-1], alpha[1:]
     b0, b1 = beta[:-1], beta[1:]
     s0, s1 = slope[:-1], slope[1:]
@@ -579,11 +639,16 @@ def epsilon_from_delta(delta_fn, delta: float, eps_max: float = EPS_MAX, *, delt
     floor : smallest ``delta`` accepted (default :data:`DELTA_FLOOR`).
 
     Returns ``eps`` (float, relative accuracy ~1e-12 of the root of ``log delta(eps) =
-    log delta``, Brent's method) or ``inf``.
+    log delta``, Brent's method) or ``inf``: when the limit exceeds ``delta``, when the
+    profile is flat above it (see ``delta_inf``), and when it is still 1 (to 1e-9) at
+    ``eps_max``: the two outputs are then disjoint to machine precision, and no finite
+    epsilon is the answer.
 
     Raises ValueError when ``delta`` is outside ``[floor, 1)``; RuntimeError "could not
-    compute epsilon for these parameters (...)" when ``delta_fn`` is still above ``delta``
-    at ``eps_max`` (never a silent cap) or returns a value that is not finite.
+    compute epsilon for these parameters (...)" when ``delta_fn`` returns a value that is
+    not finite, or is still falling but above ``delta`` at ``eps_max`` (a finite epsilon
+    beyond the search range: never capped silently). No curve of this package reaches that
+    case at ``delta >= DELTA_FLOOR``.
     """
     delta = check_delta(delta)
     if delta < floor:
@@ -608,6 +673,9 @@ def epsilon_from_delta(delta_fn, delta: float, eps_max: float = EPS_MAX, *, delt
         if delta_inf is None and flat >= 3:
             return math.inf
         if hi >= eps_max:
+            if dhi >= 1 - 1e-9:
+                # delta(2^20) = 1 to machine precision: the outputs are numerically disjoint
+                return math.inf
             raise RuntimeError(f"could not compute epsilon for these parameters (delta(eps) = {dhi:.6g} > "
                                f"{delta:g} still at eps = {hi:g})")
         lo, dlo = hi, dhi

@@ -56,7 +56,7 @@ from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
 from paperlib.audit.game import AUDIT_VERSION, audit_outputs
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.validation import check_delta, check_int, check_positive, check_rate, check_seed
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate, check_seed
 
 __all__ = [
     "DOCUMENTED_MECHANISM",

@@ -55,7 +55,7 @@ Implementations (:data:`IMPLEMENTATIONS`)
 ``"dpsur"`` (ASGM, ``nu = |B|``)
     :mod:`paperlib.implementations.dpsur`, in process and batched over trials.
 ``"opacus-installed+fix"`` (SGM divided by a public constant, ``nu = batch_size``)
-    The ``"opacus-installed"`` step with :func:`paperlib.fix.fix_normaliser` applied to
+    The ``"opacus-installed"`` step with :func:`paperlib.practitioner.fix.fix_normaliser` applied to
     its ``DPOptimizer`` (``expected_batch_size`` set to the configured ``batch_size``,
     a keyword of :func:`run_steps` required for it); same masks and noise for the same
     seed, so the two differ only in the divisor. Documented mechanism SGM: the update
@@ -116,9 +116,9 @@ IMPLEMENTATION_MECHANISM = {
     "opacus-0.15.0": Mechanism.EASGM,
     "opacus-0.13.0": Mechanism.ASGM,
     "dpsur": Mechanism.ASGM,
-    "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.fix)
+    "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.practitioner.fix)
 }
-#: implementations with the fix of :mod:`paperlib.fix` (divide by the configured batch size)
+#: implementations with the fix of :mod:`paperlib.practitioner.fix` (divide by the configured batch size)
 FIXED_IMPLEMENTATIONS = ("opacus-installed+fix",)
 RELEASES = {"opacus-1.0.2": "1.0.2", "opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
 DEFAULT_MODEL_SEED = 0
@@ -182,10 +182,10 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma, max_grad_norm=C,
                           expected_batch_size=ebs, loss_reduction="mean", generator=noise_gen)
     if fix_batch_size is not None:  # the fix: divide by the configured batch size on every dataset
-        from paperlib.fix import fix_normaliser, normaliser_of
+        from paperlib.practitioner.fix import fix_normaliser, normaliser_of
 
         fix_normaliser(opt, fix_batch_size)
-        notes.append(f"fixed with paperlib.fix.fix_normaliser(optimizer, {fix_batch_size}): the step divides by "
+        notes.append(f"fixed with paperlib.practitioner.fix_normaliser(optimizer, {fix_batch_size}): the step divides by "
                      f"{normaliser_of(opt):g} (the configured batch size) instead of int(N*q)={ebs}")
         notes = [s for s in notes if "divides the noisy sum by zero" not in s]  # gone with the fix
     params = [p for p in gsm.parameters() if p.requires_grad]
@@ -455,7 +455,7 @@ def _check_batch_size(implementation: str, batch_size) -> int | None:
         if batch_size is None:
             raise ValueError(f"batch_size: {implementation} divides by the configured batch size; give it "
                              "(an integer >= 1)")
-        from paperlib.validation import check_int
+        from paperlib.fdp.validation import check_int
 
         return check_int(batch_size, "batch_size", 1)
     if batch_size is not None:

@@ -42,7 +42,7 @@ from paperlib.fdp.pld import DEFAULT_REL_TOL, DiscreteLaw, PLDComposition, Round
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import binomial_pair
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = ["Attack", "BinnedCells", "scale_attack", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
            "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]

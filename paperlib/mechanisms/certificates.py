@@ -32,7 +32,7 @@ from scipy import stats
 from paperlib.fdp.pld import DEFAULT_REL_TOL, DilutedLaw, DiscreteLaw, IndexedDilutedLaw, PLDComposition, RoundLaw, \
     ShiftLaw
 from paperlib.mechanisms.guarantees import binomial_pair
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = ["asgm_count_law", "asgm_count_certificate", "count_law", "dpsur_round_law", "dpsur_certificate",
            "certificate_tail"]

@@ -3,19 +3,7 @@
 * **Certified** — a per-round pair that dominates the mechanism for every set of clipped gradients,
   composed over ``T`` rounds (:mod:`paperlib.fdp.pld`, both orders, pessimistic end):
 
-  ============================  ===============================================================
-  SGM; FEASGM, floors agree     the SGM claim ``f_q^{⊗T}`` (FEASGM then divides both sides by the
-                                same number: post-processing of SGM)
-  EASGM; FEASGM, floors differ  the index-revealed guarantee of THEORY.md §6 (Theorem 3.6, A.2/A.3)
-                                composed; the planar worst case that would keep the amplification is
-                                open (THEORY.md §11.3)
-  ASGM                          the smaller of the n-free certificate through ``(|B|, S_B + G)``
-                                (:func:`~paperlib.mechanisms.certificates.asgm_count_certificate`,
-                                §11.2) and the index-revealed one (better only for small ``N``)
-  DPSUR's own rule              count of the separate draw ``⊗`` SGM step (§11.4,
-                                :func:`~paperlib.mechanisms.certificates.dpsur_certificate`)
-  ============================  ===============================================================
-
+  ============================  ========================================================
 * **Forced** — the epsilon of a named real attack (:mod:`paperlib.mechanisms.attacks`: data sets,
   gradients, test, errors computed exactly), the lower end of its bracket: the chi-square scale test
   (EASGM, FEASGM with differing floors), the aligned attack (ASGM), the target-alone attack (DPSUR);
@@ -37,7 +25,7 @@ from paperlib.mechanisms.certificates import asgm_count_certificate, dpsur_certi
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import sgm_claim_rounds
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set",
            "CERTIFICATES"]

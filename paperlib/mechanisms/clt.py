@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from paperlib.fdp.clt import CLTBound, CLTTradeOff, _check_alpha, _check_int, _check_real, clt_bounds
+from paperlib.fdp.clt import CLTBound, CLTTradeOff, clt_bounds
 from paperlib.fdp.mixture import PointwiseMixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
-from paperlib.validation import check_positive, check_probability, check_rate
+from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_probability, check_rate
 
 __all__ = ["clt_upper_bound_easgm", "clt_upper_bound_feasgm", "CLTCurve", "clt_bound"]
 
@@ -45,10 +45,10 @@ def clt_upper_bound_easgm(alpha, N: int, n: int, rounds: int = 1) -> CLTBound:
     ------
     ValueError naming the offending parameter.
     """
-    N = _check_int("N", N, 1)
-    n = _check_int("n", n, 2)
-    rounds = _check_int("rounds", rounds, 1)
-    a = _check_alpha(alpha)
+    N = check_int(N, "N", 1)
+    n = check_int(n, "n", 2)
+    rounds = check_int(rounds, "rounds", 1)
+    a = check_alpha_array(alpha)
     return clt_bounds(a if a.ndim else float(a), N / (N + 1), rounds * (n - 1),
                       one_minus_s=1.0 / (N + 1))
 
@@ -80,13 +80,11 @@ def clt_upper_bound_feasgm(alpha, N: int, q: float, n: int, rounds: int = 1) -> 
     theorem) and when ``floor((N+1)q) = K`` (both sides divide by the same number, so
     FEASGM is post-processing of SGM and the SGM guarantee holds instead).
     """
-    N = _check_int("N", N, 1)
-    q = _check_real("q", q)
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"`q` must lie in (0, 1], got {q}")
-    n = _check_int("n", n, 2)
-    rounds = _check_int("rounds", rounds, 1)
-    a = _check_alpha(alpha)
+    N = check_int(N, "N", 1)
+    q = check_rate(q)
+    n = check_int(n, "n", 2)
+    rounds = check_int(rounds, "rounds", 1)
+    a = check_alpha_array(alpha)
     K, K1 = feasgm_floors(N, q)
     if K == 0:
         raise ValueError(
@@ -150,7 +148,7 @@ class CLTCurve(TradeOff):
     # ---------------------------------------------------------------- the theorem's curve
     def raw(self, alpha) -> np.ndarray:
         """The bound as the theorem states it (NaN outside ``[gamma, 1 - gamma]``; see the class)."""
-        a = np.asarray(_check_alpha(alpha), dtype=float)
+        a = check_alpha_array(alpha)
         up = np.minimum(np.asarray(self.bounds(a).upper, dtype=float), 1.0 - a)  # a trade-off is <= 1 - alpha
         return self.weight * up + (1.0 - self.weight) * (1.0 - a)
 
@@ -198,7 +196,7 @@ def clt_bound(mechanism: Mechanism | str, N: int, q: float | None, sigma: float 
         q = check_rate(q)
     if sigma is not None:
         check_positive(sigma, "sigma")
-    rounds = _check_int("rounds", rounds, 1)
+    rounds = check_int(rounds, "rounds", 1)
     if mechanism is Mechanism.ASGM and rounds > 1:
         raise ValueError("rounds: the ASGM CLT bound is one-round only (Eq. 14 does not compose in closed form); "
                          "use the numerically composed upper bound instead")

@@ -50,13 +50,14 @@ import sys
 
 import numpy as np
 
-from paperlib.validation import check_int, check_rate
+from paperlib.fdp.validation import check_int, check_rate
 
 __all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 
 
 class Mechanism(enum.StrEnum):
-    """SGM, EASGM, ASGM or FEASGM (paper Section 3); see the module docstring for the rules."""
+    """SGM, EASGM, ASGM or FEASGM (paper Section 3), or DPSUR's own rule (THEORY.md §2, §11.4); see the
+    module docstring for the rules."""
 
     SGM = "sgm"
     EASGM = "easgm"
@@ -81,7 +82,8 @@ class Mechanism(enum.StrEnum):
             except ValueError:
                 pass
         if mech is None or mech not in allowed:
-            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {value!r}")
+            shown = value.value if isinstance(value, cls) else value
+            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {shown!r}")
         return mech
 
     @classmethod

@@ -34,7 +34,7 @@ from scipy import stats
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
-from paperlib.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",
@@ -492,8 +492,10 @@ def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int
               tail_tol: float = DEFAULT_TAIL_TOL):
     """The one-round per-pair guarantee of ``mechanism`` (a :class:`Mechanism` or its name).
 
-    SGM: the claim :func:`sgm_claim` (``N`` and ``n`` validated, not used); EASGM, ASGM,
-    FEASGM: :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`.
+    SGM: the claim :func:`sgm_claim` (Bu et al. 2020; ``N`` and ``n`` validated, not used);
+    EASGM (Theorem 3.6), ASGM (THEORY.md §6, reconstructed), FEASGM (Theorems A.2/A.3):
+    :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`. For ``T`` rounds and
+    the other bounds, :func:`paperlib.mechanisms.curves.curve`.
     """
     mechanism = Mechanism.parse(mechanism)
     if mechanism is Mechanism.SGM:
@@ -535,7 +537,7 @@ def scale_test_tradeoff(alpha, s: float) -> np.ndarray:
     """Closed form of ``T(N(0, 1), N(0, s^2))`` (``0 < s < 1``): the test rejects D when
     ``|X| < tau``, so ``alpha = 2 Phi(tau) - 1`` and ``beta = 2 (1 - Phi(tau / s))``
     (THEORY.md §7, the pure scale test). ``alpha`` in [0, 1], array in, array out."""
-    from paperlib.validation import check_alpha_array
+    from paperlib.fdp.validation import check_alpha_array
 
     if not (isinstance(s, (int, float)) and 0 < s < 1):
         raise ValueError(f"s must be a number in (0, 1), got {s!r}")

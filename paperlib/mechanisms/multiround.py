@@ -1,18 +1,18 @@
-"""Multi-round bounds of the mechanisms and the accountants' claims (Section 7, Figure 7).
+"""Multi-round upper bounds of the mechanisms and the SGM claim composed (Section 7, Figure 7).
 
-The T-round upper bounds (Theorems 3.8, 3.10, A.4 composed; Theorem A.6), the SGM claim
-``f_q^{⊗T}`` composed numerically, the exact-versus-CLT comparison (THEORY.md §8) and the
-Opacus accountants' epsilon (RDP, PRV) that DP-SGD users are shown. The chi-square bounds are
-exact (:class:`~paperlib.fdp.composition.Chi2Pair`); every numerical composition (the SGM claim,
-the ASGM bound of Eq. 14, FEASGM when its floors agree, and the certified guarantee of
-:mod:`paperlib.mechanisms.certified`) goes through one engine, :mod:`paperlib.fdp.pld`
-(dp_accounting's PLD), and carries its error bracket ``epsilon_bounds(delta)``.
+The T-round upper bounds (Theorems 3.8, 3.10, A.4 composed; Theorem A.6) with
+:func:`rounds_upper_bound` choosing the one of a mechanism, the SGM claim ``f_q^{⊗T}``
+composed numerically (:func:`sgm_claim_rounds`), and the exact-versus-CLT comparison
+(THEORY.md §8). The chi-square bounds are exact (:class:`~paperlib.fdp.composition.Chi2Pair`);
+every numerical composition (the SGM claim, the ASGM bound of Eq. 14, FEASGM when its floors
+agree) goes through one engine, :mod:`paperlib.fdp.pld` (dp_accounting's PLD), and carries its
+error bracket ``epsilon_bounds(delta)``. The accountants' epsilons are in
+:mod:`paperlib.mechanisms.accountants`, the certified composition of the guarantee in
+:mod:`paperlib.mechanisms.certified`, and the dispatch over mechanisms, bounds and rounds in
+:mod:`paperlib.mechanisms.curves` (which imports this module; this module imports neither).
 """
 
 from __future__ import annotations
-
-import math
-import warnings
 
 import numpy as np
 
@@ -21,23 +21,19 @@ from paperlib.fdp.gaussian import IdentityFamily
 from paperlib.fdp.pld import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, ROUND_TAIL, Chi2Law, DilutedLaw, PLDComposition,
                               RoundLaw, ShiftLaw)
 from paperlib.fdp.mixture import LRMixture
-from paperlib.fdp.tradeoff import TradeOffCurve, eps_delta_tradeoff
 from paperlib.mechanisms import clt as mclt
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = [
     "easgm_rounds_upper_bound",
     "feasgm_rounds_upper_bound",
     "asgm_upper_bound_pair",
     "asgm_rounds_upper_bound",
+    "rounds_upper_bound",
     "sgm_claim_rounds",
-    "rounds_curve",
     "exact_vs_clt",
-    "sgm_claim_epsilon",
-    "claim_curve_from_accountant",
-    "multiround_comparison",
 ]
 
 
@@ -120,13 +116,8 @@ def asgm_upper_bound_pair(N: int, q: float, sigma: float | None, n: int) -> LRMi
     return LRMixture([fam], label="ASGM upper bound (Eq. 14)", meta=meta)
 
 
-def _pld_kwargs(step, tail, max_fft, rel_tol) -> dict:
-    """Options of :class:`~paperlib.fdp.pld.PLDComposition` (``max_fft`` is the old name of ``max_length``)."""
-    return {"step": step, "tail": tail, "max_length": max_fft, "rel_tol": rel_tol}
-
-
 def asgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, rounds: int, step: float | None = None,
-                            tail: float = ROUND_TAIL, max_fft: int = DEFAULT_MAX_LENGTH,
+                            tail: float = ROUND_TAIL, max_length: int = DEFAULT_MAX_LENGTH,
                             rel_tol: float = DEFAULT_REL_TOL) -> PLDComposition:
     """ASGM upper bound over ``T`` rounds: the Eq. 14 bound composed numerically.
 
@@ -138,7 +129,7 @@ def asgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, ro
     bracket, ``max_error()`` the curve's.
 
     Parameters: ``N >= 1``, ``q`` in (0, 1], ``n >= 1``, ``rounds >= 1``; ``step``, ``tail``,
-    ``max_fft`` (largest PMF length) and ``rel_tol`` as in :class:`~paperlib.fdp.pld.PLDComposition`.
+    ``max_length`` (largest PMF length) and ``rel_tol`` as in :class:`~paperlib.fdp.pld.PLDComposition`.
     Raises ValueError on bad input.
     """
     N, n, T = _check_rounds_common(N, n, rounds)
@@ -151,11 +142,11 @@ def asgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, ro
         law, T = RoundLaw([(1.0, ())]), 1
     else:
         law = RoundLaw([(1.0, (DilutedLaw(Chi2Law(n - 1, float(N)), w),))])
-    return PLDComposition(law, T, side="bound", label=label, meta=meta, **_pld_kwargs(step, tail, max_fft, rel_tol))
+    return PLDComposition(law, T, side="bound", label=label, meta=meta, step=step, tail=tail, max_length=max_length, rel_tol=rel_tol)
 
 
 def sgm_claim_rounds(q: float, sigma: float, *, rounds: int, side: str = "lower", step: float | None = None,
-                     tail: float = ROUND_TAIL, max_fft: int = DEFAULT_MAX_LENGTH,
+                     tail: float = ROUND_TAIL, max_length: int = DEFAULT_MAX_LENGTH,
                      rel_tol: float = DEFAULT_REL_TOL) -> PLDComposition:
     """The SGM claim ``f_q^{⊗T}`` (Bu et al. 2020, composed) by :class:`~paperlib.fdp.pld.PLDComposition`.
 
@@ -177,49 +168,27 @@ def sgm_claim_rounds(q: float, sigma: float, *, rounds: int, side: str = "lower"
     label = f"SGM claim f_q^(x{T}) (PLD)"
     law = RoundLaw([(1.0, (DilutedLaw(ShiftLaw(1.0 / sigma), q),))])
     return PLDComposition(law, T, side="guarantee" if side == "lower" else "bound", label=label, meta=meta,
-                          **_pld_kwargs(step, tail, max_fft, rel_tol))
+                          step=step, tail=tail, max_length=max_length, rel_tol=rel_tol)
 
 
-def rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                 progress=None, **pld_options):
-    """The T-round curve behind ``python -m paperlib ... --rounds T`` (``T >= 1``).
+def rounds_upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
+                       **pld_options):
+    """The T-round upper bound of ``mechanism``'s guarantee (``T >= 1``; Theorems 3.8, 3.10, A.4, A.6).
 
-    ``bound='upper'``: EASGM/FEASGM exact (:class:`Chi2Pair`), ASGM numerical
-    (:func:`asgm_rounds_upper_bound`), SGM its own claim ``f_q^{⊗T}`` (upper side).
-    ``bound='guarantee'``: SGM ``f_q^{⊗T}`` (lower side); EASGM, FEASGM, ASGM the certified T-round
-    guarantee (:func:`paperlib.mechanisms.certified.certified_guarantee`, pair ``(N, N+1)``).
-    Every returned object has ``obj(alpha)``, ``obj.epsilon(delta)``, ``label``, ``meta``; the
-    numerical ones also ``epsilon_bounds(delta)`` (their error bracket). ``progress`` (None, True,
-    False or a callable ``fn(done, total)``; :mod:`paperlib.fdp.progress`) sets the progress bar of
-    a PLD composition's grid passes (None: shown on a terminal's stderr only).
+    EASGM and FEASGM exact (:func:`easgm_rounds_upper_bound`, :func:`feasgm_rounds_upper_bound`:
+    chi-square pairs with ``T (n-1)`` coordinates; FEASGM with agreeing floors ``f_q^{⊗T}``), ASGM
+    numerical (:func:`asgm_rounds_upper_bound`), SGM its own claim ``f_q^{⊗T}`` on its upper side.
+    ``pld_options`` go to the numerical compositions (ignored by the exact ones). ``sigma > 0`` is
+    required (it is the claim's noise where the floors agree). Raises ValueError naming the parameter.
     """
-    curve = _rounds_curve(mechanism, bound, N, q, sigma, n, rounds=rounds, **pld_options)
-    # a PLD composition draws a bar for each grid pass (paperlib.fdp.progress): None = on a terminal only
-    if progress is not None and hasattr(type(curve), "progress"):
-        curve.progress = progress
-    return curve
-
-
-def _rounds_curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                  **pld_options):
     mechanism = Mechanism.parse(mechanism)
-    if bound not in ("upper", "guarantee"):
-        raise ValueError(f"bound must be 'upper' or 'guarantee' here, got {bound!r}")
-    if mechanism == "sgm":
-        side = "upper" if bound == "upper" else "lower"
-        return sgm_claim_rounds(q, sigma, rounds=rounds, side=side, **pld_options)
-    if bound == "guarantee":
-        from paperlib.mechanisms.certified import certified_guarantee
-
-        return certified_guarantee(mechanism, N, q, sigma, n, rounds=rounds, **pld_options)
-    if mechanism == "easgm":
-        check_rate(q)
-        check_positive(sigma, "sigma")
-        return easgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds)
-    if mechanism == "feasgm":
-        check_positive(sigma, "sigma")
-        return feasgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
+    if mechanism is Mechanism.SGM:
+        return sgm_claim_rounds(q, sigma, rounds=rounds, side="upper", **pld_options)
     check_positive(sigma, "sigma")
+    if mechanism is Mechanism.EASGM:
+        return easgm_rounds_upper_bound(N, check_rate(q), sigma, n, rounds=rounds)
+    if mechanism is Mechanism.FEASGM:
+        return feasgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
     return asgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
 
 
@@ -258,133 +227,3 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
     upper = np.asarray(res.upper, dtype=float)
     return {"alpha": a, "exact": exact, "clt": upper, "gap": upper - exact, "mu": res.mu, "gamma": res.gamma,
             "m": pair.m, "x": pair.x}
-
-
-# =============================================================================== accountants
-def _opacus_version() -> str:
-    try:
-        import opacus
-
-        return str(getattr(opacus, "__version__", "unknown"))
-    except ImportError:  # pragma: no cover
-        return "not installed"
-
-
-def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, accountant: str = "rdp", **kwargs) -> float:
-    """Epsilon of the SGM claim over ``T`` rounds, as an accountant reports it.
-
-    Parameters
-    ----------
-    q : float in (0, 1], sampling rate; sigma : float > 0, noise multiplier;
-    rounds : int >= 1; delta : float in (0, 1)
-    accountant :
-        ``'rdp'`` — Opacus's ``RDPAccountant`` (``history = [(sigma, q, rounds)]``, its
-        default orders, Balle et al. 2020 conversion); the paper's Figure 7 baseline.
-        ``'prv'`` — Opacus's ``PRVAccountant`` (Gopi et al. 2021): the upper end of its
-        estimate, with its default ``eps_error = 0.01`` unless given in ``kwargs``.
-        ``'pld'`` — this module (:func:`sgm_claim_rounds`, both directions): the upper end
-        of its bracket (``kwargs`` go to :func:`sgm_claim_rounds`).
-
-    Returns the epsilon (float, ``inf`` when none). Raises ValueError naming the
-    parameter on bad input. Opacus's warning that the best order is at the end of its
-    list is silenced (it is Opacus's default behaviour that the claim reproduces).
-    """
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    T = check_int(rounds, "rounds", 1)
-    delta = check_delta(delta)
-    if accountant == "rdp":
-        from opacus.accountants import RDPAccountant
-
-        acc = RDPAccountant()
-        acc.history = [(sigma, q, T)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return float(acc.get_epsilon(delta=delta, **kwargs))
-    if accountant == "prv":
-        from opacus.accountants import PRVAccountant
-
-        acc = PRVAccountant()
-        acc.history = [(sigma, q, T)]
-        with warnings.catch_warnings():  # its domain size is found with the RDP code
-            warnings.simplefilter("ignore", UserWarning)
-            return float(acc.get_epsilon(delta=delta, **kwargs))
-    if accountant == "pld":
-        return sgm_claim_rounds(q, sigma, rounds=T, side="lower", **kwargs).epsilon(delta)
-    raise ValueError(f"accountant must be 'rdp', 'prv' or 'pld', got {accountant!r}")
-
-
-def claim_curve_from_accountant(q: float, sigma: float, *, rounds: int, accountant: str = "rdp",
-                                deltas=None) -> TradeOffCurve:
-    """The claim as a trade-off curve: ``sup_delta f_{eps(delta), delta}`` (DRS 2022, Prop. 2.12).
-
-    An accountant certifies ``(eps(delta), delta)`` for every ``delta``; the tightest curve
-    it implies is the upper envelope of the ``f_{eps,delta}`` over ``delta``. Evaluated on a
-    grid of ``delta`` (default 160 log-spaced values in [1e-12, 0.95] for RDP, 40 for PRV)
-    and a dense alpha grid; ``eps < 0`` from the RDP conversion is clipped to 0 (a weaker
-    claim, the safe side for showing that a bound lies below it).
-
-    Returns a :class:`~paperlib.fdp.tradeoff.TradeOffCurve` with ``meta['deltas']``,
-    ``meta['epsilons']``. ``accountant`` in {'rdp', 'prv'}.
-    """
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    T = check_int(rounds, "rounds", 1)
-    if deltas is None:
-        deltas = np.logspace(-12, math.log10(0.95), 160 if accountant == "rdp" else 40)
-    deltas = np.asarray(deltas, dtype=float)
-    if deltas.ndim != 1 or deltas.size == 0 or np.any(~(deltas > 0)) or np.any(~(deltas < 1)):
-        raise ValueError("deltas must be a 1-D array of values in (0, 1)")
-    if accountant == "rdp":
-        from opacus.accountants import RDPAccountant
-        from opacus.accountants.analysis import rdp as rdp_analysis
-
-        orders = RDPAccountant.DEFAULT_ALPHAS
-        rdp = rdp_analysis.compute_rdp(q=q, noise_multiplier=sigma, steps=T, orders=orders)
-        eps = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            for d in deltas:
-                e, _ = rdp_analysis.get_privacy_spent(orders=orders, rdp=rdp, delta=float(d))
-                eps.append(float(e))
-    elif accountant == "prv":
-        eps = [sgm_claim_epsilon(q, sigma, rounds=T, delta=float(d), accountant="prv") for d in deltas]
-    else:
-        raise ValueError(f"accountant must be 'rdp' or 'prv', got {accountant!r}")
-    eps = np.maximum(np.asarray(eps, dtype=float), 0.0)
-    ok = np.isfinite(eps)
-    alpha = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-14, 0, 600)]))
-    beta = np.zeros_like(alpha)
-    for e, d in zip(eps[ok], deltas[ok]):
-        beta = np.maximum(beta, eps_delta_tradeoff(alpha, float(e), float(d)))
-    meta = {"accountant": accountant, "opacus": _opacus_version(), "q": q, "sigma": sigma, "rounds": T,
-            "deltas": deltas.tolist(), "epsilons": eps.tolist()}
-    return TradeOffCurve(alpha, beta, None, label=f"SGM claim ({accountant.upper()} accountant)", meta=meta)
-
-
-def multiround_comparison(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                          delta: float = 1e-5, accountants=("rdp", "prv", "pld"), **pld_options) -> dict:
-    """Epsilon of the T-round upper bound next to the claimed epsilons (Figure 7's numbers).
-
-    Returns a dict: ``epsilon_upper_bound`` (for EASGM/FEASGM exact; for ASGM the lower end
-    of the PLD bracket, so never overstated), ``epsilon_upper_bound_bracket`` (ASGM only),
-    ``claimed`` ({accountant: epsilon}; 'pld' is the upper end of its bracket),
-    ``bound_exceeds_claim`` ({accountant: bool}), plus the parameters.
-    """
-    obj = rounds_curve(mechanism, "upper", N, q, sigma, n, rounds=rounds, **pld_options)
-    delta = check_delta(delta)
-    out = {"mechanism": mechanism, "N": N, "q": q, "sigma": sigma, "n": n, "rounds": rounds, "delta": delta,
-           "curve": getattr(obj, "label", "")}
-    for k in ("K", "K_prime", "case"):
-        if k in getattr(obj, "meta", {}):
-            out[k] = obj.meta[k]
-    if hasattr(obj, "epsilon_bounds"):
-        lo, hi = obj.epsilon_bounds(delta)
-        out["epsilon_upper_bound"] = lo
-        out["epsilon_upper_bound_bracket"] = [lo, hi]
-    else:
-        out["epsilon_upper_bound"] = obj.epsilon(delta)
-    claimed = {a: sgm_claim_epsilon(q, sigma, rounds=rounds, delta=delta, accountant=a) for a in accountants}
-    out["claimed"] = claimed
-    out["bound_exceeds_claim"] = {a: bool(out["epsilon_upper_bound"] > e) for a, e in claimed.items()}
-    return out

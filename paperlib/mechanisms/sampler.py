@@ -67,7 +67,7 @@ import numpy as np
 import torch
 
 from paperlib.mechanisms.core import Mechanism
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = [
     "DATASETS",

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import special, stats
 
 from paperlib.mechanisms.core import Mechanism
-from paperlib.validation import check_alpha_array, check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = ["simulate_llr", "empirical_tradeoff", "simulate_tradeoff"]
 

@@ -84,12 +84,17 @@ SCREENSHOT_PAGES = {r"grade\.html": "grade.png", r"notebooks/04_[^/]*\.html": "c
 #: book's own checkout, found from the HTML directory).
 MACHINE_PREFIXES = ("/home/", "/work/", "/tmp/", "/root/", "/Users/")
 
-PAGE_TIMEOUT_MS = 20_000
-MATHJAX_TIMEOUT_MS = 15_000
+# Hang guards, not speed requirements (a page that is fine returns long before them; a loaded
+# machine can take many times a quiet one's ~1 s per page): a page's navigation and actions,
+# MathJax's first typesetting pass, the images, and a meta-refresh redirect.
+PAGE_TIMEOUT_MS = 120_000
+MATHJAX_TIMEOUT_MS = 120_000
+IMAGES_TIMEOUT_MS = 120_000
+REFRESH_TIMEOUT_MS = 30_000  # waited in full only by a page whose refresh points at itself
 
 # Runs in the page once it has loaded: waits for MathJax and the images, then reports.
 _PAGE_JS = r"""
-async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern]) => {
+async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, imagesTimeout]) => {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const text = (el) => el.innerText || el.textContent;
   const excerpt = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 200);
@@ -110,7 +115,7 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern]) =>
   await Promise.race([
     Promise.all(imgs.map((img) => img.complete ? null :
       new Promise((r) => { img.addEventListener("load", r); img.addEventListener("error", r); }))),
-    sleep(10000),
+    sleep(imagesTimeout),
   ]);
   const images = imgs.map((img) => ({
     src: img.getAttribute("src") || "", url: img.currentSrc || img.src || "",
@@ -357,12 +362,12 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                 if _REFRESH_RE.search(path.read_text(encoding="utf-8", errors="replace")[:4096]):
                     # index.html is usually a meta-refresh redirect to the first page.
                     try:
-                        page.wait_for_url(lambda u: u != path.as_uri(), timeout=5000)
+                        page.wait_for_url(lambda u: u != path.as_uri(), timeout=REFRESH_TIMEOUT_MS)
                     except Exception:  # noqa: BLE001 - the refresh may point at the page itself
                         pass
                     page.wait_for_load_state("load")
                 info = page.evaluate(_PAGE_JS, [ERROR_SELECTORS, _ERROR_TEXT, MATHJAX_TIMEOUT_MS,
-                                                MIN_FIGURE_PX, path_pattern])
+                                                MIN_FIGURE_PX, path_pattern, IMAGES_TIMEOUT_MS])
             except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
                 problems.append(f"{name}: could not be opened/checked: {str(exc).splitlines()[0]}")
                 continue

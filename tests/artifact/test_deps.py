@@ -63,7 +63,7 @@ def test_notebook_dependencies_differ_per_notebook():
     code_audit = {p.name for p in deps.notebook_dependencies(nb / "08_opacus_code_audit.py")}
     practitioners = {p.name for p in deps.notebook_dependencies(nb / "10_practitioners.py")}
     assert {"rules.py", "table.py", "wheels.py"} <= code_audit and "game.py" not in code_audit
-    assert "practitioner.py" in practitioners and "practitioner.py" not in code_audit
+    assert "releases.py" in practitioners and "releases.py" not in code_audit
 
 
 def test_fingerprint_follows_file_contents(tmp_path):
@@ -118,5 +118,5 @@ def test_syntax_error_is_reported(tmp_path):
 def test_fingerprint_covers_the_computing_layers_only():
     files = {str(p.relative_to(deps.PACKAGE_DIR)) for p in deps._package_files()}
     assert {"fdp/tradeoff.py", "mechanisms/core.py", "audit/game.py", "implementations/runners.py",
-            "resources/opacus_table2.json", "validation.py", "artifact/sweeps.py"} <= files
+            "resources/opacus_table2.json", "fdp/validation.py", "practitioner/check.py", "artifact/sweeps.py"} <= files
     assert not {"artifact/claims.py", "artifact/booktags.py", "artifact/figures.py", "cli.py"} & files

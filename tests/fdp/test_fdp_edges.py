@@ -285,6 +285,8 @@ def test_epsilon_floors_and_no_silent_cap():
     # still falling at eps_max: refused, not capped at infinity as before (eps_max was 500)
     with pytest.raises(RuntimeError, match="could not compute epsilon"):
         epsilon_from_delta(lambda e: 0.5 / (1.0 + e), 1e-9)
+    # still 1 at eps_max (numerically disjoint outputs): no finite epsilon, the answer is inf
+    assert epsilon_from_delta(lambda e: 1.0, 1e-5) == math.inf
     assert DELTA_FLOOR == 1e-300
 
 

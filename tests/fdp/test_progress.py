@@ -69,12 +69,12 @@ def test_nested_bars_show_only_the_outermost(capsys):
 
 def test_pld_composition_shows_its_grid_passes(capsys):
     pytest.importorskip("dp_accounting")
-    from paperlib.mechanisms.multiround import rounds_curve
+    from paperlib.mechanisms.curves import curve
 
-    c = rounds_curve("sgm", "guarantee", 100, 0.01, 1.0, 10, rounds=50, progress=True)
+    c = curve("sgm", "guarantee", 100, 0.01, 1.0, 10, rounds=50, progress=True)
     c.epsilon(1e-5)
     err = capsys.readouterr().err
     assert "PLD composition, 50 rounds" in err and "directions" in err
-    c2 = rounds_curve("sgm", "guarantee", 100, 0.01, 1.0, 10, rounds=50, progress=False)
+    c2 = curve("sgm", "guarantee", 100, 0.01, 1.0, 10, rounds=50, progress=False)
     assert c2.epsilon(1e-5) == pytest.approx(c.epsilon(1e-5), rel=1e-12)
     assert capsys.readouterr().err == ""

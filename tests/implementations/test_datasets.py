@@ -340,6 +340,11 @@ def test_bundle_checksums_and_contents():
     folder = D.bundle_dir()
     sums = dict(line.split()[::-1] for line in (folder / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == {"mnist.npz", "fmnist.npz", "cifar10.npz"}
+    assert sums == D.BUNDLE_SHA256  # the file beside the data repeats the hashes held in the code
+    import hashlib
+
+    for f, h in D.BUNDLE_SHA256.items():
+        assert hashlib.sha256((folder / f).read_bytes()).hexdigest() == h
     assert (folder / "README.md").is_file()
     for name in BUNDLE_NAMES:
         b = D.bundle_info(name)
@@ -406,7 +411,7 @@ def test_damaged_bundle_stops_resolve_dataset(tmp_path, monkeypatch):
 @pytest.mark.skipif(SHARED is None or not (SHARED / "cifar10_sample.npz").is_file(),
                     reason="no ../shared/data with the real samples")
 def test_bundle_regenerates_byte_for_byte(tmp_path):
-    D.build_bundle(SHARED, tmp_path)
+    assert D.build_bundle(SHARED, tmp_path) == D.BUNDLE_SHA256
     for f in ("mnist.npz", "fmnist.npz", "cifar10.npz", "SHA256SUMS"):
         assert (tmp_path / f).read_bytes() == (D.bundle_dir() / f).read_bytes(), f
 
@@ -421,3 +426,66 @@ def test_bundle_points_are_the_sample_images_at_their_indices():
             pos = np.searchsorted(z["test_indices"], b["indices"])
             np.testing.assert_array_equal(z["images"][pos], b["pixels"])
             np.testing.assert_array_equal(z["labels"][pos], b["labels"])
+
+
+# ------------------------------------------------------------------ resolve_points: used as given or refused
+def test_resolve_points_says_which_points_and_why(tmp_path, monkeypatch):
+    make_mnist_like(tmp_path / "mine", "MNIST")
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "mine"))
+    c = D.resolve_points("mnist", 5, 3)
+    assert (c.dataset, c.root, c.source) == ("mnist", (tmp_path / "mine").resolve(), D.SOURCE_FOLDER_SAMPLE)
+    assert c.note == (f"5 points drawn with seed 3 from the MNIST training split in {(tmp_path / 'mine').resolve()} "
+                      "($PAPERLIB_DATA; 30 images, not the full 60,000)")
+    assert D.resolve_dataset("mnist", 5, 3) == tuple(c)[:3]
+    # the dataset absent there (Fashion-MNIST), an extra folder absent too: the bundle, and why
+    c = D.resolve_points("fmnist", 5, 0, extra_roots=[tmp_path / "other"])
+    assert c.source == D.SOURCE_BUNDLED and c.root is None
+    assert c.note == (f"5 of the 10 real Fashion-MNIST test points bundled with paperlib (sha256 checked): no "
+                      f"Fashion-MNIST dataset in {tmp_path / 'mine'} ($PAPERLIB_DATA); nor in {tmp_path / 'other'} "
+                      "(an extra data folder, which does not exist)")
+    assert D.resolve_points("synthetic", 5).source == D.SOURCE_SYNTHETIC
+
+
+def test_resolve_points_extra_folder_is_used_and_a_broken_one_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "empty"))
+    make_mnist_like(tmp_path / "extra", "MNIST")
+    c = D.resolve_points("mnist", 4, 0, extra_roots=[tmp_path / "nothing", tmp_path / "extra"])
+    assert c.root == (tmp_path / "extra").resolve() and "an extra data folder" in c.note
+    raw = tmp_path / "extra" / "MNIST" / "raw"
+    (raw / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01")
+    with pytest.raises(DatasetUnavailable, match="too short") as info:
+        D.resolve_points("mnist", 4, 0, extra_roots=[tmp_path / "extra"])
+    assert "\n" not in str(info.value) and str(raw / "train-labels-idx1-ubyte") in str(info.value)
+
+
+def test_gzipped_mnist_files_unpack_in_full_mode_only(tmp_path, monkeypatch):
+    """A folder holding only the four original .gz files: full mode lets torchvision check and
+    unpack them (offline); quick mode (no download) names the missing un-gzipped file."""
+    import gzip
+
+    src = make_mnist_like(tmp_path / "gz", "MNIST")
+    raw = tmp_path / "gz" / "MNIST" / "raw"
+    for f in list(raw.iterdir()):
+        (raw / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+        f.unlink()
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "gz"))
+    with pytest.raises(DatasetUnavailable, match="train-images-idx3-ubyte is missing"):
+        D.resolve_points("mnist", 5, 0, mode="quick")
+    # these .gz files cannot have the originals' md5s: refused, never downloaded over (the
+    # network is off here anyway), never replaced by the bundle
+    with pytest.raises(DatasetUnavailable, match="train-images-idx3-ubyte.gz does not have the original file's md5"):
+        D.resolve_points("mnist", 5, 0, mode="full")
+    # with the md5 check patched to "the file exists", they unpack and load
+    import torchvision.datasets.utils as tv_utils
+
+    monkeypatch.setattr(tv_utils, "check_integrity", lambda fpath, md5=None: os.path.isfile(fpath))
+    c = D.resolve_points("mnist", 5, 0, mode="full")
+    assert c.source == D.SOURCE_FOLDER_SAMPLE and (raw / "train-images-idx3-ubyte").is_file()
+    x, y = load_points("mnist", 5, 0, root=tmp_path / "gz", download=False)
+    _check_against(x, y, "mnist", *src["train"], 5)
+
+
+def test_load_points_refuses_strings_for_booleans(tmp_path):
+    for kw in (dict(train="no"), dict(download="false"), dict(train=1), dict(download=None)):
+        with pytest.raises(TypeError, match=rf"^{next(iter(kw))}: must be True or False"):
+            load_points("mnist", 3, root=tmp_path, **kw)

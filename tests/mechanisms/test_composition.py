@@ -22,7 +22,8 @@ from conftest import run_cli
 from paperlib.fdp import composition as C
 from paperlib.mechanisms import multiround as MR
 from paperlib.mechanisms.core import feasgm_floors
-from paperlib import practitioner as PR
+from paperlib.mechanisms import accountants as A
+from paperlib.mechanisms import curves
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
 from paperlib.mechanisms.guarantees import asgm_upper_bound
 from paperlib.fdp.mixture import LRMixture
@@ -126,15 +127,17 @@ def test_rounds_equal_more_coordinates():
     assert MR.easgm_rounds_upper_bound(50, None, None, 31, rounds=3).m == three.m == 3 * one.m
 
 
-def test_timing_200_rounds_large_model():
-    import time
-
-    t = time.perf_counter()
+def test_200_rounds_large_model_is_a_tradeoff_function():
+    """Figure 7's 200 rounds at the large model answer: a trade-off function and a finite epsilon
+    (its time, formerly asserted here, is measured by bench/bench_multiround.py)."""
     pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, 1_485_217, rounds=FIG7["rounds"])
-    pair(np.linspace(0, 1, 1001))
+    alpha = np.linspace(0, 1, 1001)
+    beta = np.asarray(pair(alpha))
+    assert np.all(np.isfinite(beta)) and np.all((0 <= beta) & (beta <= 1 - alpha + 1e-12))
+    assert np.all(np.diff(beta) <= 1e-12)  # non-increasing
     pair.curve()
-    pair.epsilon(DELTA)
-    assert time.perf_counter() - t < 10.0
+    eps = pair.epsilon(DELTA)
+    assert math.isfinite(eps) and eps > 0
 
 
 # --------------------------------------------------------------------------------------
@@ -168,7 +171,7 @@ def test_asgm_one_round_reproduces_eq14(N, q, n):
     # and the existing pointwise implementation agrees with it
     assert np.max(np.abs(asgm_upper_bound(N, q, None, n)(a) - exact)) < 5e-6
     # T = 1 through the PLD code: upper >= exact >= lower, close together
-    v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=1, max_fft=2**16)
+    v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=1, max_length=2**16)
     assert np.all(v.pld.upper(a) >= exact - 1e-10)
     assert np.all(v.pld.lower(a) <= exact + 1e-10)
     e_lo, e_hi = v.epsilon_bounds(DELTA)
@@ -180,7 +183,7 @@ def test_asgm_rounds_bracket_and_monotone_in_rounds():
     N, q, n = 999, 0.7, 26_010
     e_prev = 0.0
     for T in (1, 5, 20):
-        v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=T, max_fft=2**19)
+        v = MR.asgm_rounds_upper_bound(N, q, None, n, rounds=T, max_length=2**19)
         lo, hi = v.epsilon_bounds(DELTA)
         assert lo <= hi <= lo + T * v.pld.step + 1e-6
         assert lo >= e_prev - 1e-6
@@ -221,7 +224,7 @@ def test_rdp_epsilon_matches_independent_integer_order_computation():
         eps_int = acc.get_epsilon(delta=DELTA, alphas=orders)
     assert abs(eps_int - eps_ref) < 1e-9
     # the default orders include fractional ones, so the library value is at most this
-    eps = MR.sgm_claim_epsilon(q, sigma, rounds=T, delta=DELTA, accountant="rdp")
+    eps = A.sgm_claim_epsilon(q, sigma, rounds=T, delta=DELTA, accountant="rdp")
     assert eps <= eps_ref + 1e-12 and eps > 0.5 * eps_ref
 
 
@@ -235,17 +238,17 @@ def test_prv_and_our_pld_agree_on_the_claim():
         warnings.simplefilter("ignore")
         dprv = acc._get_dprv(eps_error=0.01, delta_error=DELTA / 1000)
         prv_lo, prv_est, prv_hi = dprv.compute_epsilon(DELTA, DELTA / 1000, 0.01)
-    lo, hi = MR.sgm_claim_rounds(q, sigma, rounds=T, max_fft=2**21).epsilon_bounds(DELTA)
+    lo, hi = MR.sgm_claim_rounds(q, sigma, rounds=T, max_length=2**21).epsilon_bounds(DELTA)
     assert prv_lo <= hi and lo <= prv_hi, (prv_lo, prv_est, prv_hi, lo, hi)
     assert abs(prv_est - lo) < 2e-3
 
 
 def test_claim_curve_from_rdp_is_an_envelope_of_its_eps_delta_pairs():
-    c = MR.claim_curve_from_accountant(0.005, 10.0, rounds=200, accountant="rdp")
+    c = A.claim_curve_from_accountant(0.005, 10.0, rounds=200, accountant="rdp")
     a = np.linspace(0, 1, 101)
     b = c(a)
     assert np.all(b <= 1 - a + 1e-12) and np.all(np.diff(b) <= 1e-12)
-    eps = MR.sgm_claim_epsilon(0.005, 10.0, rounds=200, delta=DELTA, accountant="rdp")
+    eps = A.sgm_claim_epsilon(0.005, 10.0, rounds=200, delta=DELTA, accountant="rdp")
     from paperlib.fdp.tradeoff import eps_delta_tradeoff
 
     # at delta = 1e-5 the claimed pair is on or below the envelope (grid of deltas contains 1e-5 nearby)
@@ -261,75 +264,14 @@ def test_claim_curve_from_rdp_is_an_envelope_of_its_eps_delta_pairs():
 def test_figure7_feasgm_bound_weaker_than_rdp_claim(n):
     K, K1 = feasgm_floors(FIG7["N"], FIG7["q"])
     assert (K, K1) == (700, 701)
-    r = MR.multiround_comparison("feasgm", n=n, delta=DELTA, accountants=("rdp",), **FIG7)
+    r = A.multiround_comparison("feasgm", n=n, delta=DELTA, accountants=("rdp",), **FIG7)
     eps_bound, eps_rdp = r["epsilon_upper_bound"], r["claimed"]["rdp"]
     assert eps_bound > eps_rdp, f"n={n}: FEASGM upper-bound eps {eps_bound:.6g} vs Opacus RDP claim {eps_rdp:.6g}"
     # the curve lies below the RDP claim curve somewhere, too
     a = np.linspace(0.01, 0.99, 99)
-    claim = MR.claim_curve_from_accountant(FIG7["q"], FIG7["sigma"], rounds=FIG7["rounds"], accountant="rdp")
+    claim = A.claim_curve_from_accountant(FIG7["q"], FIG7["sigma"], rounds=FIG7["rounds"], accountant="rdp")
     pair = MR.feasgm_rounds_upper_bound(FIG7["N"], FIG7["q"], None, n, rounds=FIG7["rounds"])
     assert np.any(pair(a) < claim(a) - 0.1), f"n={n}: eps {eps_bound:.6g} vs RDP {eps_rdp:.6g}"
-
-
-# --------------------------------------------------------------------------------------
-# practitioners
-# --------------------------------------------------------------------------------------
-
-
-def test_practitioner_batch_over_n_removal_neighbour_not_supported():
-    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256 / 60_000)
-    assert r["mechanism"] == "feasgm"
-    rem, add = r["neighbours"]
-    assert rem["name"] == "removal" and rem["normalisers"] == [255, 256] and not rem["floors_agree"]
-    assert rem["sgm_claim_supported"] is False
-    assert rem["corrected_epsilon"] > r["claimed_epsilon"]["rdp"] and rem["claim_refuted"]
-    assert add["normalisers"] == [256, 256] and add["floors_agree"] and add["sgm_claim_supported"]
-    assert "removal" in r["summary"]
-
-
-def test_practitioner_half_integer_floors_agree():
-    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "1.6.0", sample_rate=256.5 / 60_000)
-    assert all(e["floors_agree"] and e["sgm_claim_supported"] for e in r["neighbours"])
-    assert [e["normalisers"] for e in r["neighbours"]] == [[256, 256], [256, 256]]
-    assert r["summary"] == "The SGM claim stands for both neighbouring pairs."
-
-
-def test_practitioner_mechanism_by_version():
-    assert PR.opacus_mechanism("0.13.0")[0] == "asgm"
-    assert PR.opacus_mechanism("v0.12.0")[0] == "asgm"
-    assert PR.opacus_mechanism("0.14.0")[0] == "easgm"
-    assert PR.opacus_mechanism("0.15.0")[0] == "easgm"
-    assert PR.opacus_mechanism("1.0.2")[0] == "feasgm"
-    assert PR.opacus_mechanism("1.6.0")[0] == "feasgm"
-    assert PR.opacus_mechanism("1.6.0", "sum")[0] == "sgm"
-    assert PR.opacus_mechanism("0.10.1")[0] == "unsupported"
-    with pytest.raises(ValueError, match="opacus_version"):
-        PR.opacus_mechanism("2.0.0")
-    with pytest.raises(ValueError, match="opacus_version"):
-        PR.opacus_mechanism("latest")
-    r = PR.practitioner_report(60_000, 256, 1, 1.0, 26_010, "0.15.0")
-    assert r["mechanism"] == "easgm" and not any(e["sgm_claim_supported"] for e in r["neighbours"])
-
-
-def test_opacus_sampling_matches_make_private():
-    torch = pytest.importorskip("torch")
-    from opacus import PrivacyEngine
-    from torch.utils.data import DataLoader, TensorDataset
-
-    for N, B in ((60_000, 256), (60_000, 250), (9_300, 100)):
-        ds = TensorDataset(torch.zeros(N, 1), torch.zeros(N))
-        model = torch.nn.Linear(1, 1)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _, opt, dl = PrivacyEngine(accountant="rdp").make_private(
-                module=model, optimizer=opt, data_loader=DataLoader(ds, batch_size=B),
-                noise_multiplier=1.0, max_grad_norm=1.0, poisson_sampling=True)
-        s = PR.opacus_sampling(N, B, "1.6.0")
-        assert s["expected_batch_size"] == opt.expected_batch_size
-        assert s["sample_rate"] == dl.sample_rate
-        assert s["accountant_sample_rate"] == 1 / len(dl)
-        assert s["steps_per_epoch"] == len(dl)
 
 
 # --------------------------------------------------------------------------------------
@@ -345,12 +287,10 @@ def test_opacus_sampling_matches_make_private():
         (lambda: MR.easgm_rounds_upper_bound(10, None, None, 5, rounds=0), "rounds"),
         (lambda: MR.feasgm_rounds_upper_bound(10, 0.05, None, 5, rounds=3), "N\\*q"),
         (lambda: MR.asgm_rounds_upper_bound(10, 1.5, None, 5, rounds=3), "q"),
-        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1.5), "delta"),
-        (lambda: MR.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1e-5, accountant="moments"), "accountant"),
+        (lambda: A.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1.5), "delta"),
+        (lambda: A.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1e-5, accountant="moments"), "accountant"),
         (lambda: C.DilutedFamily(GaussShiftFamily([1.0], [1.0]), 0.0), "w"),
-        (lambda: PR.practitioner_report(60_000, 0, 1, 1.0, 10), "batch_size"),
-        (lambda: PR.practitioner_report(60_000, 256, 1, 1.0, 10, loss_reduction="avg"), "loss_reduction"),
-        (lambda: MR.rounds_curve("asgm", "guarantee", 10, 0.5, 1.0, 5, rounds=0), "rounds"),
+        (lambda: curves.curve("asgm", "guarantee", 10, 0.5, 1.0, 5, rounds=0), "rounds"),
     ],
 )
 def test_errors_name_the_parameter(call, name):

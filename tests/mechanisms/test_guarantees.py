@@ -18,7 +18,6 @@ of the estimated threshold; f' from the curve under test, by a central differenc
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -413,11 +412,9 @@ def test_binomial_support(N, q, tol):
 
 
 def test_guarantee_at_N_200000():
-    """N = 200,000 works in reasonable time and agrees with the revealed-index simulation."""
-    t0 = time.perf_counter()
+    """N = 200,000 works and agrees with the revealed-index simulation (its time: bench/bench_sizes.py)."""
     g = easgm_guarantee(200_000, 0.0002, 50.0, 5)
     vals = g(ALPHAS, tol=1e-6)
-    assert time.perf_counter() - t0 < 30
     assert g.dropped_mass <= 1e-12
     assert g.curve(1e-6).max_gap <= 1e-6
     M = 100_000
@@ -574,14 +571,13 @@ EPS_UPPER_N200000 = 0.0230852  # EASGM upper bound (Theorem 3.8) at N = 200,000,
 
 
 @pytest.mark.parametrize("sigma", [0.5, 2.0])
-def test_easgm_guarantee_at_N_200000_answers_within_a_minute(sigma):
+def test_easgm_guarantee_at_N_200000_answers(sigma):
     """EASGM at N = 200,000, q = 0.005, n = 1,485,217: formerly refused (noncentrality 4e10 at sigma 0.5)
-    or out of time (sigma 2); now answers in well under 60 s of CPU, above its upper bound's epsilon,
-    and the same with the profile evaluated at a finer root tolerance (monotone in sigma)."""
+    or out of time (sigma 2); now answers, above its upper bound's epsilon, and the same with the
+    profile evaluated at a finer root tolerance (monotone in sigma). Its time (formerly asserted
+    here, under 60 s of CPU): bench/bench_sizes.py."""
     g = easgm_guarantee(200_000, 0.005, sigma, 1_485_217)
-    t0 = time.process_time()
     eps = g.epsilon(1e-5)
-    assert time.process_time() - t0 < 60
     assert math.isfinite(eps) and eps > EPS_UPPER_N200000
     assert easgm_upper_bound(200_000, 0.005, sigma, 1_485_217).epsilon(1e-5) == pytest.approx(EPS_UPPER_N200000,
                                                                                                rel=1e-5)
@@ -595,9 +591,9 @@ def test_easgm_epsilon_at_N_200000_falls_with_sigma():
 
 
 @pytest.mark.slow
-def test_asgm_guarantee_at_N_200000_answers_within_a_minute():
+def test_asgm_guarantee_at_N_200000_answers():
+    """ASGM's guarantee at N = 200,000 and the large model (its time, formerly "within a minute"
+    here: bench/bench_sizes.py)."""
     g = asgm_guarantee(200_000, 0.005, 1.0, 1_485_217)
-    t0 = time.process_time()
     eps = g.epsilon(1e-5)
-    assert time.process_time() - t0 < 60
     assert eps == pytest.approx(10.450815197, rel=1e-8)  # the value before the large-dimension numerics

@@ -686,7 +686,7 @@ FIX_GUARANTEE_RTOL = 1e-6
 
 
 def check_fix(rd: Path) -> dict:
-    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.fix` audited with chapter 7's
+    """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.practitioner.fix` audited with chapter 7's
     game. Reads ``11_fix_audit.json`` (notebook ``11_the_fix``): ``audits.fixed`` and
     ``audits.release`` (two :func:`paperlib.implementations.real_audit.audit_implementation`
     results: ``"opacus-installed+fix"`` and ``"opacus-installed"``), ``eps_claimed`` and

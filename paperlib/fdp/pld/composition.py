@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from paperlib.fdp.pld.engine import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, EPS_SCALE_FLOOR, PLD_DELTA_FLOOR,
-                                     ROUND_TAIL, TRUNCATION, _Engine, _State, require_dp_accounting)
+                                     ROUND_TAIL, TRUNCATION, Engine, State, require_dp_accounting)
 from paperlib.fdp.pld.laws import RoundLaw, round_law_from_mixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
-from paperlib.validation import check_alpha_array, check_delta, check_int, check_positive
+from paperlib.fdp.validation import check_alpha_array, check_delta, check_int, check_positive
 
 __all__ = ["PLDComposition", "compose"]
 
@@ -48,7 +48,7 @@ class PLDComposition(TradeOff):
 
     def __init__(self, law, rounds: int, *, side: str = "guarantee", step: float | None = None,
                  rel_tol: float = DEFAULT_REL_TOL, max_length: int = DEFAULT_MAX_LENGTH, tail: float = ROUND_TAIL,
-                 label: str = "", meta: dict | None = None, _engine: _Engine | None = None, progress=None):
+                 label: str = "", meta: dict | None = None, _engine: Engine | None = None, progress=None):
         if side not in ("guarantee", "bound"):
             raise ValueError(f"side must be 'guarantee' or 'bound', got {side!r}")
         self.side = side
@@ -66,7 +66,7 @@ class PLDComposition(TradeOff):
             max_length = check_int(max_length, "max_length", 256)
             if not (isinstance(tail, (int, float)) and 0 < tail <= 1e-6):
                 raise ValueError(f"tail must be in (0, 1e-6], got {tail!r}")
-            _engine = _Engine(law, rounds, step=step, rel_tol=float(rel_tol), max_length=max_length,
+            _engine = Engine(law, rounds, step=step, rel_tol=float(rel_tol), max_length=max_length,
                               tail=float(tail))
         if progress is not None:
             _engine.progress = progress
@@ -100,7 +100,7 @@ class PLDComposition(TradeOff):
     def step(self) -> float:
         return self._engine.ensure().step
 
-    def _state(self) -> _State:
+    def _state(self) -> State:
         return self._engine.ensure()
 
     def accounting(self) -> dict:

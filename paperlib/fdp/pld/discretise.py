@@ -13,7 +13,7 @@ For a grid ``step`` (losses ``j * step``) and one direction (``QP``: the loss ``
   is post-processing; a further garbling (:class:`_Garbling`) puts each merged loss exactly on
   ``v_j`` by moving a small fraction of a neighbour, so the first moment of the loss is kept and no
   bias accumulates over ``T`` rounds. Cells no neighbour can balance are merged into their heavier
-  neighbour, the rest are covered by a shift ``c`` of the composed losses (:func:`_choose_shift`).
+  neighbour, the rest are covered by a shift ``c`` of the composed losses (:func:`choose_shift`).
   Mass below the grid is dropped, finite losses above it are put on the last point (lowering a loss
   lowers ``delta(eps) = E_U[(1 - e^{eps - L})_+]`` for every composition), truly infinite losses stay
   at ``+inf`` and mass a law left out is dropped.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import signal
 
-from paperlib.fdp.pld.laws import _Law, _scale_shift_log4
+from paperlib.fdp.pld.laws import Law, scale_shift_log4
 
 
 @dataclass
@@ -50,7 +50,7 @@ class _Disc:
     @property
     def garbling(self) -> "_Garbling":
         if self._garbling is None:
-            self._garbling = _garble(self.i0, self.mass, self.lmass, self.top, self.step_)
+            self._garbling = garble(self.i0, self.mass, self.lmass, self.top, self.step_)
         return self._garbling
 
 
@@ -64,7 +64,7 @@ def _centred_logt(i0: int, mass: np.ndarray, lmass: np.ndarray, step: float, bou
     return np.where(mass > 0, np.clip(np.where(np.isfinite(lt), lt, b), -b, b), -np.inf)
 
 
-def _garble(i0: int, mass: np.ndarray, lmass: np.ndarray, top: float, step: float, passes: int = 3) -> "_Garbling":
+def garble(i0: int, mass: np.ndarray, lmass: np.ndarray, top: float, step: float, passes: int = 3) -> "_Garbling":
     """The lower-end garbling of centred cells, after merging the cells it cannot balance into a neighbour.
 
     A deficit cell with no higher-loss mass to take, or a surplus cell with no lower-loss mass, would be
@@ -209,16 +209,16 @@ class _Values:
     totals: tuple = (1.0, 1.0)  # total masses (Q, P)
 
 
-def _grid_range(law: _Law, step: float, tail: float, max_cells: int) -> tuple[int, int]:
+def _grid_range(law: Law, step: float, tail: float, max_cells: int) -> tuple[int, int]:
     lo, hi = law.span(tail)
     i_lo = int(math.floor(lo / step))
     i_hi = max(int(math.ceil(hi / step)), i_lo + 1)
     if i_hi - i_lo + 1 > max_cells:
-        raise _TooLarge(i_hi - i_lo + 1)
+        raise TooLarge(i_hi - i_lo + 1)
     return i_lo, i_hi
 
 
-def _law_values(law: _Law, step: float, tail: float, max_cells: int) -> _Values:
+def law_values(law: Law, step: float, tail: float, max_cells: int) -> _Values:
     i_lo, i_hi = _grid_range(law, step, tail, max_cells)
     t0, t1 = 2 * i_lo - 1, 2 * i_hi + 1
     v = np.arange(t0, t1 + 1) * (step / 2.0)
@@ -227,15 +227,15 @@ def _law_values(law: _Law, step: float, tail: float, max_cells: int) -> _Values:
                    exact=law.exact_inf())
 
 
-def _batch_values(laws: list, step: float, tail: float, max_cells: int) -> dict:
-    """:func:`_law_values` for many :class:`ScaleShiftLaw` at once (one vectorised evaluation)."""
+def batch_values(laws: list, step: float, tail: float, max_cells: int) -> dict:
+    """:func:`law_values` for many :class:`ScaleShiftLaw` at once (one vectorised evaluation)."""
     ranges = [_grid_range(f, step, tail, max_cells) for f in laws]
     lens = np.array([2 * (hi - lo) + 3 for lo, hi in ranges])
     starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
     t = np.concatenate([np.arange(2 * lo - 1, 2 * hi + 2) for lo, hi in ranges])
     rep = np.repeat(np.arange(len(laws)), lens)
     const = {k: np.array([getattr(f, k) for f in laws])[rep] for k in ("A", "d", "s2", "m_q", "m_p")}
-    vals = _scale_shift_log4(t * (step / 2.0), const["A"], const["d"], const["s2"], const["m_q"], const["m_p"])
+    vals = scale_shift_log4(t * (step / 2.0), const["A"], const["d"], const["s2"], const["m_q"], const["m_p"])
     out = {}
     for j, (f, (lo, hi)) in enumerate(zip(laws, ranges)):
         sl = slice(starts[j], starts[j] + lens[j])
@@ -256,7 +256,7 @@ def _directed(vals: _Values, direction: str):
             vals.inf[1], vals.totals[1], vals.exact[1])
 
 
-def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
+def discretise_values(vals: _Values, direction: str, step: float) -> _Disc:
     i_lo, i_hi, (lFU, lSU, lFL, lSL), u_inf, total, u_exact = _directed(vals, direction)
     K = i_hi - i_lo
     # half-grid points h_t = (i_lo - 1/2 + t/2) step, t = 0 .. 2K + 2
@@ -285,13 +285,13 @@ def _discretise(vals: _Values, direction: str, step: float) -> _Disc:
     return _Disc(i_lo, up, up_inf, mass, lmass, top, info, step, total, u_inf, u_exact)
 
 
-class _TooLarge(Exception):
+class TooLarge(Exception):
     def __init__(self, length: int):
         super().__init__(length)
         self.length = int(length)
 
 
-def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.size == 1 or b.size == 1:
         return a * b[0] if b.size == 1 else b * a[0]
     if min(a.size, b.size) <= 64:
@@ -303,7 +303,7 @@ def _add_into(acc: dict, i0: int, arr: np.ndarray, w: float):
     acc.setdefault("items", []).append((i0, arr, w))
 
 
-def _assemble(items) -> tuple[int, np.ndarray]:
+def assemble(items) -> tuple[int, np.ndarray]:
     lo = min(i for i, _, _ in items)
     hi = max(i + a.size for i, a, _ in items)
     out = np.zeros(hi - lo)
@@ -315,7 +315,7 @@ def _assemble(items) -> tuple[int, np.ndarray]:
     return lo + int(nz[0]), out[nz[0]:nz[-1] + 1]
 
 
-def _choose_shift(entries, factor_count: int, step: float) -> float:
+def choose_shift(entries, factor_count: int, step: float) -> float:
     """``c`` minimising ``factor_count * c + step * (mass rounded down)`` (per round)."""
     if not entries:
         return 0.0

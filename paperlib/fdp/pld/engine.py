@@ -1,6 +1,6 @@
 """The engine: a round law on a grid, composed ``T`` times with dp_accounting's PMFs (THEORY.md §11).
 
-:class:`_Engine` discretises every law of a :class:`~paperlib.fdp.pld.laws.RoundLaw` on one grid
+:class:`Engine` discretises every law of a :class:`~paperlib.fdp.pld.laws.RoundLaw` on one grid
 (:mod:`paperlib.fdp.pld.discretise`), assembles each direction's per-round PMF for both ends of the
 bracket, composes them with ``DensePLDPmf.self_compose`` / ``compose`` (FFT), and answers the
 queries with ``DensePLDPmf``'s own ``get_delta_for_epsilon`` / ``get_epsilon_for_delta``. The
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paperlib.fdp.pld.discretise import (_TooLarge, _assemble, _batch_values, _choose_shift, _conv, _discretise,
-                                         _garble, _law_values)
+from paperlib.fdp.pld.discretise import (TooLarge, assemble, batch_values, choose_shift, conv, discretise_values,
+                                         garble, law_values)
 from paperlib.fdp.pld.laws import RoundLaw, ScaleShiftLaw
 from paperlib.fdp.progress import progress_bar
 
@@ -114,7 +114,7 @@ class _Pmf:
 
 
 @dataclass
-class _State:
+class State:
     """Both ends of a composition on one grid, both directions."""
 
     step: float
@@ -150,8 +150,8 @@ class _State:
 
 
 # =============================================================================== the engine
-class _Engine:
-    """Builds :class:`_State` objects for a round law on grids chosen to meet ``rel_tol``."""
+class Engine:
+    """Builds :class:`State` objects for a round law on grids chosen to meet ``rel_tol``."""
 
     def __init__(self, law: RoundLaw, rounds: int, *, step, rel_tol, max_length, tail):
         self.law = law
@@ -160,26 +160,26 @@ class _Engine:
         self.rel_tol = rel_tol
         self.max_length = max_length
         self.tail = tail
-        self.state: _State | None = None
+        self.state: State | None = None
         self.passes: list = []
         self._first_step = float(step) if step is not None else START_STEP
         self.accuracy_met: bool | None = None
         self.progress = None  # progress bar setting of every grid pass (PLDComposition's ``progress``)
 
     # ------------------------------------------------------------ one grid
-    def build(self, step: float) -> _State:
+    def build(self, step: float) -> State:
         """One grid pass at ``step`` (both directions), with a progress bar (``self.progress``,
         :mod:`paperlib.fdp.progress`) over the two directions."""
         with progress_bar(self.progress, total=2, desc=f"PLD composition, {self.rounds:,} rounds, step {step:.2g}",
                           unit=" directions") as bar:
             return self._build(step, bar)
 
-    def _build(self, step: float, bar) -> _State:
+    def _build(self, step: float, bar) -> State:
         T, law = self.rounds, self.law
         values: dict = {}  # each law evaluated once, on a half-grid both directions share
         batch = {f.key(): f for _, fs in law.parts for f in fs if isinstance(f, ScaleShiftLaw)}
         if batch:
-            values.update(_batch_values(list(batch.values()), step, self.tail, self.max_length))
+            values.update(batch_values(list(batch.values()), step, self.tail, self.max_length))
         up, low, shift, info = {}, {}, {}, {}
         slack = 2 * TRUNCATION if T > 1 else 0.0  # the lower end's self_compose adds TRUNCATION, may alias as much
         for direction in DIRECTIONS:
@@ -189,7 +189,7 @@ class _Engine:
             bar.update(1)
         eta_q, eta_p = law.latent_defect
         defect = {"QP": T * float(eta_p), "PQ": T * float(eta_q)} if (eta_q or eta_p) else None
-        return _State(step=step, up=up, low=low, shift=shift, slack=slack, info=info, defect=defect)
+        return State(step=step, up=up, low=low, shift=shift, slack=slack, info=info, defect=defect)
 
     def _discs(self, direction: str, step: float, values: dict) -> dict:
         discs = {}
@@ -198,8 +198,8 @@ class _Engine:
                 k = f.key()
                 if k not in discs:
                     if k not in values:
-                        values[k] = _law_values(f, step, self.tail, self.max_length)
-                    discs[k] = _discretise(values[k], direction, step)
+                        values[k] = law_values(f, step, self.tail, self.max_length)
+                    discs[k] = discretise_values(values[k], direction, step)
         return discs
 
     def _lower_items(self, discs: dict, step: float):
@@ -227,14 +227,14 @@ class _Engine:
                 jl[d.i0 - lo_i:d.i0 - lo_i + d.mass.size] += w * d.lmass
                 tops.append((d.i0 + d.mass.size - 1, w * d.top))
                 low_inf += w * d.inf_exact
-            joint = _garble(lo_i, jm, jl, 0.0, step)
+            joint = garble(lo_i, jm, jl, 0.0, step)
             entries.append(joint.shift_entries())
         for w, factors in multi:
             for f in factors:
                 lt_f, m_f = discs[f.key()].garbling.shift_entries()
                 entries.append((lt_f, w * m_f))
         factor_count = max([len(f) for _, f in multi] + [1])
-        c = _choose_shift(entries, factor_count, step)
+        c = choose_shift(entries, factor_count, step)
         if joint is not None:
             j0, arr = joint.lower(c)
             items.append((j0, arr, 1.0))
@@ -244,7 +244,7 @@ class _Engine:
             for f in factors:
                 d = discs[f.key()]
                 j0, arr = d.garbling.lower(c)
-                a_lw = _conv(a_lw, arr)
+                a_lw = conv(a_lw, arr)
                 i_lw += j0
                 total *= d.total
                 finite *= d.total - d.inf_exact
@@ -263,7 +263,7 @@ class _Engine:
             i_up, a_up, total, finite, finite_law = 0, np.array([1.0]), 1.0, 1.0, 1.0
             for f in factors:
                 d = discs[f.key()]
-                a_up = _conv(a_up, d.up)
+                a_up = conv(a_up, d.up)
                 i_up += d.i0
                 total *= d.total
                 finite *= d.total - d.up_inf
@@ -280,11 +280,11 @@ class _Engine:
         discs = self._discs(direction, step, values)
         items_low, c, factor_count, low_inf = self._lower_items(discs, step)
         items_up, inf_up, inherent = self._upper_items(discs)
-        i_u, p_u = _assemble(items_up)
-        i_l, p_l = _assemble(items_low)
+        i_u, p_u = assemble(items_up)
+        i_l, p_l = assemble(items_low)
         length = self._composed_length(common, p_u, T) if T > 1 else p_u.size
         if length > self.max_length:
-            raise _TooLarge(length)
+            raise TooLarge(length)
         pu = pld_pmf.DensePLDPmf(step, i_u, p_u, min(inf_up, 1.0), True)
         pl = pld_pmf.DensePLDPmf(step, i_l, p_l, min(low_inf, 1.0), False)
         if T > 1:
@@ -314,9 +314,9 @@ class _Engine:
         exact = hasattr(cf, "composed")
         claw = cf.composed(T) if exact else cf
         if claw.key() not in values:
-            values[claw.key()] = _law_values(claw, step, self.tail, self.max_length)
-        d = _discretise(values[claw.key()], direction, step)
-        c_r = _choose_shift([d.garbling.shift_entries()], 1, step)
+            values[claw.key()] = law_values(claw, step, self.tail, self.max_length)
+        d = discretise_values(values[claw.key()], direction, step)
+        c_r = choose_shift([d.garbling.shift_entries()], 1, step)
         cu = pld_pmf.DensePLDPmf(step, d.i0, d.up, d.up_inf, True)
         j0, arr = d.garbling.lower(c_r)
         nz = np.flatnonzero(arr > 0)
@@ -329,7 +329,7 @@ class _Engine:
             c_r *= T
             slack = 2 * TRUNCATION
         if pu.size + cu.size > self.max_length:
-            raise _TooLarge(pu.size + cu.size)
+            raise TooLarge(pu.size + cu.size)
         # no truncation: the result is only queried (dp_accounting's truncation loops in Python)
         pu = pu.compose(cu, tail_mass_truncation=0.0)
         pl = pl.compose(cl, tail_mass_truncation=0.0)
@@ -344,19 +344,19 @@ class _Engine:
         return int(ub - lb + 1)
 
     # ------------------------------------------------------------ adaptive grid
-    def ensure(self) -> _State:
+    def ensure(self) -> State:
         if self.state is None:
             self.state = self._build_fitting(self._first_step)
         return self.state
 
-    def _build_fitting(self, step: float) -> _State:
+    def _build_fitting(self, step: float) -> State:
         """Build at ``step``; when too large, at the finest step that fits (coarser by the overshoot)."""
         for _ in range(40):
             try:
                 st = self.build(step)
                 self.passes.append(step)
                 return st
-            except _TooLarge as exc:
+            except TooLarge as exc:
                 if self.fixed_step and step == self._first_step and not self.passes:
                     raise ValueError(
                         f"step = {step:g} needs a PMF of length {exc.length} for rounds = {self.rounds} "
@@ -387,7 +387,7 @@ class _Engine:
                 return False
         try:
             self.state = self.build(new)
-        except _TooLarge:
+        except TooLarge:
             return False
         self.passes.append(new)
         return True

@@ -1,12 +1,12 @@
 """Privacy-loss laws: the pairs a round of the PLD engine is made of (THEORY.md §4, §5, §11).
 
 A *law* is a pair ``(P, Q)`` of (sub-)probability measures given by the law of its privacy loss
-``L = log dQ/dP`` under ``Q`` and under ``P``: :meth:`_Law.log4` gives the logs of
-``Q[L <= v], Q[L > v], P[L <= v], P[L > v]`` (finite losses only), :meth:`_Law.inf_masses` the
+``L = log dQ/dP`` under ``Q`` and under ``P``: :meth:`Law.log4` gives the logs of
+``Q[L <= v], Q[L > v], P[L <= v], P[L > v]`` (finite losses only), :meth:`Law.inf_masses` the
 masses put at infinite loss on the upper end (``Q`` at ``L = +inf``, ``P`` at ``L = -inf``): outcomes
-only one side produces (:meth:`_Law.exact_inf`, kept there on the lower end too) and mass left out
+only one side produces (:meth:`Law.exact_inf`, kept there on the lower end too) and mass left out
 (at infinite loss on the upper end, dropped on the lower end),
-:meth:`_Law.span` a range of ``L`` holding all but about ``tail`` of both measures.
+:meth:`Law.span` a range of ``L`` holding all but about ``tail`` of both measures.
 
 * :class:`ShiftLaw` ``G_mu``; :class:`DilutedLaw` ``(P, (1-w)P + wQ)`` of a base law (the subsampled
   Gaussian is ``DilutedLaw(ShiftLaw(mu), q)``); :class:`ScaleShiftLaw` ``T(N(0,1), N(mu, s^2))``;
@@ -27,7 +27,7 @@ import numpy as np
 from scipy import special, stats
 
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
-from paperlib.validation import check_int, check_positive, check_probability
+from paperlib.fdp.validation import check_int, check_positive, check_probability
 
 __all__ = ["ShiftLaw", "DilutedLaw", "ScaleShiftLaw", "Chi2Law", "IndexedDilutedLaw", "DiscreteLaw", "RoundLaw",
            "round_law_from_mixture"]
@@ -83,7 +83,7 @@ def _tail_z(tail: float) -> float:
 
 
 # ------------------------------------------------------------------------------- loss laws
-class _Law:
+class Law:
     """A pair ``(P, Q)`` given by the law of ``L = log dQ/dP`` under ``Q`` and under ``P``.
 
     Subclasses give :meth:`log4` (the logs of ``Q[L <= v], Q[L > v], P[L <= v], P[L > v]``,
@@ -114,7 +114,7 @@ class _Law:
         return 1.0, 1.0
 
 
-class ShiftLaw(_Law):
+class ShiftLaw(Law):
     """``G_mu = T(N(0,1), N(mu,1))``: ``L ~ N(mu^2/2, mu^2)`` under Q, ``N(-mu^2/2, mu^2)`` under P.
 
     ``mu > 0``. Source: Dong, Roth, Su (2022), Definition 2.7.
@@ -135,7 +135,7 @@ class ShiftLaw(_Law):
         return -mu * mu / 2 - z * mu, mu * mu / 2 + z * mu
 
 
-class DilutedLaw(_Law):
+class DilutedLaw(Law):
     """The pair ``(P, (1 - w) P + w Q)`` of a base pair ``(P, Q)``; ``w`` in (0, 1].
 
     Its trade-off function is ``w T(P,Q) + (1 - w) Id`` (THEORY.md §3 for SGM, where the base is
@@ -144,7 +144,7 @@ class DilutedLaw(_Law):
     ``L <= log((e^v - 1 + w)/w)`` (``v > log(1-w)``; below, never).
     """
 
-    def __init__(self, base: _Law, w: float):
+    def __init__(self, base: Law, w: float):
         self.base = base
         self.w = check_probability(w, "w", open_left=True)
         self.log_w = math.log(self.w)
@@ -173,7 +173,7 @@ class DilutedLaw(_Law):
         return (float(np.logaddexp(self.log_1mw, self.log_w + lo)), float(np.logaddexp(self.log_1mw, self.log_w + hi)))
 
 
-class ScaleShiftLaw(_Law):
+class ScaleShiftLaw(Law):
     """``T(N(0,1), N(mu, s^2))`` with ``s = x/(x+1)``, ``mu >= 0``: the first coordinate of §4.
 
     With ``d = 1 - s^2``, ``A = log(1/s) + mu^2/(2d)``: ``L = A - (d/2) Y_Q`` under Q with
@@ -197,7 +197,7 @@ class ScaleShiftLaw(_Law):
         return ("ScaleShiftLaw", self.x, self.mu)
 
     def log4(self, v):
-        return _scale_shift_log4(np.asarray(v, dtype=float), self.A, self.d, self.s2, self.m_q, self.m_p)
+        return scale_shift_log4(np.asarray(v, dtype=float), self.A, self.d, self.s2, self.m_q, self.m_p)
 
     def span(self, tail):
         z = _tail_z(tail) + 1.0
@@ -208,7 +208,7 @@ class ScaleShiftLaw(_Law):
         return min(ends), max(ends)
 
 
-def _scale_shift_log4(v, A, d, s2, m_q, m_p):
+def scale_shift_log4(v, A, d, s2, m_q, m_p):
     """:meth:`ScaleShiftLaw.log4` with the law's constants as arrays broadcast against ``v`` (batches)."""
     with np.errstate(invalid="ignore"):
         yq = 2.0 * (A - v) / d
@@ -218,7 +218,7 @@ def _scale_shift_log4(v, A, d, s2, m_q, m_p):
     return q_le, q_gt, p_le, p_gt
 
 
-class Chi2Law(_Law):
+class Chi2Law(Law):
     """``T(N(0, I_m), N(0, s^2 I_m))``, ``s = x/(x+1)``: the other ``m`` coordinates (§7, §11).
 
     ``L = m log(1/s) - (d/2) V`` under Q and ``m log(1/s) - (d/(2 s^2)) V`` under P, ``V ~ chi^2_m``,
@@ -273,7 +273,7 @@ def _array_key(*arrays) -> tuple:
     return tuple(np.ascontiguousarray(a, dtype=float).tobytes() for a in arrays)
 
 
-class IndexedDilutedLaw(_Law):
+class IndexedDilutedLaw(Law):
     """Subsampled Gaussians indexed by a revealed count whose law differs between the two sides.
 
     Outcomes ``(m, y)``. Under ``P`` the index ``m`` has weights ``p_m`` and ``y ~ N(0, 1)``; the
@@ -362,7 +362,7 @@ class IndexedDilutedLaw(_Law):
         return min(lo, self.c0), self.c0 + float(np.logaddexp(0.0, s_hi))
 
 
-class DiscreteLaw(_Law):
+class DiscreteLaw(Law):
     """A pair of discrete (sub-)measures given atom by atom: ``Q`` masses ``q_i``, ``P`` masses ``p_i``.
 
     The loss of atom ``i`` is ``log(q_i / p_i)``; atoms with ``p_i = 0 < q_i`` are at ``L = +inf``,

@@ -6,7 +6,7 @@
 ``PrivacyEngine``::
 
     from opacus import PrivacyEngine
-    from paperlib import CertifiedAccountant
+    from paperlib.practitioner import CertifiedAccountant
 
     engine = PrivacyEngine()
     engine.accountant = CertifiedAccountant(opacus_version="1.6.0", dataset_size=len(train_set),
@@ -21,12 +21,14 @@ or attach it afterwards with ``optimizer.attach_step_hook(acc.get_optimizer_hook
 
 ``get_epsilon(delta)`` is the certified epsilon of the steps taken so far for add/remove
 neighbours of the training set, the larger over removal and addition
-(:func:`paperlib.check.check_run`, THEORY.md §11): the mechanism of the release (Table 2), the
-sampling rate it is charged on both datasets of each pair. Where the SGM analysis applies
-(``loss_reduction='sum'``, FEASGM whose floors agree) this is the SGM epsilon by PLD; elsewhere
-the certified composition of the per-pair guarantee. ``get_epsilon`` returns ``inf`` when a
-neighbour cannot be certified (the reason is in :meth:`last_report`). This module imports torch
-and Opacus; nothing in ``paperlib.fdp`` or ``paperlib.mechanisms`` imports it.
+(:func:`paperlib.practitioner.check.check_run`, THEORY.md §11): the mechanism of the release
+(Table 2), the sampling rate it is charged on both datasets of each pair. Where the SGM analysis
+applies (``loss_reduction='sum'``, FEASGM whose floors agree, an optimizer fixed by
+:func:`~paperlib.practitioner.fix.fix_normaliser`, which the step hook recognises) this is the SGM
+epsilon by PLD; elsewhere the certified composition of the per-pair guarantee. ``get_epsilon``
+returns ``inf`` when a neighbour cannot be certified (the reason is in :meth:`last_report`, whose
+claim is the release's own accountant's: PRV from Opacus 1.3, RDP before). This module imports
+torch and Opacus; nothing in ``paperlib.fdp`` or ``paperlib.mechanisms`` imports it.
 """
 
 from __future__ import annotations
@@ -35,13 +37,16 @@ import math
 
 from opacus.accountants import IAccountant
 
-from paperlib.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_bool, check_int, check_positive, check_rate
+from paperlib.practitioner.fix import fixed_divisor
+from paperlib.practitioner.releases import opacus_release
+from paperlib.practitioner.run import check_run_delta
 
 __all__ = ["CertifiedAccountant"]
 
 
 class CertifiedAccountant(IAccountant):
-    """Opacus accountant (``IAccountant``) whose epsilon is the certified epsilon of the run.
+    """Opacus accountant (``IAccountant``) whose epsilon is the certified epsilon of the run (THEORY.md §11).
 
     Parameters
     ----------
@@ -51,29 +56,41 @@ class CertifiedAccountant(IAccountant):
     batch_size : int or None — informational (the expected batch size is ``int(N q)`` for the
         charged rate ``q``); kept in :meth:`last_report`'s inputs
     loss_reduction : 'mean' (default) or 'sum'
-    pld_options : accuracy options of the PLD engine (:mod:`paperlib.fdp.pld`)
+    divisor : 'release' (default; 'public' once the optimizer's step hook sees an optimizer fixed by
+        :func:`~paperlib.practitioner.fix.fix_normaliser`) or 'public' (a public constant divisor)
+    assume_release, allow_large : as for :class:`~paperlib.practitioner.run.Run`
+    pld_options : accuracy options of the PLD engine (:class:`~paperlib.fdp.pld.PLDComposition`)
 
     ``history`` is a list of ``(noise_multiplier, sample_rate, steps)`` as in Opacus's
     ``RDPAccountant`` (consecutive equal steps merged). ``get_epsilon`` composes one
     ``(noise_multiplier, sample_rate)`` pair; a history with different values raises ValueError
-    (the certified composition of unequal rounds is not implemented).
+    (the certified composition of unequal rounds is not implemented). Every argument is checked
+    when the accountant is made (ValueError, TypeError naming it), and ``delta`` at every
+    :meth:`get_epsilon`, before any step.
     """
 
     def __init__(self, *, opacus_version: str | None = None, dataset_size: int, n_params: int,
-                 batch_size: int | None = None, loss_reduction: str = "mean", pld_options: dict | None = None):
+                 batch_size: int | None = None, loss_reduction: str = "mean", divisor: str = "release",
+                 assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None):
         super().__init__()
         if opacus_version is None:
             import opacus
 
             opacus_version = opacus.__version__
-        from paperlib.practitioner import opacus_mechanism
-
-        opacus_mechanism(opacus_version, loss_reduction)  # validates both
+        release = opacus_release(opacus_version, assume=assume_release)
+        release.mechanism_for(loss_reduction, divisor)  # checks both
+        if pld_options is not None and not isinstance(pld_options, dict):
+            raise TypeError(f"pld_options must be a dict of PLD accuracy options or None, got "
+                            f"{type(pld_options).__name__}")
         self.opacus_version = opacus_version
         self.dataset_size = check_int(dataset_size, "dataset_size", 2)
         self.n_params = check_int(n_params, "n_params", 1)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
         self.loss_reduction = loss_reduction
+        self.divisor = divisor
+        self.assume_release = check_bool(assume_release, "assume_release")
+        self.allow_large = check_bool(allow_large, "allow_large")
+        self.accountant = release.default_accountant  # the claim last_report quotes
         self.pld_options = dict(pld_options or {})
         self._last = None
         self._cache = {}
@@ -87,6 +104,18 @@ class CertifiedAccountant(IAccountant):
             self.history.append((sigma, q, k + 1))
         else:
             self.history.append((noise_multiplier, sample_rate, 1))
+
+    def get_optimizer_hook_fn(self, sample_rate: float):
+        """Opacus's step hook (``IAccountant.get_optimizer_hook_fn``), which also notes whether the
+        optimizer divides by a public constant (:func:`~paperlib.practitioner.fix.fixed_divisor`)."""
+        step = super().get_optimizer_hook_fn(sample_rate)
+
+        def hook_fn(optim):
+            if fixed_divisor(optim) is not None:
+                self.divisor = "public"
+            step(optim)
+
+        return hook_fn
 
     def __len__(self) -> int:
         return len(self.history)
@@ -104,23 +133,25 @@ class CertifiedAccountant(IAccountant):
                              "certified composition of unequal rounds is not implemented")
         sigma, q = next(iter(pairs))
         T = sum(k for _, _, k in self.history)
-        key = (sigma, q, T, float(delta))
+        key = (sigma, q, T, float(delta), self.divisor)
         if key not in self._cache:
-            from paperlib.check import check_run
+            from paperlib.practitioner.check import check_run
 
             # the rate Opacus passes is the one it charges and normalises with (1/len(DPDataLoader))
             self._cache = {key: check_run(self.opacus_version, self.dataset_size, sample_rate=q, steps=T,
-                                          charged_rate=True,
-                                          noise_multiplier=sigma, n_params=self.n_params,
-                                          loss_reduction=self.loss_reduction, poisson=True, delta=delta,
-                                          accountant="rdp", pld_options=self.pld_options)}
+                                          charged_rate=True, noise_multiplier=sigma, n_params=self.n_params,
+                                          loss_reduction=self.loss_reduction, divisor=self.divisor, poisson=True,
+                                          delta=delta, accountant=self.accountant,
+                                          assume_release=self.assume_release, allow_large=self.allow_large,
+                                          pld_options=self.pld_options)}
             self._cache[key]["inputs"]["batch_size"] = self.batch_size
         self._last = self._cache[key]
         return self._last
 
     def get_epsilon(self, delta: float, **kwargs) -> float:
         """Certified epsilon of the steps so far at ``delta`` (both neighbours, the larger; 0 before any step;
-        ``inf`` where a neighbour cannot be certified)."""
+        ``inf`` where a neighbour cannot be certified). ``delta`` in (0, 1/dataset_size] is checked first."""
+        delta = check_run_delta(delta, self.dataset_size)
         r = self._report(delta)
         if r is None:
             return 0.0
@@ -128,5 +159,5 @@ class CertifiedAccountant(IAccountant):
         return float(eps) if eps is not None else math.inf
 
     def last_report(self) -> dict | None:
-        """The full report (:func:`paperlib.check.check_run`) behind the last :meth:`get_epsilon`."""
+        """The full report (:func:`paperlib.practitioner.check.check_run`) behind the last :meth:`get_epsilon`."""
         return self._last

@@ -26,7 +26,8 @@ What divides by what, read from the installed Opacus 1.6.0 source:
   ``expected_batch_size`` after construction.
 
 So the smallest fix is one assignment after ``make_private``
-(:func:`fix_normaliser`). The equivalent without touching the optimiser is
+(:func:`fix_normaliser`); :func:`fixed_divisor` tells :func:`~paperlib.practitioner.check.check_opacus`
+and :class:`~paperlib.practitioner.accountant.CertifiedAccountant` that an optimizer was fixed. The equivalent without touching the optimiser is
 ``loss_reduction="sum"`` in ``make_private`` (and ``reduction="sum"`` in the loss), with
 the learning rate divided by the batch size: ``scale_grad`` then divides by nothing,
 and for SGD ``(lr / B) * (S_B + G) = lr * (S_B + G) / B``, the same update
@@ -45,9 +46,14 @@ This module imports torch and Opacus only inside its functions; nothing in
 
 from __future__ import annotations
 
-from paperlib.validation import check_int, check_positive
+import weakref
 
-__all__ = ["fix_normaliser", "normaliser_of", "sum_reduction_lr"]
+from paperlib.fdp.validation import check_int, check_positive
+
+__all__ = ["fix_normaliser", "fixed_divisor", "normaliser_of", "sum_reduction_lr"]
+
+# optimizer -> the public constant fix_normaliser set (weak: forgotten with the optimizer)
+_FIXED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _dp_optimizer_class():
@@ -55,18 +61,19 @@ def _dp_optimizer_class():
         import opacus
         from opacus.optimizers import DPOptimizer
     except ImportError as exc:  # pragma: no cover - the [audit] extra is missing
-        raise ImportError("paperlib.fix needs Opacus 1.x (pip install 'opacus>=1,<2')") from exc
+        raise ImportError("paperlib.practitioner.fix needs Opacus 1.x (pip install 'opacus>=1,<2')") from exc
     major = str(getattr(opacus, "__version__", "0")).split(".")[0]
     if major != "1":
-        raise ValueError(f"optimizer: paperlib.fix is for Opacus 1.x, the installed Opacus is {opacus.__version__}")
+        raise ValueError(f"optimizer: paperlib.practitioner.fix is for Opacus 1.x, the installed Opacus is "
+                         f"{opacus.__version__}")
     return DPOptimizer
 
 
 def _check_optimizer(optimizer):
     DPOptimizer = _dp_optimizer_class()
     if not isinstance(optimizer, DPOptimizer):
-        raise ValueError("optimizer: expected the opacus.optimizers.DPOptimizer that PrivacyEngine.make_private "
-                         f"returns (Opacus 1.x), got {type(optimizer).__name__}")
+        raise TypeError("optimizer: expected the opacus.optimizers.DPOptimizer that PrivacyEngine.make_private "
+                        f"returns (Opacus 1.x), got {type(optimizer).__name__}")
     if hasattr(optimizer, "world_size"):  # DistributedDPOptimizer, DistributedPerLayerOptimizer, ...
         raise ValueError(f"optimizer: {type(optimizer).__name__} is distributed, which fix_normaliser does not "
                          "cover; use loss_reduction='sum' with the learning rate divided by the batch size")
@@ -108,20 +115,35 @@ def fix_normaliser(optimizer, batch_size: int):
     Raises
     ------
     ValueError
-        ``batch_size`` not an integer >= 1; ``optimizer`` not a non-distributed Opacus 1.x
-        ``DPOptimizer`` (a distributed one: use ``loss_reduction="sum"``); an Opacus
-        release other than 1.x installed.
+        ``batch_size`` not an integer >= 1 (checked before the optimizer is touched); a distributed
+        ``DPOptimizer`` (use ``loss_reduction="sum"``); an Opacus release other than 1.x installed.
+    TypeError
+        ``optimizer`` not an Opacus 1.x ``DPOptimizer``.
     """
     batch_size = check_int(batch_size, "batch_size", 1)
     _check_optimizer(optimizer).expected_batch_size = batch_size
+    _FIXED[optimizer] = batch_size
     return optimizer
+
+
+def fixed_divisor(optimizer) -> int | None:
+    """The public constant :func:`fix_normaliser` made ``optimizer`` divide by, or None.
+
+    None also when ``expected_batch_size`` was changed again afterwards (the optimizer no longer
+    divides by the constant the fix set). Any object is accepted (None for one never fixed).
+    """
+    try:
+        b = _FIXED.get(optimizer)
+    except TypeError:  # not weak-referenceable: never fixed
+        return None
+    return b if b is not None and getattr(optimizer, "expected_batch_size", None) == b else None
 
 
 def normaliser_of(optimizer) -> float:
     """The number an Opacus 1.x ``DPOptimizer`` step divides the noisy sum by (one accumulated batch).
 
     ``expected_batch_size`` under ``loss_reduction="mean"``, 1 under ``"sum"``
-    (``DPOptimizer.scale_grad``, ``opacus/optimizers/optimizer.py``). ValueError as
+    (``DPOptimizer.scale_grad``, ``opacus/optimizers/optimizer.py``). TypeError/ValueError as
     :func:`fix_normaliser` for anything else.
     """
     opt = _check_optimizer(optimizer)
@@ -136,6 +158,7 @@ def sum_reduction_lr(lr: float, batch_size: int) -> float:
     ``lr / batch_size`` takes the step ``lr * (S_B + G) / batch_size``: the same update as
     :func:`fix_normaliser` with ``lr`` (for SGD, with or without momentum; for adaptive
     optimisers such as Adam the step differs, but is still post-processing of SGM).
-    ``lr > 0``, ``batch_size`` an integer >= 1; ValueError naming the parameter otherwise.
+    ``lr > 0``, ``batch_size`` an integer >= 1; ValueError naming the parameter otherwise
+    (THEORY.md §6: a public divisor is post-processing of SGM).
     """
     return check_positive(lr, "lr") / check_int(batch_size, "batch_size", 1)

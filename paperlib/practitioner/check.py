@@ -1,0 +1,484 @@
+"""Check one training run: claimed epsilon, certified epsilon, the interval, a verdict per neighbour.
+
+:func:`check_run` takes the settings a practitioner knows (the code that ran: an Opacus release
+or DPSUR; dataset size, batch size or sample rate, epochs or steps, noise multiplier, number of
+trainable parameters, ``loss_reduction``, the divisor, Poisson sampling, delta, the accountant
+their run printed), makes one validated :class:`~paperlib.practitioner.run.Run` of them, and
+returns one report (a dict) that ``python -m paperlib check``, :func:`check_opacus` (a live
+``PrivacyEngine``), :class:`~paperlib.practitioner.accountant.CertifiedAccountant` and the
+practitioner's book page share. :func:`format_statement` writes it as a short statement in the
+manner of TF Privacy's ``compute_dp_sgd_privacy_statement``.
+
+What it does (THEORY.md §§6, 10, 11):
+
+1. the mechanism from the code (:mod:`~paperlib.practitioner.releases`: the stored code audit of
+   every Opacus release, paper Table 2; ``loss_reduction='sum'`` and a public divisor are SGM;
+   DPSUR's own rule), and the code's sampling rule;
+2. the claim: the release's accountant over the run's steps
+   (:func:`paperlib.mechanisms.accountants.sgm_claim_epsilon`, the one wrapper around Opacus's
+   accountants, with the release's RDP conversion and orders);
+3. for each neighbour of the training set, removal ``(N-1, N)`` and addition ``(N, N+1)``: the
+   certified epsilon of the run as computed and the forced epsilon
+   (:func:`paperlib.mechanisms.certified.certified_interval`, PLD with its accountant bracket),
+   and the verdict on the claim;
+4. what would make the claim hold.
+
+Verdicts per neighbour: ``stands`` (SGM, a public divisor, or FEASGM whose floors agree:
+post-processing of SGM, the SGM analysis applies); ``holds`` (the certified epsilon is at most the
+claimed one); ``refuted`` (a named attack forces an epsilon above the claim: no analysis of the
+mechanism can certify it); ``unresolved`` (otherwise: the certified end is above the claim and
+no attack forces above it, or the certificate is unavailable); ``not covered`` (the neighbour gets
+a different sampling rate and number of steps per epoch from Opacus 1.x, or the code divides by
+zero). A lower end that is not an attack (an upper bound of the index-revealed guarantee, e.g.
+ASGM's Eq. 14, THEORY.md §11.5) never refutes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from paperlib.fdp.validation import check_bool, trusted
+from paperlib.mechanisms.accountants import sgm_claim_epsilon
+from paperlib.mechanisms.certified import certified_interval, forced_epsilon
+from paperlib.mechanisms.core import Mechanism
+from paperlib.practitioner.releases import floors_agree_on_neighbours
+from paperlib.practitioner.run import Run
+
+__all__ = ["check_run", "check", "check_opacus", "format_statement", "FIX_NAME"]
+
+#: the fix :mod:`paperlib.practitioner.fix` provides (Opacus 1.x: divide by the configured batch size)
+FIX_NAME = ("paperlib.practitioner.fix_normaliser(optimizer, batch_size) after make_private (Opacus 1.x): it divides "
+            "by the configured batch size, a constant fixed before seeing the data")
+#: the forced methods of :func:`~paperlib.mechanisms.certified.certified_interval` that are named attacks
+#: when the result carries no ``forced_attack`` key: the zero-gradient scale test of EASGM/FEASGM over
+#: the orthogonal coordinates (Theorems 3.8, A.4; THEORY.md §11.5)
+_ATTACK_METHODS = ("exact chi-square",)
+#: rates closer than this (relative) are the same rate computed two ways (float rounding)
+_RATE_RTOL = 1e-12
+
+
+def check_run(opacus_version: str | None = None, dataset_size: int | None = None, batch_size: int | None = None, *,
+              sample_rate: float | None = None, epochs: int | None = None, steps: int | None = None,
+              noise_multiplier: float, n_params: int, loss_reduction: str = "mean", poisson: bool | None = None,
+              delta: float = 1e-5, accountant: str | None = None, drop_last: bool = False,
+              charged_rate: bool = False, implementation: str = "opacus", divisor: str = "release",
+              assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None) -> dict:
+    """What a DP-SGD run claims and what it is certified to give (module docstring; THEORY.md §10, §11).
+
+    The mechanism from paper Table 2 (the stored code audit), the claim from the release's
+    accountant (:func:`~paperlib.mechanisms.accountants.sgm_claim_epsilon`), the certified and
+    forced epsilon of each neighbour from :func:`~paperlib.mechanisms.certified.certified_interval`.
+
+    Parameters are those of :class:`~paperlib.practitioner.run.Run` (``opacus_version`` for Opacus;
+    ``implementation='dpsur'`` for DPSUR's code), plus ``pld_options`` (accuracy options of the PLD
+    engine, :class:`~paperlib.fdp.pld.PLDComposition`).
+
+    Returns
+    -------
+    dict (JSON-serialisable): ``inputs``; ``implementation``, ``release`` (name), ``release_assumed``
+    (None, or why the rule is assumed); ``mechanism`` (a :class:`~paperlib.mechanisms.core.Mechanism`,
+    its name in JSON), ``mechanism_note``; ``sample_rate``, ``accountant_sample_rate``,
+    ``sample_rate_rule``, ``steps_per_epoch``, ``steps``, ``normaliser``; ``claim``
+    (``accountant``, ``epsilon``, ``accountant_error``, ``source``), ``claimed_epsilon``;
+    ``neighbours`` (list: removal, addition; each with ``sizes``, ``normalisers``, ``verdict`` in
+    {stands, holds, refuted, unresolved, not covered}, ``claim_stands``, ``epsilon_certified`` and its
+    bracket and error, ``epsilon_forced`` and its bracket, ``forced_method``, ``forced_is_attack``,
+    ``sentence``); ``epsilon_certified`` (the larger over the neighbours, None when one is not
+    computed), ``epsilon_forced`` (the larger), ``interval``, ``claim_stands`` (both neighbours),
+    ``remedies`` (list of strings), ``summary``, ``notes``, ``seconds``.
+
+    Raises ValueError (TypeError for a boolean that is not one) with one line naming the setting.
+    """
+    if pld_options is not None and not isinstance(pld_options, dict):
+        raise TypeError(f"pld_options must be a dict of PLD accuracy options or None, got {type(pld_options).__name__}")
+    run = Run(dataset_size=dataset_size, noise_multiplier=noise_multiplier, n_params=n_params,
+              implementation=implementation, opacus_version=opacus_version, batch_size=batch_size,
+              sample_rate=sample_rate, epochs=epochs, steps=steps, loss_reduction=loss_reduction, divisor=divisor,
+              poisson=poisson, delta=delta, accountant=accountant, drop_last=drop_last, charged_rate=charged_rate,
+              assume_release=assume_release, allow_large=allow_large)
+    return check(run, pld_options)
+
+
+def check(run: Run, pld_options: dict | None = None) -> dict:
+    """The report of :func:`check_run` for a validated :class:`~paperlib.practitioner.run.Run`.
+
+    Its settings are not checked again: the library runs inside
+    :func:`~paperlib.fdp.validation.trusted`.
+    """
+    t0 = time.perf_counter()
+    with trusted():
+        report = _report(run, dict(pld_options or {}))
+    report["seconds"] = time.perf_counter() - t0
+    return report
+
+
+_NAMES = {"sigma": "noise_multiplier", "rounds": "steps", "override": "allow_large=True"}
+
+
+def _claim(run: Run) -> dict:
+    acc, rel = run.claim_accountant, run.release
+    eps = sgm_claim_epsilon(run.q_account, run.noise_multiplier, rounds=run.rounds, delta=run.delta, accountant=acc,
+                            conversion=rel.rdp_conversion, orders=rel.rdp_orders, allow_large=run.allow_large,
+                            names=_NAMES)
+    claim = {"accountant": acc, "epsilon": max(eps, 0.0), "accountant_error": 0.01 if acc == "prv" else None,
+             "source": rel.claim_source(acc)}
+    if eps < 0:  # the conversion's bound below 0 still means (0, delta)-DP
+        claim["conversion_value"] = eps
+    return claim
+
+
+def _normaliser(run: Run) -> str:
+    m, N, qa = run.mechanism, run.dataset_size, run.q_account
+    if m is Mechanism.SGM:
+        return "a public constant (the configured batch size)" if run.divisor == "public" else "nothing (noisy sum)"
+    if m is Mechanism.FEASGM:
+        return f"int(N q) = {int(m.fixed_normaliser(N, qa))}"
+    if m is Mechanism.EASGM:
+        return f"N q = {m.fixed_normaliser(N, qa):.6g}"
+    if m is Mechanism.DPSUR:
+        return "the size |B'| of a separate Poisson draw (no step on an empty batch)"
+    return "the realised batch size |B|"
+
+
+def _report(run: Run, opts: dict) -> dict:
+    claim = _claim(run)
+    eps_claim = claim["epsilon"]
+    report = {
+        "command": "check", "inputs": run.inputs(), "implementation": run.implementation,
+        "release": run.release.name, "release_assumed": run.release.assumed,
+        "mechanism": run.mechanism, "mechanism_note": run.mechanism_note,
+        "sample_rate": run.q_sample, "accountant_sample_rate": run.q_account, "sample_rate_rule": run.sample_rate_rule,
+        "steps_per_epoch": run.steps_per_epoch, "steps": run.rounds, "normaliser": _normaliser(run),
+        "delta": run.delta, "claim": claim, "claimed_epsilon": eps_claim,
+    }
+    neighbours = []
+    for name, small in (("removal", run.dataset_size - 1), ("addition", run.dataset_size)):
+        e = _neighbour(run, name, small, opts)
+        _verdict(e, eps_claim)
+        neighbours.append(e)
+    report["neighbours"] = neighbours
+    certs = [e.get("epsilon_certified") for e in neighbours]
+    forced = [e["epsilon_forced"] for e in neighbours if e.get("epsilon_forced") is not None]
+    report["epsilon_certified"] = max(certs) if all(c is not None for c in certs) else None
+    report["epsilon_forced"] = max(forced) if forced else None
+    report["interval"] = [report["epsilon_forced"], report["epsilon_certified"]]
+    report["claim_stands"] = all(e["claim_stands"] for e in neighbours)
+    report["remedies"] = _remedies(run, neighbours)
+    report["notes"] = _notes(run, neighbours, claim)
+    verdicts = {e["name"]: e["verdict"] for e in neighbours}
+    if report["claim_stands"]:
+        report["summary"] = f"The claimed epsilon {eps_claim:.4g} holds for both neighbours."
+    else:
+        report["summary"] = (f"The claimed epsilon {eps_claim:.4g} does not hold for every neighbour "
+                             f"(removal: {verdicts['removal']}, addition: {verdicts['addition']}).")
+    return report
+
+
+def _notes(run: Run, neighbours: list, claim: dict) -> list[str]:
+    notes = []
+    if run.release.assumed:
+        notes.append(run.release.assumed + " (assume_release)")
+    if not math.isclose(run.q_sample, run.q_account, rel_tol=_RATE_RTOL, abs_tol=0.0):
+        notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant {run.q_account:.6g} (int(1/q) < "
+                     "1/q in floating point): the claim and the certified numbers use the charged rate")
+    if run.mechanism is Mechanism.FEASGM and any(e.get("floors_agree") for e in neighbours) \
+            and run.batch_size is not None and run.sample_rate is None and run.dataset_size % run.batch_size:
+        notes.append(f"Opacus 1.x samples at 1/len(data_loader) = 1/{round(1 / run.q_sample)}, not batch/N: N q is not "
+                     "an integer here, so int(N q) can agree on both datasets")
+    if "conversion_value" in claim:
+        notes.append(f"the accountant's RDP conversion gives {claim['conversion_value']:.4g} < 0 at this delta: the "
+                     "claim is (0, delta)-DP, shown as 0")
+    return notes
+
+
+def _why(run: Run, entry: dict) -> str:
+    m, K = run.mechanism, entry["normalisers"]
+    if m is Mechanism.SGM:
+        return ("the noisy sum is divided by a public constant: SGM" if run.divisor == "public" else
+                "loss_reduction='sum': the noisy sum is not normalised, SGM")
+    if entry["sgm"]:
+        return f"both datasets divide by int(N q) = {K[0]}: post-processing of SGM"
+    if m is Mechanism.FEASGM:
+        return f"FEASGM divides by {K[0]} and {K[1]}: not SGM"
+    if m is Mechanism.EASGM:
+        return "EASGM divides by N q, which differs between the two datasets: not SGM"
+    if m is Mechanism.DPSUR:
+        return "DPSUR divides by the size of a separate Poisson draw and skips empty batches: not SGM"
+    return "ASGM divides by the realised batch size: not SGM"
+
+
+def _neighbour(run: Run, name: str, small: int, opts: dict) -> dict:
+    """One neighbouring pair ``(small, small + 1)``: its rates, normalisers, certified and forced epsilon."""
+    entry = {"name": name, "sizes": [small, small + 1],
+             "description": "D_train minus one record vs D_train" if name == "removal"
+             else "D_train vs D_train plus one record"}
+    # 0.x and DPSUR: the rate is a fixed hyperparameter (batch_size / sample_size, typed by the user) on both
+    # datasets; Opacus 1.x derives it from each dataset's own len(data_loader) unless a rate is given
+    fixed = run.sample_rate if run.release.samples_per_loader else run.q_sample
+    qs_a, qa_a, st_a, _ = run.rates(small, fixed)
+    qs_b, qa_b, st_b, _ = run.rates(small + 1, fixed)
+    entry["sample_rates"] = [qs_a, qs_b]
+    if (qs_a, qa_a) != (qs_b, qa_b):
+        entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True,
+                     why=(f"Opacus derives a different sampling rate for each dataset (len(data_loader) "
+                          f"{round(1 / qs_a)} vs {round(1 / qs_b)}, {st_a} vs {st_b} steps per epoch), so the "
+                          "number of released gradients tells the two apart; neither the SGM analysis nor this "
+                          "one covers it: fix the sample rate and the number of steps"))
+        return entry
+    q, m = qa_a, run.mechanism
+    if m is Mechanism.FEASGM:
+        K, K1 = int(m.fixed_normaliser(small, q)), int(m.fixed_normaliser(small + 1, q))
+        entry["normalisers"] = [K, K1]
+        if K == 0:
+            entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True,
+                         why="int(N q) = 0: Opacus divides by zero on the smaller dataset")
+            return entry
+        entry["floors_agree"] = K == K1
+    elif m is Mechanism.EASGM:
+        entry["normalisers"] = [small * q, (small + 1) * q]
+    elif m is Mechanism.SGM:
+        entry["normalisers"] = ["1 (sum)", "1 (sum)"] if run.divisor == "release" else ["public", "public"]
+    else:
+        entry["normalisers"] = ["|B'|", "|B'|"] if m is Mechanism.DPSUR else ["|B|", "|B|"]
+    entry["sgm"] = m is Mechanism.SGM or bool(entry.get("floors_agree"))
+    entry["why"] = _why(run, entry)
+    sigma, n, T, delta = run.noise_multiplier, run.n_params, run.rounds, run.delta
+    try:
+        r = certified_interval(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
+    except ValueError as exc:
+        # no certificate here (the mechanism's is not available, or numerics out of range): the forced end alone
+        msg = str(exc).splitlines()[0]
+        if m is Mechanism.DPSUR:
+            msg = f"no certificate of DPSUR's rule is available in this paperlib ({msg})"
+        entry.update(epsilon_certified=None, certified_error=msg)
+        entry["why"] += f"; certified epsilon not computed: {msg}"
+        try:
+            fr = forced_epsilon(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
+            entry.update(epsilon_forced=fr["epsilon_forced"], epsilon_forced_bracket=fr["epsilon_forced_bracket"],
+                         forced_method=fr["forced_method"], forced_is_attack=_is_attack(fr))
+        except ValueError:
+            entry["epsilon_forced"] = None
+        return entry
+    for k in ("epsilon_certified", "epsilon_certified_bracket", "certified_accounting_error", "epsilon_forced",
+              "epsilon_forced_bracket", "forced_accounting_error", "forced_method", "forced_attack", "certified_method",
+              "accuracy_met", "certified_label", "forced_label", "case", "statement"):
+        if k in r:
+            entry[k] = r[k]
+    entry["forced_is_attack"] = _is_attack(r)
+    if not math.isclose(qs_a, qa_a, rel_tol=_RATE_RTOL, abs_tol=0.0):
+        entry["note"] = (f"the loader samples at {qs_a:.6g} but Opacus charges and normalises with {qa_a:.6g} "
+                         "(int(1/q) < 1/q in floating point); the certified numbers use the charged rate")
+    return entry
+
+
+def _is_attack(r: dict) -> bool:
+    """Is the forced end a named attack (a valid lower bound of the true epsilon)? Read from the result:
+    its ``forced_attack`` when present, else its ``forced_method`` (:data:`_ATTACK_METHODS`)."""
+    if "forced_attack" in r:
+        return bool(r["forced_attack"])
+    return r.get("forced_method") in _ATTACK_METHODS
+
+
+def _verdict(entry: dict, claim: float) -> None:
+    """Fill ``verdict``, ``sentence`` and ``claim_stands`` of a neighbour entry (module docstring)."""
+    c, f = entry.get("epsilon_certified"), entry.get("epsilon_forced")
+    attack = bool(entry.get("forced_is_attack"))
+    sizes = "{:,} vs {:,}".format(*entry["sizes"])
+    head = f"{entry['name']} ({sizes})"
+    if entry.get("sgm") and c is not None:
+        verdict, sentence = "stands", f"{head}: the SGM claim stands ({entry['why']})."
+    elif c is not None and c <= claim:
+        verdict, sentence = "holds", (f"{head}: the claim holds: certified epsilon {c:.4g} <= claimed {claim:.4g} "
+                                      f"({entry['why']}).")
+    elif f is not None and attack and f > claim:
+        verdict = "refuted"
+        if c is None:
+            sentence = (f"{head}: claim refuted: the upper bound forces epsilon >= {f:.4g} > {claim:.4g}; certified "
+                        f"epsilon not computed ({entry['why']}).")
+        else:
+            sentence = (f"{head}: claim refuted: no analysis of this mechanism can give less than {f:.4g} > claimed "
+                        f"{claim:.4g} (certified {c:.4g}; {entry['why']}).")
+    elif entry.get("not_covered"):
+        verdict, sentence = "not covered", f"{head}: not covered: {entry['why']}."
+    elif c is None:
+        verdict, sentence = "unresolved", f"{head}: claim not certified: {entry['why']}."
+    else:
+        lower = (f"the upper bound forces only {f:.4g}" if attack else
+                 f"the lower end {_f(f)} is an upper bound of the index-revealed guarantee, not an attack")
+        verdict, sentence = "unresolved", (f"{head}: claim not certified: the run is certified at {c:.4g} > claimed "
+                                           f"{claim:.4g}, and {lower} ({entry['why']}).")
+    entry["verdict"], entry["sentence"] = verdict, sentence
+    entry["claim_stands"] = verdict in ("stands", "holds")
+
+
+def _remedies(run: Run, neighbours: list) -> list[str]:
+    if all(e.get("claim_stands") for e in neighbours):
+        return []
+    out = []
+    if any(e.get("not_covered") and "different sampling rate" in e.get("why", "") for e in neighbours):
+        out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
+                   "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
+    if run.mechanism is Mechanism.DPSUR:
+        out.append("divide the noisy sum by a public constant and take a (noise-only) step on an empty batch, as "
+                   "Opacus 1.x with the fix does: the update is then SGM's, so the SGM claim holds")
+        return out
+    out += ["loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
+            "size (paperlib.practitioner.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
+            f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds"]
+    b, N = run.batch_size, run.dataset_size
+    if run.release.samples_per_loader and b is not None and run.sample_rate is None:
+        good = []
+        for d in range(1, 65):
+            for c in (b - d, b + d):
+                if 1 <= c <= N and floors_agree_on_neighbours(N, c, run.drop_last):
+                    good.append(c)
+            if len(good) >= 2:
+                break
+        if good:
+            out.append(f"keep loss_reduction='mean' but use a batch size for which int(N q) is the same on both "
+                       f"datasets of both neighbours, e.g. {', '.join(str(x) for x in sorted(good)[:2])} "
+                       "(then FEASGM is post-processing of SGM)")
+    elif run.release.implementation == "opacus" and run.release.key[0] == 0:
+        out.append("Opacus 1.x with a batch size whose floors agree on both neighbours (FEASGM is then "
+                   "post-processing of SGM; `check` says which)")
+    return out
+
+
+def _f(x, digits=4):
+    if x is None:
+        return "-"
+    return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
+
+
+def format_statement(report: dict, width: int = 88) -> str:
+    """The report as a short statement (plain text, lines of at most about ``width`` characters)."""
+    import textwrap
+
+    r, i = report, report["inputs"]
+    wrap = lambda s: textwrap.fill(s, width)  # noqa: E731
+    how = (f"batch size {i['batch_size']:,}" if i["batch_size"] is not None else f"sample rate {i['sample_rate']:g}")
+    code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
+            + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
+            if r.get("implementation", "opacus") == "opacus" else f"{r['release']} (Poisson sampling)")
+    lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
+                  f"{r['sample_rate']:.6g}, {r['steps']:,} steps"
+                  + (f" ({i['epochs']} epochs of {r['steps_per_epoch']:,})" if i["epochs"] else "")
+                  + f", noise multiplier {i['noise_multiplier']:g}, {i['n_params']:,} trainable parameters."),
+             wrap(f"Mechanism run: {str(r['mechanism']).upper()} ({r['mechanism_note']}); it divides by "
+                  f"{r['normaliser']}."),
+             "",
+             wrap(f"Claimed: epsilon = {_f(r['claimed_epsilon'])} at delta = {r['delta']:g} "
+                  f"({r['claim']['source']}; the SGM analysis)."),
+             "",
+             f"{'neighbour':<10}{'sizes':<17}{'claim':<13}{'certified eps':<15}{'[forced, certified]'}"]
+    if r.get("release_assumed"):
+        lines.insert(2, wrap(f"Release rule ASSUMED: {r['release_assumed']}."))
+    for e in r["neighbours"]:
+        c = e.get("epsilon_certified")
+        cs = _f(c) + (f" ±{e['certified_accounting_error']:.2g}" if c is not None and
+                      e.get("certified_accounting_error") else "")
+        lines.append(f"{e['name']:<10}{'{:,}/{:,}'.format(*e['sizes']):<17}{e['verdict'].upper():<13}{cs:<15}"
+                     f"[{_f(e.get('epsilon_forced'))}, {_f(c)}]")
+    lines.append("")
+    for e in r["neighbours"]:
+        lines.append(wrap(e["sentence"]))
+    lines.append("")
+    if r["epsilon_certified"] is not None:
+        attacks = all(e.get("forced_is_attack") for e in r["neighbours"])
+        lower = (f"no analysis of it can give less than {_f(r['epsilon_forced'])}" if attacks else
+                 f"the lower end {_f(r['epsilon_forced'])} is not forced by an attack")
+        lines.append(wrap(f"The mechanism you ran is ({_f(r['epsilon_certified'])}, {r['delta']:g})-DP for "
+                          f"add/remove neighbours (certified, PLD upper end); {lower}."))
+    lines.append(wrap(r["summary"]))
+    if r["remedies"]:
+        lines.append("To make the claim hold:")
+        for m in r["remedies"]:
+            lines.append(textwrap.fill(m, width, initial_indent="  - ", subsequent_indent="    "))
+    for note in r["notes"]:
+        lines.append(wrap("Note: " + note))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ a live Opacus run
+def _opacus_objects(privacy_engine, optimizer, data_loader, model):
+    """Refuse objects of the wrong kind (TypeError naming the argument) before reading any of them."""
+    from opacus import PrivacyEngine
+    from opacus.data_loader import DPDataLoader
+    from opacus.optimizers import DPOptimizer
+    from torch.nn import Module
+    from torch.utils.data import DataLoader
+
+    if privacy_engine is not None and not isinstance(privacy_engine, PrivacyEngine):
+        raise TypeError(f"privacy_engine must be the opacus.PrivacyEngine that made the run private (or None), got "
+                        f"{type(privacy_engine).__name__}")
+    if not isinstance(optimizer, DPOptimizer):
+        raise TypeError(f"optimizer must be the DPOptimizer returned by PrivacyEngine.make_private, got "
+                        f"{type(optimizer).__name__}")
+    if not isinstance(data_loader, DataLoader):
+        raise TypeError(f"data_loader must be the DataLoader returned by PrivacyEngine.make_private, got "
+                        f"{type(data_loader).__name__}")
+    if not isinstance(data_loader, DPDataLoader):
+        raise ValueError("data_loader: not a DPDataLoader (make_private(poisson_sampling=True) returns one); "
+                         "without Poisson sampling neither the accountant nor this analysis applies")
+    if model is not None and not isinstance(model, Module):
+        raise TypeError(f"model must be the torch.nn.Module being trained (or None), got {type(model).__name__}")
+
+
+def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None = None, delta: float,
+                 model=None, steps: int | None = None, accountant: str | None = None,
+                 allow_large: bool = False, pld_options: dict | None = None) -> dict:
+    """:func:`check_run` for a live Opacus 1.x run (the objects ``make_private`` returned; THEORY.md §10, §11).
+
+    Reads what Opacus holds: ``optimizer.noise_multiplier``, ``optimizer.loss_reduction``,
+    ``optimizer.expected_batch_size`` (``int(len(dataset) * q)`` as ``make_private`` sets it, or the
+    public constant :func:`~paperlib.practitioner.fix.fix_normaliser` set: then the divisor is
+    ``'public'``, SGM), the sample rate of the ``DPDataLoader`` (its ``len`` gives the steps per
+    epoch), ``len(data_loader.dataset)``, the number of trainable parameters of ``model`` (or of the
+    optimizer's parameters when ``model`` is None), and the installed Opacus version. The accountant
+    defaults to the one ``privacy_engine`` holds (its ``mechanism()``, when 'rdp' or 'prv').
+    ``epochs`` (or ``steps``, the total) as for the run. Returns the report of :func:`check_run` plus
+    ``read_from_opacus`` (what was read).
+
+    Raises TypeError naming the argument for an object of the wrong kind (checked before any is
+    read), ValueError (one line) when the loader does not Poisson-sample, when the optimizer's
+    divisor follows neither rule, or for a bad setting.
+    """
+    _opacus_objects(privacy_engine, optimizer, data_loader, model)
+    allow_large = check_bool(allow_large, "allow_large")
+    import opacus
+    import torch
+
+    from paperlib.practitioner.fix import fixed_divisor
+
+    q_sample = float(data_loader.sample_rate)
+    N = len(data_loader.dataset)
+    params = model.parameters() if model is not None else (p for g in optimizer.param_groups for p in g["params"])
+    n = int(sum(p.numel() for p in params if p.requires_grad))
+    loss_reduction = optimizer.loss_reduction
+    if accountant is None and privacy_engine is not None:
+        m = privacy_engine.accountant.mechanism()
+        accountant = m if m in ("rdp", "prv") else None
+    public = fixed_divisor(optimizer)
+    run = Run(dataset_size=N, noise_multiplier=float(optimizer.noise_multiplier),
+              n_params=n, opacus_version=opacus.__version__, sample_rate=q_sample, epochs=epochs, steps=steps,
+              loss_reduction=loss_reduction, divisor="release" if public is None else "public", poisson=True,
+              delta=delta, accountant=accountant, allow_large=allow_large)
+    K = int(N * run.q_account)
+    if public is None and loss_reduction == "mean" and int(optimizer.expected_batch_size) != K:
+        raise ValueError(f"optimizer.expected_batch_size = {optimizer.expected_batch_size} is not int(len(dataset) "
+                         f"* sample_rate) = {K}: not the Opacus {opacus.__version__} make_private rule (distributed, "
+                         "or a modified optimizer? a constant set by paperlib.practitioner.fix_normaliser is "
+                         "recognised)")
+    report = check(run, pld_options)
+    report["read_from_opacus"] = {"opacus_version": opacus.__version__, "dataset_size": N,
+                                  "sample_rate": q_sample, "steps_per_epoch": len(data_loader),
+                                  "expected_batch_size": int(optimizer.expected_batch_size),
+                                  "fixed_divisor": public,
+                                  "noise_multiplier": float(optimizer.noise_multiplier),
+                                  "loss_reduction": loss_reduction, "n_params": n,
+                                  "accountant": accountant, "torch": torch.__version__}
+    report["notes"].append("read from a live PrivacyEngine: the sample rate is used on both datasets of each pair "
+                           "(a neighbour's own len(data_loader) is not known here; `python -m paperlib check "
+                           "--batch-size B` checks it)")
+    return report

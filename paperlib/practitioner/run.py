@@ -1,0 +1,223 @@
+"""One training run's settings, validated once: the :class:`Run` value.
+
+Everything a practitioner's check needs (THEORY.md §10, §11) enters here, from the command line,
+the Python API, a live Opacus run (:func:`~paperlib.practitioner.check.check_opacus`) or an
+accountant (:class:`~paperlib.practitioner.accountant.CertifiedAccountant`). Making a :class:`Run`
+checks every setting once (one line naming it: ValueError, TypeError for a value of the wrong
+kind) and resolves what follows from it: the release and its rules
+(:mod:`~paperlib.practitioner.releases`), the :class:`~paperlib.mechanisms.core.Mechanism` that
+ran, the sampling and accounting rates, the number of steps and the accountant. The computing
+layers below take its fields and run inside :func:`paperlib.fdp.validation.trusted`: they do not
+check them again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from paperlib.fdp.validation import (check_bool, check_delta, check_int, check_positive, check_rate, check_size,
+                                     trusted)
+from paperlib.mechanisms.core import Mechanism
+from paperlib.practitioner.releases import Release, dpsur_release, opacus1_rates, opacus_release
+
+__all__ = ["Run", "check_run_delta", "MAX_CHECK_STEPS", "IMPLEMENTATIONS", "DIVISORS"]
+
+#: most optimiser steps a check composes without ``allow_large`` (the PLD grids grow with the
+#: number of steps; 10^6 steps is about 400 epochs of MNIST at batch 256)
+MAX_CHECK_STEPS = 1_000_000
+#: the code a run can have used
+IMPLEMENTATIONS = ("opacus", "dpsur")
+#: what the noisy sum is divided by: the release's own rule, or a public constant (the fix)
+DIVISORS = ("release", "public")
+
+
+def check_run_delta(delta, dataset_size: int) -> float:
+    """``delta`` as a float after checking it is in ``(0, 1/dataset_size]``.
+
+    A larger delta is met by a mechanism that publishes one random record in the clear, so no
+    epsilon at that delta protects anyone (and an accountant's RDP conversion can give a negative
+    epsilon there). ValueError naming ``delta`` otherwise.
+    """
+    delta = check_delta(delta)
+    if delta > 1 / dataset_size:
+        raise ValueError(f"delta = {delta:g} is above 1/dataset_size = {1 / dataset_size:.3g}: a mechanism that "
+                         "publishes one random record in the clear meets it, so no epsilon at this delta protects "
+                         "anyone; use delta <= 1/dataset_size (usually far below)")
+    return delta
+
+
+@dataclass(frozen=True)
+class Run:
+    """The settings of one DP-SGD training run, checked when the value is made.
+
+    Parameters
+    ----------
+    dataset_size : int >= 2 — records in the training set (``len(data_loader.dataset)``)
+    noise_multiplier : float > 0; n_params : int >= 1 (trainable parameters)
+    implementation : ``'opacus'`` (default) or ``'dpsur'`` (DPSUR's own code)
+    opacus_version : the Opacus release (required for ``'opacus'``; refused for ``'dpsur'``); one the
+        stored code audit lists, or any 0.9-1.x with ``assume_release=True``
+    batch_size : int in [1, dataset_size], or ``sample_rate`` in (0, 1]: exactly one. A batch size is
+        turned into rates as the release does; a sample rate is used on both datasets of each pair
+    epochs : int >= 1, or ``steps`` : int >= 1 (optimiser steps in all): exactly one
+    loss_reduction : ``'mean'`` (Opacus's default) or ``'sum'`` (SGM)
+    divisor : ``'release'`` (what the code divides by) or ``'public'`` (a constant fixed before seeing
+        the data: :func:`~paperlib.practitioner.fix.fix_normaliser`; SGM)
+    poisson : True, False (refused: neither analysis covers fixed-size batches) or None (the release's
+        default; 0.9-0.11 have no built-in Poisson sampling and need True)
+    delta : float in (0, 1/dataset_size]: a larger delta lets a mechanism publish a record in the clear
+    accountant : ``'rdp'``, ``'prv'`` (Opacus from 1.3) or None (the release's default)
+    drop_last : bool, the data loader's flag (Opacus 1.x rule)
+    charged_rate : bool — ``sample_rate`` is the rate Opacus charges its accountant (what
+        ``IAccountant.step`` receives), used as given for sampling, accounting and the normaliser
+    assume_release, allow_large : bool — accept a release outside the stored audit; compose more than
+        :data:`MAX_CHECK_STEPS` steps and build a PRV grid above its memory limit
+
+    Attributes set when made: ``release`` (:class:`~paperlib.practitioner.releases.Release`),
+    ``mechanism`` (:class:`~paperlib.mechanisms.core.Mechanism`), ``mechanism_note``, ``q_sample``
+    (the loader's Poisson rate), ``q_account`` (the rate charged and normalised with),
+    ``steps_per_epoch``, ``sample_rate_rule``, ``rounds`` (``T``), ``claim_accountant``.
+
+    Raises ValueError (TypeError for a boolean that is not one) with one line naming the setting.
+    """
+
+    dataset_size: int
+    noise_multiplier: float
+    n_params: int
+    implementation: str = "opacus"
+    opacus_version: str | None = None
+    batch_size: int | None = None
+    sample_rate: float | None = None
+    epochs: int | None = None
+    steps: int | None = None
+    loss_reduction: str = "mean"
+    divisor: str = "release"
+    poisson: bool | None = None
+    delta: float = 1e-5
+    accountant: str | None = None
+    drop_last: bool = False
+    charged_rate: bool = False
+    assume_release: bool = False
+    allow_large: bool = False
+    release: Release = field(init=False, compare=False)
+    mechanism: Mechanism = field(init=False, compare=False)
+    mechanism_note: str = field(init=False, compare=False)
+    q_sample: float = field(init=False, compare=False)
+    q_account: float = field(init=False, compare=False)
+    steps_per_epoch: int = field(init=False, compare=False)
+    sample_rate_rule: str = field(init=False, compare=False)
+    rounds: int = field(init=False, compare=False)
+    claim_accountant: str = field(init=False, compare=False)
+
+    def _set(self, **values) -> None:
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+    def __post_init__(self):
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}")
+        for name in ("drop_last", "charged_rate", "assume_release", "allow_large"):
+            self._set(**{name: check_bool(getattr(self, name), name)})
+        if self.poisson is not None:
+            self._set(poisson=check_bool(self.poisson, "poisson"))
+        release = self._release()
+        mech, note = release.mechanism_for(self.loss_reduction, self.divisor)
+        N = check_int(self.dataset_size, "dataset_size", 2)
+        self._set(dataset_size=N, release=release, mechanism=mech, mechanism_note=note)
+        self._check_sizes(N)
+        self._set(noise_multiplier=check_positive(self.noise_multiplier, "noise_multiplier"),
+                  n_params=check_int(self.n_params, "n_params", 1))
+        self._set(delta=check_run_delta(self.delta, N))
+        self._check_accountant_and_sampling(release)
+        with trusted():  # every input above is checked: the rates follow from them
+            self._set(**dict(zip(("q_sample", "q_account", "steps_per_epoch", "sample_rate_rule"),
+                                 self.rates(N))))
+        T = self.steps if self.steps is not None else self.epochs * self.steps_per_epoch
+        check_size("steps", T, MAX_CHECK_STEPS, allow=self.allow_large, override="allow_large=True",
+                   estimate="PLD grids that grow with the number of steps (under 10 s at 23,400 steps)")
+        self._set(rounds=T)
+        if mech is Mechanism.FEASGM and int(N * self.q_account) == 0:
+            name = "batch_size" if self.batch_size is not None else "sample_rate"
+            raise ValueError(f"{name}: int(dataset_size * sample_rate) = 0, {release.name} divides by zero")
+
+    def _release(self) -> Release:
+        if self.implementation == "dpsur":
+            if self.opacus_version is not None:
+                raise ValueError("opacus_version: DPSUR's code is not an Opacus release; leave it unset for "
+                                 "implementation 'dpsur'")
+            return dpsur_release()
+        if self.opacus_version is None:
+            raise ValueError("opacus_version: name the Opacus release that ran (e.g. '1.6.0')")
+        return opacus_release(self.opacus_version, assume=self.assume_release)
+
+    def _check_sizes(self, N: int) -> None:
+        if (self.batch_size is None) == (self.sample_rate is None):
+            raise ValueError("batch_size or sample_rate: give exactly one of them (the data loader's batch size, or "
+                             "the Poisson sampling rate in (0, 1])")
+        if self.batch_size is not None:
+            b = check_int(self.batch_size, "batch_size", 1)
+            if b > N:
+                raise ValueError(f"batch_size = {b:,} is larger than dataset_size = {N:,}")
+            self._set(batch_size=b)
+        else:
+            self._set(sample_rate=check_rate(self.sample_rate, "sample_rate"))
+        if self.charged_rate and self.sample_rate is None:
+            raise ValueError("sample_rate: charged_rate=True needs the charged sample_rate")
+        if (self.epochs is None) == (self.steps is None):
+            raise ValueError("epochs or steps: give exactly one of them")
+        if self.epochs is not None:
+            self._set(epochs=check_int(self.epochs, "epochs", 1))
+        else:
+            self._set(steps=check_int(self.steps, "steps", 1))
+
+    def _check_accountant_and_sampling(self, release: Release) -> None:
+        acc = self.accountant
+        if acc not in (None, "rdp", "prv"):
+            raise ValueError(f"accountant must be 'rdp' or 'prv', got {acc!r}")
+        if acc is not None and acc not in release.accountants:
+            raise ValueError(f"accountant {acc!r} does not exist in {release.name} (PRVAccountant came with Opacus "
+                             "1.3.0); use 'rdp'")
+        self._set(claim_accountant=release.default_accountant if acc is None else acc)
+        if self.poisson is False:
+            how = ("make_private(poisson_sampling=True)" if release.samples_per_loader else
+                   "a Poisson sampler (UniformWithReplacementSampler)")
+            raise ValueError(f"poisson: without Poisson sampling (fixed-size shuffled batches) {release.name}'s "
+                             f"accountant and this analysis do not apply; train with {how}")
+        if self.poisson is None and not release.poisson_builtin:
+            raise ValueError(f"poisson: {release.name} has no built-in Poisson sampling (it came with 0.12); pass "
+                             "poisson=True (--poisson) if you sampled with your own Poisson sampler")
+
+    # ------------------------------------------------------------------ the release's sampling rule
+    def rates(self, size: int, sample_rate: float | None = None) -> tuple[float, float, int, str]:
+        """``(q_sample, q_account, steps_per_epoch, rule)`` of this run's code on ``size`` records.
+
+        ``sample_rate`` overrides the run's (0.x and DPSUR keep the training set's rate on its
+        neighbours: a fixed hyperparameter typed by the user). Opacus 1.x derives the rate from each
+        dataset's own ``len(data_loader)`` unless a rate is given (:func:`opacus1_rates`).
+        """
+        rate = self.sample_rate if sample_rate is None else sample_rate
+        if self.charged_rate:  # the rate Opacus charges its accountant (and normalises with)
+            return rate, rate, max(int(1 / rate), 1), "the rate charged to the accountant"
+        if self.release.samples_per_loader:
+            if rate is not None:
+                steps = int(1 / rate)
+                return rate, 1 / steps, steps, "Opacus 1.x with the given sample_rate: len(DPDataLoader) = int(1/q)"
+            qs, qa, steps = opacus1_rates(size, self.batch_size, self.drop_last)
+            return qs, qa, steps, (f"Opacus 1.x: sample_rate = 1/len(data_loader) = 1/"
+                                   f"{'floor' if self.drop_last else 'ceil'}(N/batch)")
+        who = "DPSUR" if self.release.implementation == "dpsur" else "Opacus 0.x"
+        if rate is None:
+            rate = self.batch_size / size
+            rule = f"{who}: sample_rate = batch_size / sample_size"
+        else:
+            rule = f"{who}: the given sample_rate"
+        return rate, rate, max(int(1 / rate), 1), rule
+
+    def inputs(self) -> dict:
+        """The settings as given (validated), for the report."""
+        return {"implementation": self.implementation, "opacus_version": self.opacus_version,
+                "dataset_size": self.dataset_size, "batch_size": self.batch_size, "sample_rate": self.sample_rate,
+                "epochs": self.epochs, "steps": self.steps, "noise_multiplier": self.noise_multiplier,
+                "n_params": self.n_params, "loss_reduction": self.loss_reduction, "divisor": self.divisor,
+                "poisson": True, "delta": self.delta, "accountant": self.claim_accountant,
+                "drop_last": self.drop_last}
