@@ -46,9 +46,9 @@ def test_computing_layers_never_import_the_artifact(layer):
 
 def test_fdp_uses_numpy_and_scipy_only():
     allowed = {"numpy", "scipy"}
-    # fdp/pld.py composes on dp_accounting (the [accounting] extra), imported inside a function only;
+    # fdp/pld/engine.py composes on dp_accounting (the [accounting] extra), imported inside a function only;
     # fdp/progress.py draws bars with tqdm when it is installed (imported lazily, skipped if absent)
-    extra = {"pld.py": {"dp_accounting"}, "progress.py": {"tqdm"}}
+    extra = {"engine.py": {"dp_accounting"}, "progress.py": {"tqdm"}}
     for f in _files("fdp"):
         for m in _imports(f):
             top = m.split(".")[0]

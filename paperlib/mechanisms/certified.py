@@ -1,29 +1,18 @@
-"""Certified T-round guarantee of DP-SGD as it is computed (THEORY.md §11).
+"""The run's true epsilon between two proven ends: certified (upper) and forced (lower) (THEORY.md §11).
 
-The worst-case per-pair guarantee ``f`` of one round (THEORY.md §6: Theorem 3.6 for EASGM,
-Theorems A.2/A.3 for FEASGM, the reconstructed ASGM statement; index revealed) holds for every
-set of clipped gradients, hence at every round whatever the model state, so ``T`` rounds are
-``f^{⊗T}``-DP for the ordered pair ``(D, D')`` (Dong, Roth, Su 2022, Theorem 4 and its adaptive
-form); hiding the index is post-processing. This module composes ``f`` over ``T`` rounds with
-:mod:`paperlib.fdp.pld` (both orders of the pair, pessimistic discretisation, the bracket of the
-accountant's error reported) and puts it next to what the upper bounds of the guarantee force:
+* **Certified** — a per-round pair that dominates the mechanism for every set of clipped gradients,
+  composed over ``T`` rounds (:mod:`paperlib.fdp.pld`, both orders, pessimistic end):
 
-* :func:`certified_guarantee` — ``f^{⊗T}`` for the pair of sizes ``(N, N+1)``: its ``epsilon(delta)``
-  is a valid upper bound of the run's privacy loss (never understated), ``epsilon_bounds(delta)``
-  the accountant's bracket. SGM: its own claim ``f_q^{⊗T}``. FEASGM whose floors agree on the pair
-  (``floor(N q) = floor((N+1) q)``): SGM divided by a constant, so the SGM result.
-* :func:`certified_interval` — ``eps_cert`` and ``eps_forced``: the epsilon that the T-round upper
-  bound of the guarantee (Theorems 3.8, 3.10, A.4 composed:
-  :func:`~paperlib.mechanisms.multiround.rounds_upper_bound`) forces, the lower end of its bracket. "The mechanism you ran is
-  ``(eps_cert, delta)``-DP for pairs of these sizes; no analysis of it can certify less than
-  ``eps_forced``."
-* :func:`certified_for_training_set` — both neighbours of a training set of ``N_train`` records:
-  removal (sizes ``N_train - 1, N_train``) and addition (``N_train, N_train + 1``).
+  ============================  ========================================================
+* **Forced** — the epsilon of a named real attack (:mod:`paperlib.mechanisms.attacks`: data sets,
+  gradients, test, errors computed exactly), the lower end of its bracket: the chi-square scale test
+  (EASGM, FEASGM with differing floors), the aligned attack (ASGM), the target-alone attack (DPSUR);
+  for SGM and FEASGM with agreeing floors the SGM worst case itself (others 0, target ``C u``, the
+  likelihood-ratio test along ``u``), the lower end of the SGM composition. The upper bounds of §7
+  (Eq. 14 for ASGM) bound the *index-revealed guarantee*, not the mechanism: they are not forced values.
 
-Note. With the index revealed, the adversary sees in which rounds the added point was sampled,
-so the composition of ``f`` does not enjoy the amplification by subsampling that the SGM claim
-(index hidden) has: for EASGM and ASGM ``eps_cert`` is much larger than the SGM claim even where
-the upper bound forces a smaller epsilon. Both numbers are valid; the truth lies between them.
+:func:`certified_interval` gives both for the pair of sizes ``(N, N + 1)``;
+:func:`certified_for_training_set` for both neighbours of a training set (removal and addition).
 """
 
 from __future__ import annotations
@@ -31,12 +20,22 @@ from __future__ import annotations
 import math
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
+from paperlib.mechanisms.attacks import attack_for, hidden_tail
+from paperlib.mechanisms.certificates import asgm_count_certificate, dpsur_certificate
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
-from paperlib.mechanisms.multiround import rounds_upper_bound, sgm_claim_rounds
+from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
-__all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set"]
+__all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set",
+           "CERTIFICATES"]
+
+ALL = tuple(Mechanism)
+#: Names of the certificates (``certified_method`` of :func:`certified_interval`).
+CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-processes it)",
+                "index": "index revealed (THEORY.md §6: whether the target was sampled is revealed)",
+                "count": "count revealed (THEORY.md §11.2: (|B|, S_B + G), n-free)",
+                "dpsur": "count of the separate draw x SGM step (THEORY.md §11.4)"}
 
 
 def _check(N, q, sigma, n, rounds):
@@ -44,125 +43,163 @@ def _check(N, q, sigma, n, rounds):
             check_int(rounds, "rounds", 1))
 
 
-def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                        rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> PLDComposition:
-    """The certified ``T``-round guarantee ``f^{⊗T}`` of ``mechanism`` for pairs of sizes ``(N, N+1)``.
-
-    Parameters
-    ----------
-    mechanism : a :class:`~paperlib.mechanisms.core.Mechanism` or its name (sgm, easgm, feasgm, asgm)
-    N : int >= 1 (``|D|``; ``|D'| = N + 1``); q : sampling rate in (0, 1]; sigma : noise multiplier > 0;
-    n : int >= 1, number of parameters; rounds : int >= 1
-    rel_tol, **pld_options : accuracy target and grid options of :class:`~paperlib.fdp.pld.PLDComposition`
-
-    Returns a :class:`~paperlib.fdp.pld.PLDComposition` on its guarantee side: ``epsilon(delta)``
-    (upper end: valid, never understated), ``epsilon_bounds(delta)``, ``delta(eps)``, ``f(alpha)`` (a
-    lower bound of the composed trade-off ``T(P, Q)`` of the ordered pair), ``curve()``, ``meta``
-    (mechanism, case, and ``meta['pld']``: grid, tail masses, passes, accuracy met).
-
-    The per-round mixture is that of :func:`~paperlib.mechanisms.guarantees.guarantee`, with its
-    binomial truncation set to ``max(1e-15, min(1e-12, 1e-13 / rounds))`` (dropped mass counts as
-    perfectly distinguishable, i.e. adds ``rounds * tail_tol`` to ``delta``). Raises ValueError naming the parameter on bad input, and for FEASGM with
-    ``floor(N q) = 0`` (division by zero).
-    """
-    mech = Mechanism.parse(mechanism)
-    N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
-    meta = {"mechanism": mech.value, "bound": "certified", "N": N, "q": q, "sigma": sigma, "n": n, "rounds": T,
-            "pair": [N, N + 1]}
-    plural = "s" if T > 1 else ""
+def _is_sgm(mech: Mechanism, N: int, q: float) -> bool:
     if mech is Mechanism.FEASGM:
         mech.require_defined(N, q)
         K, K1 = feasgm_floors(N, q)
-        meta.update(K=K, K_prime=K1, case="floors agree" if K == K1 else "floors differ")
-    if mech is Mechanism.SGM or meta.get("case") == "floors agree":
-        c = sgm_claim_rounds(q, sigma, rounds=T, side="lower", rel_tol=rel_tol, **pld_options)
-        c.meta.update(meta)
-        c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if mech is Mechanism.SGM
-                   else f"FEASGM certified, {T} round{plural} (floors agree: SGM f_q^(x{T}))")
-        return c
+        return K == K1
+    return mech is Mechanism.SGM
+
+
+def _index_certificate(mech, N, q, sigma, n, T, rel_tol, meta, **pld_options) -> PLDComposition:
     # dropped binomial mass counts as +inf loss in every round: keep T * tail_tol far below delta;
     # not below 1e-15 (scipy's binom.isf returns N for tails under ~1e-16)
     tail_tol = max(1e-15, min(DEFAULT_TAIL_TOL, 1e-13 / T))
     one = guarantee(mech, N, q, sigma, n, tail_tol=tail_tol)
-    meta["binomial_dropped_per_round"] = float(getattr(one, "dropped_mass", 0.0))
-    law = round_law_from_mixture(one)
-    return PLDComposition(law, T, side="guarantee", rel_tol=rel_tol,
-                          label=f"{mech.title} certified guarantee, {T} round{plural} (PLD)", meta=meta, **pld_options)
+    meta = dict(meta, binomial_dropped_per_round=float(getattr(one, "dropped_mass", 0.0)),
+                certificate=CERTIFICATES["index"])
+    return PLDComposition(round_law_from_mixture(one), T, side="guarantee", rel_tol=rel_tol,
+                          label=f"{mech.title} certified guarantee (index revealed), {T} round{'s' * (T > 1)} (PLD)",
+                          meta=meta, **pld_options)
+
+
+def _count_first(N: int, q: float, n: int, T: int) -> bool:
+    """ASGM without a delta: the count certificate unless its infinite mass ``T q^(N+1)`` is not negligible
+    or ``n`` is small against the batch size (there the index-revealed one wins; THEORY.md §11.2)."""
+    return q < 1 and T * math.exp((N + 1) * math.log(q)) <= 1e-9 and n - 1 > (N * q + 1) ** 2
+
+
+def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
+                        rel_tol: float = DEFAULT_REL_TOL, certificate: str = "auto", **pld_options) -> PLDComposition:
+    """A certified ``T``-round guarantee of ``mechanism`` for pairs of sizes ``(N, N+1)`` (module docstring).
+
+    Parameters
+    ----------
+    mechanism : a :class:`~paperlib.mechanisms.core.Mechanism` or its name (sgm, easgm, feasgm, asgm, dpsur)
+    N : int >= 1 (``|D|``; ``|D'| = N + 1``); q : sampling rate in (0, 1]; sigma : noise multiplier > 0;
+    n : int >= 1, number of parameters; rounds : int >= 1
+    certificate : ``"auto"`` (the mechanism's certificate; for ASGM the count-revealed one unless its
+        infinite mass or a small ``n`` favours the index-revealed one), ``"count"`` or ``"index"`` (ASGM)
+    rel_tol, **pld_options : accuracy target and grid options of :class:`~paperlib.fdp.pld.PLDComposition`
+
+    Returns a :class:`~paperlib.fdp.pld.PLDComposition` on its guarantee side: ``epsilon(delta)`` (upper
+    end: valid, never understated), ``epsilon_bounds(delta)``, ``delta(eps)``, ``f(alpha)`` (a lower bound
+    of the composed trade-off ``T(P, Q)``), ``curve()``, ``meta`` (mechanism, case, ``certificate``,
+    ``meta['pld']``). Raises ValueError naming the parameter on bad input, and for FEASGM with
+    ``floor(N q) = 0`` (division by zero).
+    """
+    mech = Mechanism.parse(mechanism, allowed=ALL)
+    N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
+    if certificate not in ("auto", "count", "index"):
+        raise ValueError(f"certificate must be 'auto', 'count' or 'index', got {certificate!r}")
+    meta = {"mechanism": mech.value, "bound": "certified", "N": N, "q": q, "sigma": sigma, "n": n, "rounds": T,
+            "pair": [N, N + 1]}
+    if mech is Mechanism.FEASGM:
+        K, K1 = feasgm_floors(N, q)
+        meta.update(K=K, K_prime=K1, case="floors agree" if K == K1 else "floors differ")
+    if _is_sgm(mech, N, q):
+        c = sgm_claim_rounds(q, sigma, rounds=T, side="lower", rel_tol=rel_tol, **pld_options)
+        c.meta.update(meta, certificate=CERTIFICATES["sgm"])
+        c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if mech is Mechanism.SGM
+                   else f"FEASGM certified, {T} round{'s' * (T > 1)} (floors agree: SGM f_q^(x{T}))")
+        return c
+    if mech is Mechanism.DPSUR:
+        return dpsur_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
+    if mech is Mechanism.ASGM and q < 1 and (certificate == "count" or
+                                              (certificate == "auto" and _count_first(N, q, n, T))):
+        c = asgm_count_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
+        c.meta.update(n=n, certificate=CERTIFICATES["count"])
+        return c
+    return _index_certificate(mech, N, q, sigma, n, T, rel_tol, meta, **pld_options)
+
+
+def _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options) -> list:
+    """``(name, composition)`` of every certificate worth computing for this pair."""
+    if mech is Mechanism.ASGM and q < 1:
+        out = [("count", certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, certificate="count",
+                                             **pld_options))]
+        if not _count_first(N, q, n, T) or N <= 1000:
+            out.append(("index", certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol,
+                                                     certificate="index", **pld_options)))
+        return out
+    c = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
+    name = ("sgm" if _is_sgm(mech, N, q) else "dpsur" if mech is Mechanism.DPSUR else "index")
+    return [(name, c)]
 
 
 def certified_interval(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
                        delta: float, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
-    """``eps_cert`` (the certified T-round epsilon) and ``eps_forced`` (what the T-round upper bound forces).
+    """``epsilon_certified`` and ``epsilon_forced`` of ``mechanism`` for the pair ``(N, N+1)`` at ``delta``.
 
-    For the pair of sizes ``(N, N+1)`` at ``delta``: ``epsilon_certified`` is the upper end of the
-    certified composition's bracket (a valid upper bound of the run's privacy loss);
-    ``epsilon_forced`` the lower end of the bracket of the T-round upper bound's epsilon
-    (Theorems 3.8, A.4 composed exactly, Theorem 3.10 composed by PLD; for SGM and for FEASGM with
-    agreeing floors the SGM composition itself), so ``epsilon_forced <= true epsilon <=
-    epsilon_certified``. Returns a dict with both, their brackets and accountant errors
-    (``*_accounting_error = hi - lo``), whether the accuracy target was met, the case (FEASGM),
-    a one-sentence ``statement`` and the parameters.
+    ``epsilon_certified``: the upper end of the smallest valid certificate's bracket (``certified_method``
+    names it; ``certified_candidates`` lists every certificate computed with its bracket).
+    ``epsilon_forced``: the lower end of the bracket of a named real attack's epsilon (``forced_attack``
+    describes it: data sets, gradients, test; ``forced_method`` how its errors are computed). So
+    ``epsilon_forced <= true epsilon <= epsilon_certified``. Also: brackets, accountant errors
+    (``*_accounting_error = hi - lo``), ``accuracy_met``, ``certified_label``, ``forced_label``, the FEASGM
+    case, a one-sentence ``statement`` and the parameters. ``mechanism`` may be DPSUR's own rule.
     """
-    mech = Mechanism.parse(mechanism)
+    mech = Mechanism.parse(mechanism, allowed=ALL)
     N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
     delta = check_delta(delta)
-    cert = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    c_lo, c_hi = cert.epsilon_bounds(delta)
+    cands = []
+    for name, c in _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options):
+        lo, hi = c.epsilon_bounds(delta)
+        cands.append((hi, name, c, lo))
+    c_hi, name, cert, c_lo = min(cands, key=lambda t: (t[0], t[1] != "count"))
     forced = forced_epsilon(mech, N, q, sigma, n, rounds=T, delta=delta, certified=cert, rel_tol=rel_tol,
                             **pld_options)
     f_lo, f_hi = forced["epsilon_forced_bracket"]
     out = {"mechanism": mech.value, "N": N, "pair": [N, N + 1], "q": q, "sigma": sigma, "n": n, "rounds": T,
            "delta": delta,
            "epsilon_certified": c_hi, "epsilon_certified_bracket": [c_lo, c_hi],
-           "certified_accounting_error": _err(c_lo, c_hi),
+           "certified_accounting_error": _err(c_lo, c_hi), "certified_method": CERTIFICATES[name],
+           "certified_candidates": {CERTIFICATES[nm]: [lo, hi] for hi, nm, _, lo in cands},
            "epsilon_forced": f_lo, "epsilon_forced_bracket": [f_lo, f_hi],
            "forced_accounting_error": _err(f_lo, f_hi), "forced_method": forced["forced_method"],
+           "forced_attack": forced["forced_attack"],
            "accuracy_met": cert.meta.get("pld", {}).get("accuracy_met"),
            "certified_label": cert.label, "forced_label": forced["forced_label"],
            "certified_grid": cert.meta.get("pld", {}).get("step")}
     for k in ("case", "K", "K_prime"):
         if k in cert.meta:
             out[k] = cert.meta[k]
-    out["statement"] = (f"{mech.title} over {T} round{'s' if T > 1 else ''} is ({_fmt(c_hi)}, {delta:g})-DP for "
-                        f"datasets of sizes {N} and {N + 1}; no analysis of it can certify an epsilon below "
-                        f"{_fmt(f_lo)} at this delta.")
+    out["statement"] = (f"{mech.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
+                        f"of sizes {N} and {N + 1} (certificate: {name}); the attack "
+                        f"\"{forced['forced_attack']['name']}\" forces epsilon >= {_fmt(f_lo)} at this delta.")
     return out
 
 
 def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int, delta: float,
                    certified: PLDComposition | None = None, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
-    """The epsilon that the T-round upper bound of the guarantee forces, for the pair ``(N, N+1)``.
+    """The epsilon a named real attack forces on the pair ``(N, N+1)`` at ``delta`` (THEORY.md §11.5).
 
-    EASGM (Theorem 3.8) and FEASGM with differing floors (Theorem A.4) composed exactly (chi-square
-    pair with ``T (n-1)`` coordinates); ASGM (Theorem 3.10, Eq. 14) composed by PLD, the lower end of
-    its bracket; SGM and FEASGM with agreeing floors: the SGM composition itself (``certified``
-    when given, so it is not computed twice). Returns ``{"epsilon_forced": lo,
-    "epsilon_forced_bracket": [lo, hi], "forced_method": ..., "forced_label": ...}``.
+    EASGM, FEASGM with differing floors: the chi-square scale test (all gradients 0, all ``n T``
+    coordinates, both orders; exact). ASGM: the aligned attack; DPSUR's rule: the target-alone attack
+    (:mod:`paperlib.mechanisms.attacks`; exact cell probabilities, composed on the PLD lower end). SGM and
+    FEASGM with agreeing floors: the SGM worst case (others 0, target ``C u``), the lower end of the SGM
+    composition (``certified`` when given, so it is not computed twice). Returns ``{"epsilon_forced": lo,
+    "epsilon_forced_bracket": [lo, hi], "forced_method", "forced_label", "forced_attack"}``.
     """
-    mech = Mechanism.parse(mechanism)
+    mech = Mechanism.parse(mechanism, allowed=ALL)
     N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
     delta = check_delta(delta)
-    agree = mech is Mechanism.FEASGM and feasgm_floors(N, q)[0] == feasgm_floors(N, q)[1]
-    if mech is Mechanism.SGM or agree:
-        if certified is None:
+    if _is_sgm(mech, N, q):
+        if certified is None or certified.meta.get("certificate") != CERTIFICATES["sgm"]:
             certified = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-        bound = certified.view("bound", label=f"{certified.label} (its own upper bound)")  # the same composition
-    elif _exact_upper(mech, N, q):
-        bound = rounds_upper_bound(mech, N, q, sigma, n, rounds=T)
-    else:
-        bound = rounds_upper_bound(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    lo, hi = bound.epsilon_bounds(delta)
-    method = "PLD (lower end of its bracket)" if bound.accounting() is not None else "exact chi-square"
-    return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": method,
-            "forced_label": getattr(bound, "label", "")}
-
-
-def _exact_upper(mech: Mechanism, N: int, q: float) -> bool:
-    """True when the T-round upper bound is an exact chi-square pair (takes no PLD options)."""
-    if mech is Mechanism.FEASGM:
-        K, K1 = feasgm_floors(N, q)
-        return K != K1
-    return mech is Mechanism.EASGM
+        lo, hi = certified.epsilon_bounds(delta)
+        attack = {"name": "SGM worst case", "datasets": f"D: {N} records, D': the same plus a target",
+                  "gradients": "every record of D: 0; the target: C u",
+                  "test": "likelihood-ratio test of <X, u> (the pair N(0,1) vs (1-q) N(0,1) + q N(1/sigma,1))",
+                  "method": "PLD lower end of the SGM composition"}
+        return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": attack["method"],
+                "forced_label": f"SGM worst case, {T} rounds (PLD lower end)", "forced_attack": attack}
+    hint = certified.epsilon_bounds(delta)[1] if certified is not None else None  # the attack stays below it
+    att = attack_for(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
+    lo, hi = att.epsilon_bounds(delta)
+    label = getattr(att.curve, "label", att.name)
+    return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,
+            "forced_label": label, "forced_attack": att.describe()}
 
 
 def _err(lo: float, hi: float) -> float | None:
@@ -184,7 +221,7 @@ def certified_for_training_set(mechanism: Mechanism | str, N_train: int, q: floa
     for add/remove neighbours), ``epsilon_forced`` the larger forced epsilon.
     ``N_train >= 2``; other parameters as :func:`certified_guarantee`.
     """
-    mech = Mechanism.parse(mechanism)
+    mech = Mechanism.parse(mechanism, allowed=ALL)
     N_train = check_int(N_train, "N_train", 2)
     delta = check_delta(delta)
     out = {"mechanism": mech.value, "N_train": N_train, "q": q, "sigma": sigma, "n": n, "rounds": rounds,

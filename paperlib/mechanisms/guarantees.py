@@ -16,7 +16,11 @@ noise on the clipped sum has standard deviation ``sigma * C``.
 
 Binomial sums over the batch size ``k ~ Bin(N, q)`` keep the ``k`` whose mass is
 not negligible; the dropped mass (at most ``tail_tol``) is treated as perfectly
-distinguishable, so the result stays a lower bound, and is reported in ``meta``.
+distinguishable, so the result stays a lower bound, and is reported in ``meta``. The
+truncation follows the ``delta`` asked for (:class:`TruncatedGuarantee`): ``epsilon(delta)``
+and ``delta(eps)`` rebuild the mixture with ``tail_tol <= TAIL_FRACTION * delta`` (down to
+:data:`MIN_TAIL_TOL`) whenever the dropped mass is not negligible there, so ``epsilon`` is
+finite wherever the true epsilon is (down to ``delta ~ 1e-297``).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from scipy import stats
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
-from paperlib.fdp.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",
+    "TruncatedGuarantee",
     "binomial_support",
+    "binomial_pair",
     "sgm_claim",
     "sgm_claim_symmetric",
     "easgm_guarantee",
@@ -54,6 +60,8 @@ __all__ = [
 ]
 
 DEFAULT_TAIL_TOL = 1e-12
+#: A guarantee's dropped binomial mass is kept at most this fraction of the delta asked for.
+TAIL_FRACTION = 1e-3
 
 
 def _check_common(N, q, sigma, n=None):
@@ -138,6 +146,78 @@ def binomial_support(N: int, q: float, tail_tol: float = DEFAULT_TAIL_TOL):
     return k[keep], pmf[keep], low + high + underflow
 
 
+def binomial_pair(N: int, q: float, tail_tol: float):
+    """Sizes ``m`` of a Poisson(q) draw from ``D`` (``Bin(N, q)``) and ``D'`` (``Bin(N + 1, q)``) that carry
+    all but about ``tail_tol`` of each law: the union of the two supports of :func:`binomial_support`.
+
+    Returns ``(m, pmf_D, pmf_D', out_D', out_D)``: int array, the two pmfs on it, and the mass of each law
+    outside it (``m = N + 1`` included for ``D'``), from the binomial tails themselves (never ``1 - sum``).
+    ``N >= 1``, ``q`` in (0, 1], ``tail_tol`` in ``[MIN_TAIL_TOL, 1)``.
+    """
+    ka, _, _ = binomial_support(N, q, tail_tol)
+    kb, _, _ = binomial_support(N + 1, q, tail_tol)
+    lo, hi = int(min(ka[0], kb[0])), int(max(ka[-1], kb[-1]))
+    m = np.arange(lo, hi + 1)
+    p, pq = stats.binom.pmf(m, N, q), stats.binom.pmf(m, N + 1, q)
+    out_q = float((stats.binom.cdf(lo - 1, N + 1, q) if lo > 0 else 0.0)
+                  + (stats.binom.sf(hi, N + 1, q) if hi < N + 1 else 0.0))
+    out_p = float((stats.binom.cdf(lo - 1, N, q) if lo > 0 else 0.0) + (stats.binom.sf(hi, N, q) if hi < N else 0.0))
+    return m, p, pq, out_q, out_p
+
+
+class TruncatedGuarantee(LRMixture):
+    """A one-round guarantee built on a truncated binomial support, whose truncation follows the delta asked for.
+
+    An :class:`~paperlib.fdp.mixture.LRMixture` (index revealed) with ``build(tail_tol)``, the function that
+    makes it again with another truncation. ``epsilon(delta)`` answers from a mixture whose dropped mass is at
+    most ``TAIL_FRACTION * delta`` (rebuilt with ``tail_tol = max(MIN_TAIL_TOL, TAIL_FRACTION * delta)`` when
+    needed, cached); ``delta(eps)`` likewise refines until the dropped mass is at most ``TAIL_FRACTION`` of
+    every value returned. The dropped mass counts as perfectly distinguishable, so every answer is a valid
+    upper bound of the exact (untruncated) profile, within a relative ``TAIL_FRACTION`` of it.
+    """
+
+    def __init__(self, families, *, build, tail_tol: float, label: str = "", meta: dict | None = None,
+                 dropped_mass: float = 0.0):
+        super().__init__(families, label=label, meta=meta, dropped_mass=dropped_mass)
+        self._build = build
+        self.tail_tol = float(tail_tol)
+        self.meta.setdefault("tail_tol", self.tail_tol)
+        self._finer: dict = {}
+        self._plain = False
+
+    def for_delta(self, delta: float) -> "TruncatedGuarantee":
+        """This guarantee, or the same one with a finer truncation, whose dropped mass is negligible at ``delta``."""
+        if self.dropped_mass <= TAIL_FRACTION * delta or self.tail_tol <= MIN_TAIL_TOL:
+            return self
+        tol = max(MIN_TAIL_TOL, TAIL_FRACTION * float(delta))
+        if tol >= self.tail_tol:
+            return self
+        tol = float(f"{tol:.1e}")  # a few cache keys per decade
+        if tol not in self._finer:
+            self._finer[tol] = self._build(tol)
+        return self._finer[tol].for_delta(delta)
+
+    def epsilon(self, delta: float, progress=None) -> float:
+        target = self.for_delta(check_delta(delta))
+        target._plain = True  # the root search evaluates far below delta: no refinement there
+        try:
+            return LRMixture.epsilon(target, delta, progress=progress)
+        finally:
+            target._plain = False
+
+    def delta(self, eps):
+        g = self
+        d = LRMixture.delta(g, eps)
+        while not self._plain:
+            low = float(np.min(d))
+            finer = g.for_delta(max(low, MIN_TAIL_TOL / TAIL_FRACTION))
+            if finer is g:
+                break
+            g = finer
+            d = LRMixture.delta(g, eps)
+        return d
+
+
 # ----------------------------------------------------------------------------- SGM
 def sgm_claim(q: float, sigma: float) -> LRMixture:
     """The SGM guarantee ``f_q = q G_{1/sigma} + (1 - q) Id`` for the ordered pair (D, D').
@@ -165,7 +245,7 @@ def sgm_claim_symmetric(q: float, sigma: float, tol: float = 1e-6):
 
 
 # ----------------------------------------------------------------------------- EASGM
-def _easgm_like(N_eff: float, k, pmf, q, sigma, n, label, meta, dropped):
+def _easgm_like(N_eff: float, k, pmf, q, sigma, n, label, meta, dropped, build, tail_tol):
     """Components of Theorem 3.6 with normaliser scale ``N_eff`` (N for EASGM, K for FEASGM)."""
     s_den = (N_eff + 1.0) * sigma
     mu1 = k / s_den  # new point not sampled
@@ -173,8 +253,9 @@ def _easgm_like(N_eff: float, k, pmf, q, sigma, n, label, meta, dropped):
     fam = GaussVarFamily(n, N_eff, np.concatenate([mu1, mu2]), np.concatenate([(1 - q) * pmf, q * pmf]))
     # drop zero-weight components (q = 1 makes the first half vanish)
     keep = fam.weights > 0
+    dropped += float(np.sum(np.concatenate([(1 - q) * pmf, q * pmf])[~keep]))  # underflowed weights
     fam = GaussVarFamily(n, N_eff, fam.mus[keep], fam.weights[keep])
-    return LRMixture([fam], label=label, meta=meta, dropped_mass=dropped)
+    return TruncatedGuarantee([fam], build=build, tail_tol=tail_tol, label=label, meta=meta, dropped_mass=dropped)
 
 
 def easgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
@@ -190,7 +271,8 @@ def easgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float =
     N, q, sigma, n = _check_common(N, q, sigma, n)
     k, pmf, dropped = binomial_support(N, q, tail_tol)
     meta = {"mechanism": "easgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n}
-    return _easgm_like(float(N), k.astype(float), pmf, q, sigma, n, "EASGM guarantee", meta, dropped)
+    return _easgm_like(float(N), k.astype(float), pmf, q, sigma, n, "EASGM guarantee", meta, dropped,
+                       lambda tol: easgm_guarantee(N, q, sigma, n, tail_tol=tol), tail_tol)
 
 
 def feasgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
@@ -215,7 +297,8 @@ def feasgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float 
         return claim
     k, pmf, dropped = binomial_support(N, q, tail_tol)
     meta["case"] = "floors differ"
-    return _easgm_like(float(K), k.astype(float), pmf, q, sigma, n, "FEASGM guarantee", meta, dropped)
+    return _easgm_like(float(K), k.astype(float), pmf, q, sigma, n, "FEASGM guarantee", meta, dropped,
+                       lambda tol: feasgm_guarantee(N, q, sigma, n, tail_tol=tol), tail_tol)
 
 
 # ----------------------------------------------------------------------------- ASGM
@@ -234,7 +317,10 @@ def asgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = 
     id_weight = 0.0
     pos = k >= 1
     for kk, w in zip(k[pos], pmf[pos]):
-        fams.append(GaussVarFamily(n, float(kk), [2.0 * kk / ((kk + 1.0) * sigma)], [q * w]))
+        if q * w > 0:  # (a weight that underflows is dropped: at most ~1e-308)
+            fams.append(GaussVarFamily(n, float(kk), [2.0 * kk / ((kk + 1.0) * sigma)], [q * w]))
+        else:
+            dropped += w
         id_weight += (1 - q) * w
     if np.any(k == 0):
         w0 = float(pmf[k == 0][0])
@@ -244,7 +330,8 @@ def asgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = 
     if id_weight > 0:
         fams.append(IdentityFamily(id_weight))
     meta = {"mechanism": "asgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n}
-    return LRMixture(fams, label="ASGM guarantee", meta=meta, dropped_mass=dropped)
+    return TruncatedGuarantee(fams, build=lambda tol: asgm_guarantee(N, q, sigma, n, tail_tol=tol), tail_tol=tail_tol,
+                              label="ASGM guarantee", meta=meta, dropped_mass=dropped)
 
 
 # ----------------------------------------------------------------------------- given gradients

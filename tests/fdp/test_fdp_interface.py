@@ -18,9 +18,10 @@ import pytest
 from scipy.stats import norm
 
 from paperlib.fdp import clt
-from paperlib.fdp.composition import BoundView, Chi2Pair, ComposedPLD
+from paperlib.fdp.composition import Chi2Pair
 from paperlib.fdp.gaussian import GaussShiftFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
+from paperlib.fdp.pld import PLDComposition, RoundLaw, ShiftLaw
 from paperlib.fdp.tradeoff import (GaussianTradeOff, TradeOff, TradeOffCurve, check_tradeoff, from_dict,
                                    gaussian_delta)
 from paperlib.mechanisms import guarantees as G
@@ -39,9 +40,9 @@ def _sampled_g(mu=1.0, m=2000):
                          np.concatenate([[-np.inf], s, [0.0]]), label="G_1 sampled", meta={"mu": mu})
 
 
-def _pld(side=None):
-    pld = ComposedPLD(GaussShiftFamily([0.5], [1.0]), 4, label="G_0.5 composed 4 times")
-    return pld if side is None else BoundView(pld, side)
+def _pld(side="guarantee"):
+    # a fixed grid: an adaptive one may refine between two queries (then delta(epsilon(d)) moves within the bracket)
+    return PLDComposition(RoundLaw([(1.0, (ShiftLaw(0.5),))]), 4, side=side, step=2e-3, label="G_0.5 composed 4 times")
 
 
 # name -> (builder, agreement tolerance of f(alpha) with f.curve(TOL)(alpha))
@@ -56,9 +57,8 @@ CASES = {
         lambda: PointwiseMixture([(0.5, G.sgm_claim(q=1.0, sigma=1.0)), (0.5, GaussianTradeOff(2.0))],
                                  label="two parts", tol=TOL), TOL),
     "Chi2Pair": (lambda: Chi2Pair(50, 10.0), TOL),
-    "ComposedPLD": (_pld, 0.0),
-    "BoundView/upper": (lambda: _pld("upper"), 0.0),
-    "BoundView/lower": (lambda: _pld("lower"), 1e-4),
+    "PLDComposition/guarantee": (_pld, 0.0),
+    "PLDComposition/bound": (lambda: _pld("bound"), 1e-4),
     "CLTTradeOff": (lambda: clt.clt_bounds(0.5, 0.8, 400).as_tradeoff(), TOL),
     "CLTCurve/EASGM": (lambda: __import__("paperlib.mechanisms.clt").mechanisms.clt.clt_bound("easgm", 4, 0.5, 1.0, 400), TOL),
     "CLTCurve/ASGM": (lambda: __import__("paperlib.mechanisms.clt").mechanisms.clt.clt_bound("asgm", 4, 0.7, 1.0, 400), TOL),
@@ -107,7 +107,7 @@ def test_delta_is_vectorised_finite_and_non_increasing(case):
     gap = max(gap, TOL) if math.isfinite(gap) else TOL
     for e in (0.0, 0.5, 1.0):
         dc, de = float(c.delta(e)), float(f.delta(e))
-        if name == "BoundView/lower":
+        if name == "PLDComposition/bound":
             # two separately valid conservative bounds of the exact composition (the curve from
             # the bracket of f_b, the profile from rounding each loss up): both above delta_lo
             lo, _ = f.pld.delta_bounds(e)

@@ -17,6 +17,7 @@ import sys
 import warnings
 
 import numpy as np
+from scipy import stats
 import pytest
 
 from conftest import ROOT, run_cli
@@ -135,19 +136,32 @@ def test_round_law_from_mixture_finds_the_common_factor():
 # --------------------------------------------------------------------------------------
 # the queries on a composed PMF are dp_accounting's own formulas
 # --------------------------------------------------------------------------------------
-def test_vectorised_queries_equal_dp_accountings():
+def test_queries_are_dp_accountings_and_the_array_wrapper_matches_them():
+    """The engine answers with DensePLDPmf's public queries; the one wrapper that reads its private arrays
+    (for the trade-off curve) must describe the same PMF: this fails if dp_accounting changes them."""
     from dp_accounting.pld import pld_pmf
+
+    from paperlib.fdp.pld import engine as E
 
     rng = np.random.default_rng(3)
     probs = rng.random(3000) ** 4
     probs /= probs.sum() * (1 + 1e-3)
     pm = pld_pmf.DensePLDPmf(1e-3, -700, probs, 1e-6, True)
-    ours = P._Pmf(-700, probs, 1e-3, 1e-6)
+    i0, arr = E.pmf_arrays(pm)
+    assert i0 == -700 and np.array_equal(arr, probs)
+    losses = (i0 + np.arange(arr.size)) * 1e-3
+    ours = E._Pmf(pm, 1e-3)
     eps = np.array([0.0, 0.1, 0.731, 1.5, 2.2999, 2.3, 5.0])
-    ref = np.array([pm.get_delta_for_epsilon(float(e)) for e in eps])
-    assert np.allclose(ours.delta(eps), ref, rtol=1e-10, atol=1e-16)
+    by_hand = np.array([1e-6 + np.sum(arr[losses > e] * -np.expm1(e - losses[losses > e])) for e in eps])
+    assert np.allclose(ours.delta(eps), by_hand, rtol=1e-10, atol=1e-16) and ours.inf == pytest.approx(1e-6)
+    composed = pm.self_compose(3)
+    j0, carr = E.pmf_arrays(composed)
+    closs = (j0 + np.arange(carr.size)) * 1e-3
+    e = 0.9
+    assert composed.get_delta_for_epsilon(e) == pytest.approx(
+        E._Pmf(composed, 1e-3).inf + np.sum(carr[closs > e] * -np.expm1(e - closs[closs > e])), rel=1e-9)
     for d in (1e-1, 1e-3, 1e-5):
-        assert abs(ours.epsilon(d) - pm.get_epsilon_for_delta(d)) < 1e-9
+        assert ours.epsilon(d) == max(pm.get_epsilon_for_delta(d), 0.0)
     assert ours.epsilon(1e-7) == math.inf  # the +inf mass 1e-6 exceeds it
 
 
@@ -246,7 +260,7 @@ def test_cli_issue_command_prints_the_bracket():
 def test_cli_warns_when_the_bracket_is_wide(monkeypatch, capsys):
     from paperlib import cli
 
-    monkeypatch.setattr(P, "MAX_PASSES", 1)  # no refinement: the coarse first grid only
+    monkeypatch.setattr(P.engine, "MAX_PASSES", 1)  # no refinement: the coarse first grid only
     code = cli.main(["epsilon", "--mechanism", "sgm", "--N", "10", "--q", "0.005", "--sigma", "1", "--n", "5",
                      "--rounds", "3000", "--delta", "1e-5"])
     out, err = capsys.readouterr()
@@ -343,3 +357,99 @@ def test_random_one_round_mixtures_bracket_the_exact_curve_and_profile(seed):
     a = np.linspace(0, 1, 51)
     f = mix.beta_exact(a)
     assert np.all(c.lower(a) <= f + 1e-8) and np.all(c.upper(a) >= f - 1e-8)
+
+
+# --------------------------------------------------------------------------------------
+# the laws added for the tight certificates and the attacks (THEORY.md §11.2, §11.4, §11.5)
+# --------------------------------------------------------------------------------------
+def test_indexed_diluted_law_with_one_index_is_the_subsampled_gaussian():
+    q, mu = 0.03, 1.3
+    a = P.IndexedDilutedLaw(math.log1p(-q), mu, [q / (1 - q)], [1.0])
+    b = P.DilutedLaw(P.ShiftLaw(mu), q)
+    v = np.linspace(-0.5, 8.0, 2001)
+    for x, y in zip(a.log4(v), b.log4(v)):
+        ok = np.isfinite(y)
+        assert np.all(np.isneginf(x[~ok])) and np.allclose(x[ok], y[ok], rtol=0, atol=1e-11)
+    assert a.totals() == pytest.approx((1.0, 1.0), abs=1e-14)
+    ea = P.PLDComposition(P.RoundLaw([(1.0, (a,))]), 300).epsilon_bounds(DELTA)
+    eb = P.PLDComposition(P.RoundLaw([(1.0, (b,))]), 300).epsilon_bounds(DELTA)
+    assert ea == pytest.approx(eb, rel=1e-9)
+
+
+def _enumerate(atoms, T, eps):
+    """Exact ``max(delta_QP, delta_PQ)`` of ``T`` rounds of a discrete pair ``[(q_i, p_i)]`` (paths enumerated)."""
+    import itertools
+
+    out = np.zeros(len(eps))
+    for d in (0, 1):
+        tot = np.zeros(len(eps))
+        for path in itertools.product(range(len(atoms)), repeat=T):
+            u = np.prod([atoms[i][d] for i in path])
+            lo = np.prod([atoms[i][1 - d] for i in path])
+            tot += np.maximum(u - np.exp(eps) * lo, 0.0)
+        out = np.maximum(out, tot)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_discrete_law_composition_brackets_the_enumeration(seed):
+    rng = np.random.default_rng(40 + seed)
+    K = 5
+    q, p = rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(K))
+    q[0], p[-1] = 0.0, 0.0  # an outcome only P produces, one only Q produces
+    q, p = q / q.sum(), p / p.sum()
+    atoms = list(zip(q, p))
+    T = 3
+    c = P.PLDComposition(P.RoundLaw([(1.0, (P.DiscreteLaw(q, p),))]), T, step=float(10 ** rng.uniform(-3, -2)))
+    eps = np.array([0.0, 0.2, 0.7, 1.5])
+    lo, hi = c.delta_bounds(eps)
+    ref = _enumerate(atoms, T, eps)
+    assert np.all(lo <= ref + 1e-12) and np.all(ref <= hi + 1e-12), (lo, ref, hi)
+    assert np.all(hi - lo < 0.05)
+
+
+def test_self_composed_common_factor_is_the_product():
+    """A Gaussian component times a discrete common factor (no closed form: self-composed), against the exact
+    product profile ``sum over the factor's paths of q_path * H_{eps - loss_path}(G_{sqrt(T) mu})``."""
+    import itertools
+
+    mu, T = 0.6, 4
+    q, p = np.array([0.5, 0.3, 0.2]), np.array([0.3, 0.3, 0.4])
+    law = P.RoundLaw([(1.0, (P.ShiftLaw(mu),))], common=(P.DiscreteLaw(q, p),))
+    c = P.PLDComposition(law, T)
+    eps = np.array([0.3, 1.0, 2.0])
+
+    def hs(e, m):  # H_{e^e}(N(m,1) || N(0,1)) for any real e
+        return stats.norm.cdf(-e / m + m / 2) - np.exp(e) * stats.norm.cdf(-e / m - m / 2)
+
+    ref = np.zeros(eps.size)
+    for d in (0, 1):
+        tot = np.zeros(eps.size)
+        for path in itertools.product(range(3), repeat=T):
+            u = np.prod((q if d == 0 else p)[list(path)])
+            loss = np.sum(np.log(q[list(path)]) - np.log(p[list(path)])) * (1 if d == 0 else -1)
+            tot += u * hs(eps - loss, math.sqrt(T) * mu)
+        ref = np.maximum(ref, tot)
+    lo, hi = c.delta_bounds(eps)
+    assert np.all(lo <= ref * (1 + 1e-9) + 1e-12) and np.all(ref <= hi * (1 + 1e-9) + 1e-12)
+    assert c.meta["pld"]["directions"]["QP"]["common"][0]["composed"] == "self_compose"
+
+
+def test_a_hidden_event_left_out_is_charged_on_the_lower_end():
+    """Keeping only part of a hidden mixture can raise a likelihood ratio; the lower end then subtracts
+    ``e^eps T eta``. Here the kept part alone would put the lower end above the truth."""
+    # hidden h in {0, 1}; outcome x in {a, b}: P(x|h), Q(x|h); the kept part h = 0 is far more telling
+    ph, qh = np.array([0.6, 0.4]), np.array([0.6, 0.4])
+    px = np.array([[0.9, 0.1], [0.1, 0.9]])
+    qx = np.array([[0.1, 0.9], [0.9, 0.1]])
+    full_q, full_p = qh @ qx, ph @ px  # the real outcome law
+    kept_q, kept_p = qh[0] * qx[0], ph[0] * px[0]
+    T, eps = 2, np.array([0.0, 0.5])
+    truth = _enumerate(list(zip(full_q, full_p)), T, eps)
+    naive = P.PLDComposition(P.RoundLaw([(1.0, (P.DiscreteLaw(kept_q, kept_p),))]), T, step=1e-3)
+    assert np.any(naive.delta_bounds(eps)[0] > truth + 1e-3)  # the hidden part cannot just be dropped
+    fixed = P.PLDComposition(P.RoundLaw([(1.0, (P.DiscreteLaw(kept_q, kept_p),))], latent_defect=(0.4, 0.4)), T,
+                             step=1e-3)
+    assert np.all(fixed.delta_bounds(eps)[0] <= truth + 1e-12)
+    lo, _ = fixed.epsilon_bounds(0.05)
+    assert lo <= epsilon_from_delta(lambda e: float(_enumerate(list(zip(full_q, full_p)), T, np.array([e]))[0]), 0.05)

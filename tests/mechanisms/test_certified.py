@@ -41,7 +41,7 @@ DELTA = 1e-5
 ])
 def test_one_round_equals_the_one_round_guarantee(mech, N, q, sigma, n):
     exact = guarantee(mech, N, q, sigma, n).epsilon(DELTA)
-    c = CE.certified_guarantee(mech, N, q, sigma, n, rounds=1)
+    c = CE.certified_guarantee(mech, N, q, sigma, n, rounds=1, certificate="index")  # ASGM: the §6 one
     lo, hi = c.epsilon_bounds(DELTA)
     assert lo <= exact <= hi, (lo, exact, hi)
     assert hi - lo <= 0.01 * max(hi, 0.1) and c.epsilon(DELTA) == hi
@@ -161,13 +161,18 @@ def test_interval_forced_below_certified_and_exact_for_easgm():
     r = CE.certified_interval("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)
     lo, hi = r["epsilon_certified_bracket"]
     assert r["epsilon_certified"] == hi and hi - lo <= 0.01 * hi and r["accuracy_met"]
-    exact = Chi2Pair(50 * 999, 200.0).epsilon(DELTA)
-    assert r["epsilon_forced"] == pytest.approx(exact, rel=1e-12) and r["forced_method"] == "exact chi-square"
-    assert r["epsilon_forced"] <= lo
-    assert r["pair"] == [200, 201] and "no analysis" in r["statement"]
+    # the scale attack: all n = 1000 coordinates of all 50 rounds, both orders (not n - 1: 7.5749)
+    exact = Chi2Pair(50 * 1000, 200.0).epsilon(DELTA)
+    assert r["epsilon_forced"] == pytest.approx(exact, rel=1e-12) and "exact chi-square" in r["forced_method"]
+    assert r["epsilon_forced"] > Chi2Pair(50 * 999, 200.0).epsilon(DELTA)
+    assert r["epsilon_forced"] <= lo and r["forced_attack"]["gradients"].startswith("every clipped gradient 0")
+    assert r["pair"] == [200, 201] and "forces epsilon >=" in r["statement"]
+    assert r["certified_method"] == CE.CERTIFICATES["index"]
     r = CE.certified_interval("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)
     f_lo, f_hi = r["epsilon_forced_bracket"]
-    assert f_lo <= f_hi <= r["epsilon_certified_bracket"][0]
+    c_lo, c_hi = r["epsilon_certified_bracket"]
+    assert f_lo <= f_hi and f_lo <= c_hi and c_lo <= c_hi and r["certified_method"] == CE.CERTIFICATES["count"]
+    assert c_hi <= 1.05 * f_lo  # the aligned attack is nearly tight (n = 1000 reads the batch size well)
 
 
 def test_training_set_neighbours_and_feasgm_floors():

@@ -27,7 +27,6 @@ from paperlib.mechanisms import curves
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
 from paperlib.mechanisms.guarantees import asgm_upper_bound
 from paperlib.fdp.mixture import LRMixture
-from paperlib.fdp.tradeoff import epsilon_from_delta, gaussian_delta, gaussian_tradeoff
 
 FIG7 = dict(N=140_199, q=0.005, sigma=10.0, rounds=200)
 FIG7_N_PARAMS = (26_010, 1_485_217)
@@ -146,22 +145,7 @@ def test_200_rounds_large_model_is_a_tradeoff_function():
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("T,mu", [(16, 0.5), (64, 0.15)])
-def test_pld_composes_gaussian_to_closed_form(T, mu):
-    pld = C.ComposedPLD(GaussShiftFamily([mu], [1.0]), T, max_fft=2**20)
-    a = np.linspace(0, 1, 2001)
-    exact = gaussian_tradeoff(a, math.sqrt(T) * mu)
-    up, lo = pld.upper(a), pld.lower(a)
-    assert np.all(up >= exact - 1e-10)
-    assert np.all(lo <= exact + 1e-10)
-    assert np.max(up - lo) < 0.01
-    e_exact = epsilon_from_delta(lambda e: gaussian_delta(e, math.sqrt(T) * mu), DELTA)
-    e_lo, e_hi = pld.epsilon_bounds(DELTA)
-    assert e_lo <= e_exact + 1e-9 <= e_hi + 2e-9
-    assert e_hi - e_lo <= T * pld.step + 1e-9
-    d_lo, d_hi = pld.delta_bounds(np.array([0.5, 2.0]))
-    d_ex = gaussian_delta(np.array([0.5, 2.0]), math.sqrt(T) * mu)
-    assert np.all(d_lo <= d_ex + 1e-12) and np.all(d_ex <= d_hi + 1e-12)
+# (the Gaussian closed form G_{sqrt(T) mu} against the one engine: tests/fdp/test_pld.py)
 
 
 def test_diluted_family_is_the_subsampled_gaussian():
@@ -305,7 +289,6 @@ def test_figure7_feasgm_bound_weaker_than_rdp_claim(n):
         (lambda: MR.asgm_rounds_upper_bound(10, 1.5, None, 5, rounds=3), "q"),
         (lambda: A.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1.5), "delta"),
         (lambda: A.sgm_claim_epsilon(0.1, 1.0, rounds=10, delta=1e-5, accountant="moments"), "accountant"),
-        (lambda: C.ComposedPLD(GaussShiftFamily([1.0], [1.0]), 4, step=-1.0), "step"),
         (lambda: C.DilutedFamily(GaussShiftFamily([1.0], [1.0]), 0.0), "w"),
         (lambda: curves.curve("asgm", "guarantee", 10, 0.5, 1.0, 5, rounds=0), "rounds"),
     ],
