@@ -226,7 +226,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _curve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mechanism", required=True, choices=MECHANISMS, help="which normalisation DP-SGD uses")
+    p.add_argument("--mechanism", required=True, choices=(*MECHANISMS, Mechanism.DPSUR.value),
+                   help="which normalisation DP-SGD uses (dpsur: DPSUR's own rule, --bound guarantee only)")
     p.add_argument("--bound", default="guarantee", choices=curves.BOUNDS,
                    help="guarantee (exact per-pair lower bound), upper (its upper bound, Thm 3.8/3.10/A.4), clt (Berry-Esseen CLT upper bound)")
     p.add_argument("--N", type=int, required=True, help="size of the smaller dataset |D| (D' has N+1)")
@@ -581,7 +582,7 @@ def _validate(args) -> None:
     check_positive(args.tol, "tol")
     if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
         raise ValueError(f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
-    Mechanism.parse(args.mechanism).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
+    Mechanism.parse(args.mechanism, allowed=tuple(Mechanism)).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
     if args.command == "tradeoff":
         check_alpha_array(args.alpha)
     else:

@@ -297,3 +297,22 @@ def test_audit_implementation_fix_runs_on_bundled_points(tmp_path, monkeypatch, 
     assert d["inputs"]["real_rounds"] == 20 and d["check"]["passed"]
     assert abs(d["eps_claimed"] - 0.174045) < 1e-5  # the SGM claim at q = 0.5, sigma = 10, delta = 1e-5
     assert not (tmp_path / "none").exists() or not list((tmp_path / "none").iterdir())  # nothing downloaded
+
+
+def test_epsilon_of_dpsur_own_rule_is_its_certificate(capsys):
+    """``epsilon --mechanism dpsur`` answers with DPSUR's own rule's certified guarantee (THEORY.md §11.4):
+    the same number as certified_interval, and the named attack's forced epsilon beside it; bounds
+    that do not exist for DPSUR are refused in one line naming the bound."""
+    from paperlib.mechanisms.certified import certified_interval
+
+    argv = ["epsilon", "--mechanism", "dpsur", "--N", "9999", "--q", "0.01", "--sigma", "1.2", "--n", "500",
+            "--rounds", "50", "--delta", "1e-5"]
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    want = certified_interval("dpsur", 9999, 0.01, 1.2, 500, rounds=50, delta=1e-5)
+    assert got["epsilon"] == pytest.approx(want["epsilon_certified"], rel=1e-9)
+    assert got["epsilon_forced"] <= got["epsilon"] and got["epsilon"] / got["epsilon_forced"] < 1.5
+    code, out, err = run_main(argv[:3] + ["--bound", "upper"] + argv[3:], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "'upper' is not defined for mechanism dpsur" in err

@@ -12,6 +12,9 @@ guarantee    the per-pair guarantee: SGM its claim      the certified T-round gu
              FEASGM Thms A.2/A.3, ASGM (THEORY.md §6)   THEORY.md §11); SGM ``f_q^{⊗T}``
 upper        its upper bound: Thms 3.8, 3.10 (Eq. 14),  the T-round upper bound (Thm A.6;
              A.4; SGM its claim                         :func:`~paperlib.mechanisms.multiround.rounds_upper_bound`)
+guarantee    DPSUR's own rule: the certified guarantee  the same over T rounds
+(DPSUR)      (count of the separate draw x SGM step,
+             THEORY.md §11.4)
 clt          the CLT bound of the upper bound (Thms     the same over T rounds (Corollary B.2)
              3.12/3.13, A.7): EASGM and FEASGM
 ===========  =========================================  ===========================================
@@ -151,6 +154,13 @@ def _clt(mech: Mechanism):
             raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
         return clt_bound(mech, N, q, sigma, n, rounds=rounds)
     return build
+
+
+# DPSUR's own rule (THEORY.md §11.4): its certified guarantee, one round or many; no upper bound or
+# CLT bound of the paper's kind exists for it
+@register(Mechanism.DPSUR, "guarantee")
+def _dpsur_rounds(N, q, sigma, n, *, rounds, **pld):
+    return certified_guarantee(Mechanism.DPSUR, N, q, sigma, n, rounds=rounds, **pld)
 
 
 register(Mechanism.EASGM, "clt")(_clt(Mechanism.EASGM))

@@ -256,7 +256,8 @@ def _neighbour(run: Run, name: str, small: int, opts: dict) -> dict:
         try:
             fr = forced_epsilon(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
             entry.update(epsilon_forced=fr["epsilon_forced"], epsilon_forced_bracket=fr["epsilon_forced_bracket"],
-                         forced_method=fr["forced_method"], forced_is_attack=_is_attack(fr))
+                         forced_method=fr["forced_method"], forced_attack=fr.get("forced_attack"),
+                         forced_is_attack=_is_attack(fr))
         except ValueError:
             entry["epsilon_forced"] = None
         return entry
@@ -280,6 +281,14 @@ def _is_attack(r: dict) -> bool:
     return r.get("forced_method") in _ATTACK_METHODS
 
 
+def _attack_name(entry: dict) -> str:
+    """The named attack behind the forced end (``forced_attack['name']``), else its method, for a sentence."""
+    att = entry.get("forced_attack")
+    if isinstance(att, dict) and att.get("name"):
+        return f"the attack '{att['name']}'"
+    return f"a real attack ({entry.get('forced_method', 'named in the report')})"
+
+
 def _verdict(entry: dict, claim: float) -> None:
     """Fill ``verdict``, ``sentence`` and ``claim_stands`` of a neighbour entry (module docstring)."""
     c, f = entry.get("epsilon_certified"), entry.get("epsilon_forced")
@@ -293,12 +302,13 @@ def _verdict(entry: dict, claim: float) -> None:
                                       f"({entry['why']}).")
     elif f is not None and attack and f > claim:
         verdict = "refuted"
+        by = _attack_name(entry)
         if c is None:
-            sentence = (f"{head}: claim refuted: the upper bound forces epsilon >= {f:.4g} > {claim:.4g}; certified "
+            sentence = (f"{head}: claim refuted: {by} forces epsilon >= {f:.4g} > {claim:.4g}; certified "
                         f"epsilon not computed ({entry['why']}).")
         else:
-            sentence = (f"{head}: claim refuted: no analysis of this mechanism can give less than {f:.4g} > claimed "
-                        f"{claim:.4g} (certified {c:.4g}; {entry['why']}).")
+            sentence = (f"{head}: claim refuted: {by} forces epsilon >= {f:.4g} > claimed {claim:.4g}, so no "
+                        f"analysis of this mechanism can certify the claim (certified {c:.4g}; {entry['why']}).")
     elif entry.get("not_covered"):
         verdict, sentence = "not covered", f"{head}: not covered: {entry['why']}."
     elif c is None:
