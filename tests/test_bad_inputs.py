@@ -1306,7 +1306,7 @@ def _core_api_rows():
         ("release-assume-int", lambda: opacus_release("1.7.0", assume=1), TypeError, "assume_release"),
         ("rates-drop-last-string", lambda: opacus1_rates(100, 10, "no"), TypeError, "drop_last"),
         ("scan-drop-last-string", lambda: normaliser_scan(100, [10], "no"), TypeError, "drop_last"),
-        ("curve-dpsur-unregistered", lambda: curve("dpsur", "guarantee", 3, 0.5, 1.0, 2), ValueError, "bound"),
+        ("curve-dpsur-unregistered", lambda: curve("dpsur", "upper", 3, 0.5, 1.0, 2), ValueError, "bound"),
         ("curve-bound-unknown", lambda: curve("easgm", "exact", 3, 0.5, 1.0, 2), ValueError, "bound"),
         ("curve-rounds-bool", lambda: curve("easgm", "upper", 3, 0.5, 1.0, 2, rounds=True), ValueError, "rounds"),
         ("check-bool-int", lambda: check_bool(1, "flag"), TypeError, "flag"),
