@@ -494,6 +494,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     res = audit_outputs(grads, mechanism, q, sigma, C, outputs, distinguishers=dists, delta=delta, seed=seed,
                         data=f"{dataset} ({model} gradients at theta_0)", source=path)
+    from paperlib.implementations.models import model_info
+
     wall = time.perf_counter() - t0
     per_step = impl_seconds / impl_steps if impl_steps else float("nan")
     full_rounds = 2 * trials  # calibration + counted, both datasets
@@ -501,6 +503,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     data = {
         "implementation": implementation, "version": impl_info.get("version"), "model": model, "dataset": dataset,
+        "model_info": model_info(model),  # size, architecture and its source, for the grade
         "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
         "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
         "implementation_notes": impl_info.get("notes"),

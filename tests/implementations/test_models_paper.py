@@ -182,3 +182,19 @@ def test_same_function_as_the_original_code(name, tmp_path):
         b = ours.denoiser(X, sigma, y)
     assert np.isfinite(a.numpy()).all()
     torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_opacus_step_is_the_clipped_mean_of_our_gradients():
+    """Through the runners (Opacus as installed): with q = 1 and sigma = 0 the update is
+    sum_i clip(g_i, C) / floor(N q), g_i from per_example_grads (an independent path)."""
+    from paperlib.implementations.runners import run_steps
+
+    X, y = _data(3, seed=9)
+    C = 0.1
+    r = run_steps("opacus-installed", "dpfeta-mnist", X, y, dataset="Dprime", q=1.0, sigma=0.0, C=C, trials=1,
+                  seed=1, download=False)
+    G = per_example_grads(build_model("dpfeta-mnist"), X, y).double()
+    clipped = G * torch.clamp(C / (G.norm(dim=1, keepdim=True) + 1e-6), max=1.0)
+    want = clipped.sum(0) / 3
+    np.testing.assert_allclose(r["updates"][0], want.numpy(), rtol=1e-3, atol=1e-7)
+    assert r["n"] == 1_485_217 and r["batch_sizes"][0] == 3
