@@ -87,7 +87,7 @@ _AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
-MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
+MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
