@@ -145,3 +145,52 @@ def test_mechanism_parse_accepts_dpsur_in_the_sampler():
         S.sample("dpsurx", torch.eye(3), 0.5, 1.0, 1.0, "D", 2, torch.Generator())
     assert Mechanism.DPSUR.draws_divisor and Mechanism.DPSUR.skips_empty_batch
     assert math.isclose(Mechanism.DPSUR.normaliser(4, 0, 0.45), 1.8)
+
+
+# ---------------------------------------------------------------------------- the white-box model
+
+
+def _small(seed=4, N=3, n=6):
+    return torch.randn(N + 1, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_optimal_llr_equals_brute_force_enumeration_for_dpsur():
+    """The merged-mixture LLR (binomial law of |B'|, atom at 0) equals enumerating every (B, B')."""
+    from paperlib.audit.components import Projection, WhiteBoxModel
+    from paperlib.audit.distinguishers import OptimalDistinguisher, brute_force_llr
+
+    v = _small()
+    q, sigma, C = 0.4, 0.8, 0.9
+    model = WhiteBoxModel("dpsur", v, q, sigma, C)
+    d = OptimalDistinguisher()
+    d.bind(model)
+    x = torch.cat([S.sample("dpsur", v, q, sigma, C, ds, 30, torch.Generator().manual_seed(i))
+                   for i, ds in enumerate(("D", "D'"))])
+    assert (x.abs().sum(dim=1) == 0).any()  # some atoms among them
+    got = d.score(x, model.project(x))
+    want = brute_force_llr("dpsur", v.numpy(), q, sigma, C, x.numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert math.isclose(float(got[(x.abs().sum(dim=1) == 0).numpy()][0]), math.log1p(-q), rel_tol=1e-12)
+    # the atoms' probabilities are (1 - q)^N and (1 - q)^(N + 1)
+    desc = model.describe()
+    assert math.isclose(desc["atom_D"], (1 - q) ** 3) and math.isclose(desc["atom_Dprime"], (1 - q) ** 4)
+    assert "atom_D" not in WhiteBoxModel("asgm", v, q, sigma, C).describe()
+
+
+def test_dpsur_audit_given_outputs_equals_the_batched_audit():
+    """The game audits DPSUR's rule on its projected and full paths, and outputs of the sampler handed
+    to audit_outputs give the batched full path's counts (same draws, atoms scored alike)."""
+    from paperlib.audit.game import audit_distinguishers, audit_outputs
+
+    v = _small(N=2, n=5)
+    kw = dict(trials=2000, seed=3, distinguishers={"opt": "optimal", "nor": "normality"})
+    a = audit_distinguishers(v, "dpsur", 0.5, 1.0, 1.0, path="projected", **kw)
+    b = audit_distinguishers(v, "dpsur", 0.5, 1.0, 1.0, path="full", **kw)
+    for k in a:
+        assert 0.0 <= a[k].fpr <= 1 and 0.0 <= b[k].fnr <= 1
+    # full outputs of the sampler given to audit_outputs score as the batched full path does
+    g = torch.Generator().manual_seed(3)
+    outs = {ph: {ds: S.sample("dpsur", v, 0.5, 1.0, 1.0, ds, 1000, g) for ds in ("D", "D'")} for ph in ("cal", "count")}
+    c = audit_outputs(v, "dpsur", 0.5, 1.0, 1.0, outs, distinguishers=kw["distinguishers"], seed=3)
+    assert (c["opt"].false_positives, c["opt"].false_negatives) == (b["opt"].false_positives,
+                                                                    b["opt"].false_negatives)
