@@ -557,8 +557,9 @@ def run_audit_implementation(args) -> dict:
     except datasets.DatasetUnavailable as exc:
         raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
-            "mode", "path", "normaliser_found", "fpr", "fnr", "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed",
-            "violation", "trials", "calibration_trials", "seconds", "seconds_per_step", "full_mode_estimate_s")
+            "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
+            "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
+            "seconds_per_step", "full_mode_estimate_s")
     out = {"command": "audit-implementation"}
     out.update({k: r.get(k) for k in keys})
     if args.batch_size is not None:
@@ -568,7 +569,8 @@ def run_audit_implementation(args) -> dict:
     if r.get("inputs"):
         out["inputs"] = r["inputs"]
     if r.get("check"):
-        out["check"] = {k: r["check"][k] for k in ("passed", "min_p", "threshold", "tests", "trials")}
+        out["check"] = {k: r["check"].get(k) for k in ("passed", "min_p", "threshold", "tests", "trials",
+                                                       "min_detectable_ks_distance", "power")}
     return out
 
 
