@@ -58,6 +58,21 @@ def test_real_dpsur_steps_agree_with_dpsurs_rule(points, ds):
     assert 0 <= t < 60
 
 
+def test_dpsurs_own_code_agrees_with_dpsurs_rule_step_by_step(points, tmp_path, monkeypatch):
+    """DPSUR's pinned source (run in its subprocess) against the replayed draws: every step agrees."""
+    from test_dpsur import COMMIT, _fill, _source_bytes  # the pinned files from a cache, a mirror or the network
+
+    b = _source_bytes()
+    if b is None:
+        pytest.skip("DPSUR's source is not in the cache, no git mirror, and no network")
+    monkeypatch.setenv("PAPERLIB_CACHE", str(tmp_path))
+    _fill(tmp_path / "dpsur" / COMMIT, b)
+    r, rows, draws = _dpsur_steps(points, "D'", trials=40, seed=12)
+    assert r["version"].startswith("DPSUR "), r["version"]
+    chk = RA.check_steps(r["updates"], rows, "dpsur", Q, SIGMA, C, draws=draws)
+    assert chk["disagreeing"] == 0 and chk["divisor_is_not_batch_size"] > 0, chk
+
+
 def test_a_step_divided_by_its_own_batch_is_refused(points):
     """Steps with DPSUR's draws but divided by |B| (what the paper's ASGM model assumes) fail DPSUR's rule."""
     r, rows, draws = _dpsur_steps(points)
