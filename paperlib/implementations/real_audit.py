@@ -301,9 +301,17 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
 
     mech = Mechanism.parse(mechanism, tuple(Mechanism))
     U = np.asarray(updates, dtype=np.float64)
-    rows = mech_mod.clip(torch.as_tensor(np.asarray(grads_rows, dtype=np.float64)), C)
+    R = np.asarray(grads_rows, dtype=np.float64)
+    if U.ndim != 2 or R.ndim != 2 or U.shape[1] != R.shape[1] or R.shape[0] < 1:
+        raise ValueError(f"updates must have shape (m, n) and grads_rows (N_data, n) with the same n, got "
+                         f"{U.shape} and {R.shape}")
+    rows = mech_mod.clip(torch.as_tensor(R), check_positive(C, "C"))
     m, n = U.shape
     N_data = rows.shape[0]
+    if draws is not None and any(np.shape(draws[k]) != (m, N_data if k != "noise" else n)
+                                 for k in ("batch_masks", "divisor_masks", "noise")):
+        raise ValueError(f"draws must hold batch_masks and divisor_masks of shape {(m, N_data)} and noise of "
+                         f"shape {(m, n)} (replay_dpsur_draws)")
     bad, first = 0, None
     if draws is not None:
         bm = torch.as_tensor(draws["batch_masks"])
