@@ -462,7 +462,8 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
     # metavar given: argparse would otherwise list the (lazy) choices while building the parser
     a.add_argument("--implementation", required=True, choices=IMPLEMENTATION_CHOICES, metavar="IMPLEMENTATION",
                    help="one of %(choices)s; whose DP-SGD step: opacus-installed (v1.x, FEASGM), opacus-1.0.2 (FEASGM, the v1.0 line the "
-                        "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), dpsur (ASGM), "
+                        "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), "
+                        "dpsur (DPSUR's rule: a separate draw's size), "
                         "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
     a.add_argument("--model", required=True, choices=("cnn-mnist", "cnn-cifar10", "large-mnist"),
                    help="model at fixed parameters theta_0 (built from --seed)")
