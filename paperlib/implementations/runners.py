@@ -52,7 +52,7 @@ Implementations (:data:`IMPLEMENTATIONS`)
     ``PrivacyEngine._generate_noise`` (std ``sigma C``) and divided by 1 (THEORY.md
     section 0's zero-normaliser convention for ASGM); it is reported in ``notes``.
     The releases' noise RNG is seeded with ``PrivacyEngine._set_seed`` so runs repeat.
-``"dpsur"`` (ASGM, ``nu = |B|``)
+``"dpsur"`` (DPSUR's rule, ``nu = |B'|`` of a separate Poisson draw, no step on an empty batch)
     :mod:`paperlib.implementations.dpsur`, in process and batched over trials.
 ``"opacus-installed+fix"`` (SGM divided by a public constant, ``nu = batch_size``)
     The ``"opacus-installed"`` step with :func:`paperlib.practitioner.fix.fix_normaliser` applied to
@@ -115,7 +115,7 @@ IMPLEMENTATION_MECHANISM = {
     "opacus-1.0.2": Mechanism.FEASGM,
     "opacus-0.15.0": Mechanism.EASGM,
     "opacus-0.13.0": Mechanism.ASGM,
-    "dpsur": Mechanism.ASGM,
+    "dpsur": Mechanism.DPSUR,  # |B'|: a separate Poisson draw's size; no step on an empty batch
     "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.practitioner.fix)
 }
 #: implementations with the fix of :mod:`paperlib.practitioner.fix` (divide by the configured batch size)
