@@ -25,7 +25,7 @@ from paperlib.practitioner.releases import floors_agree_on_neighbours
 
 __all__ = ["OPACUS_MNIST_README", "MNIST_README_SETTINGS", "MNIST", "DPSUR_DEFAULTS", "Family", "FAMILIES",
            "nearest_agreeing_batch", "families_for", "family_row", "dpsur_row", "family_rows", "action_sentence",
-           "VERDICT_ORDER"]
+           "versus", "VERDICT_ORDER"]
 
 #: Opacus's MNIST example at release 0.13.0 (the sample parameter sets of its README)
 OPACUS_MNIST_README = {"repository": "pytorch/opacus", "tag": "v0.13.0",
@@ -118,6 +118,19 @@ def _summary(report: dict) -> dict:
             "attack": next((e["forced_attack"]["name"] for e in report["neighbours"]
                             if e.get("forced_is_attack") and isinstance(e.get("forced_attack"), dict)), None),
             "mechanism": str(report["mechanism"]), "steps": report["steps"], "sample_rate": report["sample_rate"]}
+
+
+def versus(x: float | None, ref: float, *, far: float = 10.0) -> str:
+    """``x`` against ``ref`` in a word, from the numbers as printed (3 significant digits): "far above"
+    (at least ``far`` times), "above", "at", "below", "far below" (at most ``1/far`` times), or "not
+    computed" (``x`` None)."""
+    if x is None:
+        return "not computed"
+    if _fmt(x) == _fmt(ref):
+        return "at"
+    if x > ref:
+        return "far above" if x >= far * ref else "above"
+    return "far below" if x * far <= ref else "below"
 
 
 def _fmt(x) -> str:

@@ -90,6 +90,11 @@ def test_action_sentence_follows_the_verdict_and_the_numbers():
     assert "addition neighbour" in s and "fix the sample rate" in s and "alone does not help" in s
 
 
+def test_versus_words_follow_the_printed_numbers():
+    assert [F.versus(x, 1.0) for x in (20.0, 10.0, 1.5, 1.0004, 0.5, 0.1, None)] == \
+        ["far above", "far above", "above", "at", "below", "far below", "not computed"]
+
+
 def test_acceptance_dpsur_defaults_bracket():
     """DPSUR's defaults: its own rule's bracket, both ends valid (forced by a named attack, certified by a
     proven certificate), certified/forced <= 1.5 (measured 2.769/2.754); its claim is its target 3; the fix
