@@ -77,8 +77,8 @@ def nearest_agreeing_batch(N: int, batch_size: int, span: int = 64) -> int:
     raise ValueError(f"batch_size: no batch size within {span} of {b} has agreeing floors on {N:,} records")
 
 
-_SUM_FIX = "loss_reduction='sum' with the learning rate divided by the batch size"
-_PUBLIC_FIX = "paperlib.practitioner.fix_normaliser(optimizer, batch_size): divide by the configured batch size"
+_SUM_FIX = "summing the loss (loss_reduction='sum', learning rate divided by the batch size)"
+_PUBLIC_FIX = "the fix fix_normaliser(optimizer, batch_size) (divide by the configured batch size)"
 
 
 def families_for(N: int, batch_size: int, sample_rate: float) -> tuple[Family, ...]:
@@ -101,7 +101,7 @@ def families_for(N: int, batch_size: int, sample_rate: float) -> tuple[Family, .
 #: the Opacus families at the MNIST example's settings (the 1.x rows: its batch 240, and the nearest batch
 #: size whose floors agree)
 FAMILIES = families_for(MNIST["dataset_size"], MNIST["batch_size"], MNIST["sample_rate"])
-_DPSUR_FIX = ("divide the noisy sum by a public constant and take a noise-only step on an empty batch (SGM)")
+_DPSUR_FIX = "a public divisor with a noise-only step on an empty batch"
 
 
 def _worst(verdicts) -> str:
@@ -111,8 +111,10 @@ def _worst(verdicts) -> str:
 def _summary(report: dict) -> dict:
     """The numbers of one check report a row needs."""
     by = {e["name"]: e for e in report["neighbours"]}
+    # a neighbour that is not covered has no bracket: the others' still bound what they cover
+    certs = [e["epsilon_certified"] for e in report["neighbours"] if e.get("epsilon_certified") is not None]
     return {"claimed": report["claimed_epsilon"], "accountant": report["claim"]["accountant"],
-            "certified": report["epsilon_certified"], "forced": report["epsilon_forced"],
+            "certified": max(certs) if certs else None, "forced": report["epsilon_forced"],
             "verdicts": {k: e["verdict"] for k, e in by.items()},
             "verdict": _worst(e["verdict"] for e in report["neighbours"]),
             "attack": next((e["forced_attack"]["name"] for e in report["neighbours"]
@@ -172,7 +174,8 @@ def family_row(family: Family, setting: dict, *, pld_options: dict | None = None
     """One row: ``family`` run at ``setting`` (``dataset_size``, ``noise_multiplier``, ``epochs`` or
     ``steps``, ``n_params``, ``delta``), checked as it is and with its fix.
 
-    Returns ``{"family", "label", "setting", "claimed", "accountant", "certified", "forced", "ratio"
+    Returns ``{"family", "label", "setting", "claimed", "accountant", "certified" (the larger over the
+    neighbours that have one: a neighbour that is not covered has none), "forced", "ratio"
     (certified/forced, None when either is missing), "verdicts" (per neighbour), "verdict" (the worst),
     "attack", "mechanism", "steps", "sample_rate", "fix": {"name", "claimed", "certified", "forced",
     "verdicts", "verdict"}, "sentence", "report", "fix_report"}``. ValueError (one line) for a bad setting.

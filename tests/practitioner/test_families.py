@@ -48,7 +48,10 @@ def test_family_rows_are_the_check_reports_and_the_fix(small_rows):
     assert [r["family"] for r in rows] == ["asgm", "easgm", "feasgm-differ", "feasgm-agree"]
     for fam, row in zip(fams, rows):
         direct = check_run(**fam.run, dataset_size=6_000, noise_multiplier=1.0, steps=30, n_params=500)
-        assert row["claimed"] == direct["claimed_epsilon"] and row["certified"] == direct["epsilon_certified"]
+        certs = [e["epsilon_certified"] for e in direct["neighbours"] if e.get("epsilon_certified") is not None]
+        assert row["claimed"] == direct["claimed_epsilon"] and row["certified"] == max(certs)
+        if all(e.get("epsilon_certified") is not None for e in direct["neighbours"]):
+            assert row["certified"] == direct["epsilon_certified"]
         assert row["forced"] == direct["epsilon_forced"]
         assert row["verdicts"] == {e["name"]: e["verdict"] for e in direct["neighbours"]}
         assert row["verdict"] == min(row["verdicts"].values(), key=F.VERDICT_ORDER.index)
