@@ -136,7 +136,9 @@ def versus(x: float | None, ref: float, *, far: float = 10.0) -> str:
 
 
 def _fmt(x) -> str:
-    return "–" if x is None else format(x, ".3g")
+    if x is None:
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 1000 else format(x, ".3g")  # never an exponent in a sentence
 
 
 def action_sentence(row: dict) -> str:
