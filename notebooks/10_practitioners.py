@@ -57,8 +57,8 @@ SEED = 0
 #
 # Everything here is deterministic (`SEED` is recorded, `DEVICE` unused). Full mode checks all
 # three settings of the MNIST example below, quick mode the first of them; both check DPSUR at
-# its defaults. Smoke mode (a build check) runs one epoch of the first setting and 300 steps of
-# DPSUR, and leaves out the ASGM family, the slowest to certify.
+# its defaults. Smoke mode (a build check) runs one epoch of the first setting and a few hundred
+# steps of DPSUR, and leaves out the ASGM family, the slowest to certify.
 
 # %%
 import time
