@@ -272,8 +272,10 @@ pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N":
 # FNR axis because there the bound's FNR is many orders of magnitude below the claim's. At $\delta = 10^{-5}$ the RDP accountant reports
 # $\varepsilon = $ {glue:text}`nb09_eps_rdp:.3f` (PRV: {glue:text}`nb09_eps_prv:.3f`; the tight
 # value is at most {glue:text}`nb09_eps_tight:.4f`), while the bound has
-# $\varepsilon = $ {glue:text}`nb09_eps_fe_small:.1f` and {glue:text}`nb09_eps_fe_large:.0f`:
-# no analysis of this mechanism can certify the claim. Exact curves on
+# $\varepsilon = $ {glue:text}`nb09_eps_fe_small:.1f` and {glue:text}`nb09_eps_fe_large:.0f`.
+# A named attack forces at least these values (every clipped gradient zero, a chi-square test
+# of the released gradients' squared length; the second remark below), so the claim is false
+# for this mechanism. Exact curves on
 # {glue:text}`nb09_nalpha` values of $\alpha$; tight claim by dp_accounting's PLD
 # composition with loss step {glue:text}`nb09_step_tight`.
 # ```

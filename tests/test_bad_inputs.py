@@ -333,6 +333,7 @@ def _api_rows():
     from paperlib.mechanisms.accountants import sgm_claim_epsilon
     from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
+    from paperlib.practitioner import families as fam
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [
@@ -364,6 +365,10 @@ def _api_rows():
                                                  delta=0.0), ValueError, "delta"),
         ("practitioner-version", lambda: check_run("banana", 60000, 256, epochs=1, noise_multiplier=1.0,
                                                    n_params=100), ValueError, "opacus_version"),
+        ("families-batch", lambda: fam.nearest_agreeing_batch(60_000, 0), ValueError, "batch_size"),
+        ("families-sigma", lambda: fam.family_row(fam.FAMILIES[0], {**fam.MNIST, "noise_multiplier": -1.0, "epochs": 1}),
+         ValueError, "noise_multiplier"),
+        ("families-dpsur-steps", lambda: fam.dpsur_row({**fam.DPSUR_DEFAULTS, "steps": 0}), ValueError, "steps"),
         ("check-seed-bool", lambda: check_seed(True), ValueError, "seed"),
         ("load-points-name", lambda: load_points("imagenet", 5), ValueError, "name"),
         ("load-points-k", lambda: load_points("synthetic", 0), ValueError, "k"),
@@ -393,7 +398,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "claim-q-zero", "claim-sigma-negative", "claim-epsilon-delta-zero", "claim-alpha-above-1", "rounds-zero",
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
            "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
-           "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
+           "practitioner-version", "families-batch", "families-sigma", "families-dpsur-steps", "check-seed-bool",
+           "load-points-name", "load-points-k", "load-points-seed",
            "real-audit-seed", "real-audit-mode", "real-audit-dataset", "step-check-mechanism", "step-check-shapes",
            "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks"]
 

@@ -5,7 +5,8 @@ renders it. The default-values cell (tag ``parameters``) is collapsed entirely
 (``hide-cell``: one click shows it), not removed: the visible code uses the names it
 defines, so every name stays on the page; papermill's ``injected-parameters`` cell below it
 shows the values actually used. Every other code cell gets ``hide-input``, so a reader
-sees prose, figures and tables first and opens the code with one click.
+sees prose, figures and tables first and opens the code with one click, except a cell tagged
+``edit-here`` (a cell the reader is asked to edit, e.g. chapter 10's "your run"): it stays open.
 
 Figures: :func:`paperlib.artifact.figures.show_figure` displays an inline copy of each figure for
 Jupyter readers; here those copies are dropped, because the book shows the figure
@@ -30,7 +31,8 @@ from pathlib import Path
 from paperlib.artifact.figures import INLINE_COPY_KEY
 
 _FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*$")
-PROV_MARK = "% paperlib: provenance line"  # a MyST comment: invisible, marks the caption as done
+PROV_MARK = "% paperlib: provenance line"
+EDIT_TAG = "edit-here"  # a code cell the reader is asked to edit: its input stays shown  # a MyST comment: invisible, marks the caption as done
 
 
 def caption_provenance(source: str, notebook_stem: str, vectors: dict[str, str] | None = None) -> str:
@@ -103,6 +105,8 @@ def tag_notebook(path: str | os.PathLike) -> int:
             cell["outputs"] = kept
             changed += 1
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if EDIT_TAG in tags:  # the reader is asked to edit it: never collapsed
+            continue
         want = "hide-cell" if "parameters" in tags else "hide-input"
         if "parameters" in tags and "remove-cell" in tags:  # tagged by an older booktags
             tags.remove("remove-cell")

@@ -314,7 +314,7 @@ def _verdict(entry: dict, claim: float) -> None:
     elif c is None:
         verdict, sentence = "unresolved", f"{head}: claim not certified: {entry['why']}."
     else:
-        lower = (f"the upper bound forces only {f:.4g}" if attack else
+        lower = (f"{_attack_name(entry)} forces only {f:.4g}" if attack else
                  f"the lower end {_f(f)} is an upper bound of the index-revealed guarantee, not an attack")
         verdict, sentence = "unresolved", (f"{head}: claim not certified: the run is certified at {c:.4g} > claimed "
                                            f"{claim:.4g}, and {lower} ({entry['why']}).")
@@ -396,7 +396,7 @@ def format_statement(report: dict, width: int = 88) -> str:
     lines.append("")
     if r["epsilon_certified"] is not None:
         attacks = all(e.get("forced_is_attack") for e in r["neighbours"])
-        lower = (f"no analysis of it can give less than {_f(r['epsilon_forced'])}" if attacks else
+        lower = (f"a named attack forces epsilon >= {_f(r['epsilon_forced'])} on it" if attacks else
                  f"the lower end {_f(r['epsilon_forced'])} is not forced by an attack")
         lines.append(wrap(f"The mechanism you ran is ({_f(r['epsilon_certified'])}, {r['delta']:g})-DP for "
                           f"add/remove neighbours (certified, PLD upper end); {lower}."))

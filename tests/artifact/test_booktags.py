@@ -23,6 +23,18 @@ def test_tags_parameters_collapsed_and_code_hidden(tmp_path):
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
 
 
+def test_a_cell_the_reader_edits_stays_open(tmp_path):
+    """Chapter 10's "your run" cell (tag ``edit-here``) is neither collapsed nor its input hidden."""
+    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["edit-here"]}, "source": "N = 1", "outputs": []},
+                    {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": []}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "a.ipynb"
+    p.write_text(json.dumps(nb))
+    assert tag_notebook(p) == 1
+    cells = json.loads(p.read_text())["cells"]
+    assert cells[0]["metadata"]["tags"] == ["edit-here"] and cells[1]["metadata"]["tags"] == ["hide-input"]
+
+
 def test_inline_figure_copies_dropped_and_captions_get_provenance(tmp_path):
     from paperlib.artifact.booktags import PROV_MARK, caption_provenance
     from paperlib.artifact.figures import INLINE_COPY_KEY
