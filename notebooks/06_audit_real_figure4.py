@@ -111,12 +111,8 @@ glue("nb06_check_trials", f"{CHECK_TRIALS}" if CHECK_TRIALS else "every", displa
 SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DATASETS}
 
 # %% [markdown]
-# ## 2. The audits
-#
-# Each point is cached under a hash of its parameters (`results/real_audit_<key>.json`),
-# so a rerun is instant. A point whose implementation cannot run here (e.g. the Opacus
-# v0.15.0 release is not in the local release cache) or fails the check is reported, not
-# plotted.
+# The cell below runs the audits of section 2 and reads off each result the points it used
+# (the table below).
 
 # %%
 rows = []
@@ -144,6 +140,16 @@ show_table([{"panel": DATASETS[name], "data": src, "points": next(
             for name, (_, _, src) in SOURCES.items()],
            {"panel": "panel", "data": "data", "points": "the points audited"},
            name="06_points", caption="The points each panel of Figure 4 audits (indices in their split).")
+
+# %% [markdown]
+# ## 2. The audits
+#
+# Each point is cached under a hash of its parameters (`results/real_audit_<key>.json`),
+# so a rerun is instant. A point whose implementation cannot run here (e.g. the Opacus
+# v0.15.0 release is not in the local release cache) or fails the check is reported, not
+# plotted.
+
+# %%
 table = []
 for row in rows:
     r = row["result"]

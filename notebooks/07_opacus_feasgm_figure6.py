@@ -78,7 +78,7 @@ glue("nb07_mode", MODE, display=False)
 glue("nb07_trials", f"{TRIALS:,}", display=False)
 
 # %% [markdown]
-# ## The audits
+# ## 1. The audits
 
 # %%
 RESULTS, ERRORS = {}, {}
@@ -157,7 +157,7 @@ _g("old_error", ERRORS.get("opacus-1.0.2"), missing="none")
 # {glue:text}`nb07_new_real` of its rounds real steps.
 
 # %% [markdown]
-# ## The paper's Figure 6
+# ## 2. The paper's Figure 6
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -214,7 +214,7 @@ _saved = save_result(
 # The bars are capped by the number of trials, not by the mechanism.
 
 # %% [markdown]
-# ## The spread of $\varepsilon_L$ across seeds
+# ## 3. The spread of $\varepsilon_L$ across seeds
 #
 # Figure 6 has a single point, so it is the representative one: the audit of
 # {glue:text}`nb07_spread_code` is repeated at three seeds derived from `SEED`

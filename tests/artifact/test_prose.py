@@ -116,3 +116,18 @@ def test_the_hand_typed_check_can_fail(tmp_path):
     assert [w for w, _, _ in _hand_typed(nb)] == ["far above"]
     nb.write_text("# %% [markdown]\n# The bound is {glue:text}`nb04_rel` the claim.\n")
     assert list(_hand_typed(nb)) == []
+
+
+def test_chapters_number_their_sections():
+    """From a chapter's first numbered section on, every section is numbered 1, 2, ... (chapters 7 and 8 were
+    not), and Figure 4's table of points sits in the data-points section, not under "2. The audits"."""
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        heads = [h for h in re.findall(r"^# ## (.+)$", path.read_text(encoding="utf-8"), flags=re.M)]
+        nums = [re.match(r"(\d+)\. ", h) for h in heads]
+        first = next((i for i, m in enumerate(nums) if m), None)
+        assert first is not None, f"{path.name}: no numbered section"
+        after = [(h, m) for h, m in zip(heads[first:], nums[first:]) if h != "Summary"]
+        assert [int(m.group(1)) if m else None for _, m in after] == list(range(1, len(after) + 1)), \
+            f"{path.name}: sections {[h for h, _ in after]}"
+    src = (NOTEBOOKS / "06_audit_real_figure4.py").read_text(encoding="utf-8")
+    assert src.index('name="06_points"') < src.index("# ## 2. The audits") < src.index('name="06_fig4_audits"')
