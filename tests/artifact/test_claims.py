@@ -421,8 +421,8 @@ def test_fig6_installed_release_is_partly_reproduced(rd, dpfeta_model):
     assert r["verdict"] == "partly reproduced"
     assert r["reason"] == ("substituted: release: ran Opacus 1.6.0; the paper: Opacus v1.0; code path: ran "
                            "opacus-1.6.0 (installed); the paper audited opacus-1.0 (DP-FETA); real steps: 30 of "
-                           "10,000 rounds ran as real implementation steps, the others as the mechanism the checked "
-                           "step implements; the paper: every round a real step")
+                           "10,000 rounds ran as real implementation steps, the others drawn from the mechanism the "
+                           "checked steps implement (FEASGM); the paper: every round a real step")
     _fig6(rd, inputs={})  # inputs absent (old results)
     r = _claim("C6").evaluate(rd)
     assert r["verdict"] == "partly reproduced" and r["reason"] == "substituted: data: inputs not recorded"
