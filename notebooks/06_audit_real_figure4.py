@@ -71,6 +71,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
+from paperlib.artifact import estimate
 from paperlib.artifact import figures as pf
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
@@ -218,7 +219,7 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 
 # %%
 n_above = sum(1 for row in done if row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])
-est = sum(row["result"]["full_mode_estimate_s"] or 0.0 for row in done)
+est, _ = estimate.seconds(row["result"] for row in done)  # the one full-mode estimate (paperlib.artifact.estimate)
 srcs = sorted({src for _, _, src in SOURCES.values()})
 real = sorted({row["result"]["inputs"]["real_rounds"] for row in done})
 gaps = {(row["panel"], row["q"]): row["result"]["eps_lower"][OPT] - row["result"]["eps_claimed"]
