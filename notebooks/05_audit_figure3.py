@@ -389,6 +389,9 @@ print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
 # The paper's claim C3, graded from this notebook's results by the same check (and
 # tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C3")
 print(f"C3 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -292,6 +292,9 @@ glue("nb07_spread_seeds", ", ".join(str(s) for s in SPREAD_SEEDS), display=False
 # The paper's claim C6, graded from this notebook's results by the same check (and
 # tolerance) as the grade page: a claim these numbers do not support stops the build.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C6")
 print(f"C6 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

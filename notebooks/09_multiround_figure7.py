@@ -510,6 +510,9 @@ print(f"notebook 09 finished in {wall:.1f} s (MODE={MODE})")
 # The paper's claim C7, graded from this notebook's results by the same check (and
 # tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C7")
 print(f"C7 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -412,7 +412,10 @@ print(f"notebook 11 finished in {wall:.1f} s (MODE={MODE})")
 # check (and tolerance) as the grade page; the verdict, including "not reproduced", is printed here
 # and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("X1")
 print(f"X1 ({GRADE['item']}, our addition): {GRADE['verdict']} in {GRADE['mode']} mode"
       + (f" -- {GRADE['reason']}" if GRADE["verdict"] != "reproduced" and GRADE.get("reason") else ""))
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

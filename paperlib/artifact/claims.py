@@ -83,6 +83,7 @@ from paperlib.artifact.grading.checks import (  # noqa: F401  (re-exported: the 
 from paperlib.artifact.grading.render import (  # noqa: F401  (re-exported)
     OUR_ADDITION,
     VERDICT_RULE,
+    chapter_grade,
     headline,
     id_item,
     item_label,
@@ -127,6 +128,7 @@ __all__ = [
     "id_item",
     "render_text",
     "render_markdown",
+    "chapter_grade",
     "main",
 ]
 

@@ -772,3 +772,34 @@ def test_eps_interval_is_one_definition():
     root = Path(__file__).resolve().parents[2]
     for nb in sorted((root / "notebooks").glob("[0-9]*.py")):
         assert "def eps_interval" not in nb.read_text(encoding="utf-8"), nb.name
+
+
+def test_chapter_closes_with_the_grade_pages_list(rd):
+    """The chapter shows the same sentence and substitutions as the grade page (one list per claim)."""
+    from markdown_it import MarkdownIt
+
+    _fig4(rd, inputs=REAL_INPUTS | {"real_rounds": 30, "data_detail": "MNIST test split, 5 points"})
+    rec = cl.require("C4", rd)
+    md = cl.chapter_grade(rec)
+    page = cl.render_markdown(cl.grade(rd)).split("### C4 (Fig. 4)")[1].split("###")[0]
+    got = [line[2:] for line in md.splitlines() if line.startswith("- ")]
+    want = [line[4:] for line in page.splitlines() if line.startswith("  - ")]
+    assert got == want and len(got) == len(rec["fidelity"]) == 2
+    assert cl.typeset(cl.plain_sentence(rec)).split(".")[0] in cl.typeset(md)
+    tokens = MarkdownIt("commonmark").parse(md)
+    inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
+    assert sum(c.type == "strong_open" for c in inline) == 1  # only the label is bold
+    assert "Expected in full mode" in md
+
+
+def test_every_graded_chapter_shows_its_grade():
+    import re
+    from pathlib import Path
+
+    nbs = Path(__file__).resolve().parents[2] / "notebooks"
+    graded = {c.notebook for c in cl.CLAIMS if c.check is not None and c.notebook}
+    for name in sorted(graded):
+        src = (nbs / f"{name}.py").read_text(encoding="utf-8")
+        m = re.search(r"^(\w+) = grade_claim\(", src, flags=re.M)
+        assert m, f"{name}: does not grade its claim"
+        assert f"display(Markdown(chapter_grade({m.group(1)})))" in src, f"{name}: does not show its grade"

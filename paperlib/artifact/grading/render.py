@@ -12,7 +12,7 @@ import re
 import textwrap
 
 __all__ = ["OUR_ADDITION", "VERDICT_RULE", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
-           "headline", "render_markdown", "render_text"]
+           "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
 OUR_ADDITION = "(our addition)"
@@ -185,6 +185,33 @@ def render_markdown(g: dict) -> str:
     n = g["counts"]
     lines.append("Summary: " + ", ".join(f"{n.get(v, 0)} {v}" for v in n) + ". "
                  f"Commit `{g['git_commit']}`{' (dirty)' if g.get('git_dirty') else ''}, {g['created_utc']}.")
+    return "\n".join(lines) + "\n"
+
+
+def chapter_grade(c: dict) -> str:
+    """The grade of one claim as its chapter closes with it (MyST Markdown): the same plain sentence,
+    substitutions (one list), expectation for full mode and findings as the grade page, so the
+    chapter and the grade cannot differ. *c*: a claim record (:func:`paperlib.artifact.claims.require`).
+    Only the claim's label is bold (a bold paragraph would hide the sentence's own emphasis)."""
+    lines = [f"**The grade of {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}** ({_md_escape(c.get('mode'))} "
+             f"mode). {_md(plain_sentence(c))}", ""]
+    fid = c.get("fidelity") or []
+    if fid:
+        lines.append("Differs from the paper's setting:")
+        lines.append("")
+        lines += [f"- {_md(f['reason'])} ({_md_escape(f['verdict'])})" for f in fid]
+        lines.append("")
+    elif c.get("verdict") not in ("not applicable", "not run"):
+        lines += ["Differs from the paper's setting in nothing that the results record.", ""]
+    if c.get("expected_full"):
+        lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
+    fnd = c.get("findings") or []
+    if fnd:
+        lines.append("Found by this artifact, apart from the verdict (not the paper's statements):")
+        lines.append("")
+        lines += [f"- {_md(t)}" for t in fnd]
+        lines.append("")
+    lines.append("Every statement and its detail: the grade page.")
     return "\n".join(lines) + "\n"
 
 
