@@ -138,7 +138,7 @@ def test_fig2(rd):
     assert r["verdict"] == "reproduced", r["reason"]
     assert r["mode"] == "quick" and r["reason"] == ""
     graded = [p for p in r["parts"] if p["graded"]]
-    assert len(graded) == 9  # four statements x two distinguishers + every point above the claim (optimal)
+    assert len(graded) == 8  # four statements x two distinguishers; "every point above the claim" is not the paper's
     _fig2(rd, eas={0.5: (0.01, 0.1, 0.03, 0.1)})  # rises beyond the intervals
     r = _claim("C2").evaluate(rd)
     assert r["verdict"] == "not reproduced"
@@ -181,10 +181,15 @@ def test_fig2_statements_with_the_paper_distinguisher(rd):
     assert not info["graded"] and "below" in info["detail"]
 
 
-def test_fig2_below_claim_fails(rd):
+def test_fig2_below_claim_is_a_finding_not_a_verdict(rd):
+    """The paper states only trends for Fig. 2: a point below its claim is a finding, never graded."""
     _fig2(rd, asg={0.5: (0.05, 0.1, 0.15, 0.48)})
     r = _claim("C2").evaluate(rd)
-    assert r["verdict"] == "not reproduced" and "every point eps_L > SGM claim" in r["reason"]
+    assert "every point eps_L > SGM claim" not in r["reason"]
+    assert any(f.startswith("the optimal distinguisher does not certify leakage above the SGM claim at 1 of")
+               for f in r["findings"])
+    info = [p for p in r["parts"] if p["name"].startswith("every point eps_L > SGM claim")]
+    assert info and all(not p["graded"] and p["verdict"] == "info" for p in info)
 
 
 def test_fig2_all_at_ceiling_is_not_a_violation(rd):
