@@ -195,22 +195,18 @@ def chapter_grade(c: dict) -> str:
     Only the claim's label is bold (a bold paragraph would hide the sentence's own emphasis)."""
     lines = [f"**The grade of {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}** ({_md_escape(c.get('mode'))} "
              f"mode). {_md(plain_sentence(c))}", ""]
+    def bullets(head: str, items: list[str]) -> list[str]:
+        return [head, "", *(f"- {x}" for x in items), ""] if items else []
+
     fid = c.get("fidelity") or []
-    if fid:
-        lines.append("Differs from the paper's setting:")
-        lines.append("")
-        lines += [f"- {_md(f['reason'])} ({_md_escape(f['verdict'])})" for f in fid]
-        lines.append("")
-    elif c.get("verdict") not in ("not applicable", "not run"):
+    lines += bullets("Differs from the paper's setting:", [f"{_md(f['reason'])} ({_md_escape(f['verdict'])})"
+                                                           for f in fid])
+    if not fid and c.get("verdict") not in ("not applicable", "not run"):
         lines += ["Differs from the paper's setting in nothing that the results record.", ""]
     if c.get("expected_full"):
         lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
-    fnd = c.get("findings") or []
-    if fnd:
-        lines.append("Found by this artifact, apart from the verdict (not the paper's statements):")
-        lines.append("")
-        lines += [f"- {_md(t)}" for t in fnd]
-        lines.append("")
+    lines += bullets("Found by this artifact, apart from the verdict (not the paper's statements):",
+                     [_md(t) for t in c.get("findings") or []])
     lines.append("Every statement and its detail: the grade page.")
     return "\n".join(lines) + "\n"
 
