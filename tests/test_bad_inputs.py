@@ -330,6 +330,7 @@ def _api_rows():
     from paperlib.implementations.real_audit import audit_implementation
     from paperlib.mechanisms.accountants import sgm_claim_epsilon
     from paperlib.fdp.validation import check_seed
+    from paperlib.artifact.prose import relation
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [
@@ -371,6 +372,8 @@ def _api_rows():
                                                          trials=100, mode="medium"), ValueError, "mode"),
         ("real-audit-dataset", lambda: audit_implementation("dpsur", "tiny", "svhn", N=4, q=0.5, sigma=1.0, C=1.0,
                                                             trials=100), ValueError, "dataset"),
+        ("prose-relation-nan", lambda: relation(float("nan"), 1.0), ValueError, "a"),
+        ("prose-relation-far", lambda: relation(1.0, 2.0, far=1.0), ValueError, "far"),
     ]
 
 
@@ -379,7 +382,7 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
            "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
-           "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
+           "real-audit-seed", "real-audit-mode", "real-audit-dataset", "prose-relation-nan", "prose-relation-far"]
 
 
 @pytest.mark.parametrize("row", API_IDS)
