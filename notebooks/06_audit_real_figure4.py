@@ -168,7 +168,7 @@ show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "norma
                    "real": "real steps / rounds"},
            name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
            "both distinguishers, against the SGM claim; the last column counts the rounds that were real "
-           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3f", "q": "g"})
+           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3g", "q": "g"})
 
 # %% [markdown]
 # ## 3. The paper's Figure 4

@@ -111,7 +111,7 @@ show_table(rows, {"code": "code", "data": "data", "normaliser": "normaliser foun
                   "norm": "ε_L normality", "claim": "ε SGM claim", "real": "real Opacus steps / rounds"},
            name="07_fig6_audits", caption="One step of Opacus FEASGM audited on the same four points: ε_L at "
            "δ = 1e-5 with both distinguishers, and how many of the game's rounds were real Opacus steps.",
-           formats={"opt": ".2f", "norm": ".2f", "claim": ".3f"})
+           formats={"opt": ".2f", "norm": ".2f", "claim": ".3g"})
 
 
 # %%

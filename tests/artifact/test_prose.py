@@ -131,3 +131,12 @@ def test_chapters_number_their_sections():
             f"{path.name}: sections {[h for h, _ in after]}"
     src = (NOTEBOOKS / "06_audit_real_figure4.py").read_text(encoding="utf-8")
     assert src.index('name="06_points"') < src.index("# ## 2. The audits") < src.index('name="06_fig4_audits"')
+
+
+def test_claims_in_tables_keep_their_significant_digits():
+    """Table 6.2 printed the EASGM q = 0.005 claim 0.000925 as 0.001 (fixed decimals): a claim column is shown
+    to significant digits."""
+    assert format(0.000925, ".3g") == "0.000925" and format(0.000925, ".3f") == "0.001"
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        bad = re.findall(r'"claim": "\.\df"', path.read_text(encoding="utf-8"))
+        assert not bad, f"{path.name}: claim column formatted {bad}"
