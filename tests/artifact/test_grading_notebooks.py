@@ -160,3 +160,16 @@ def test_real_steps_name_the_mechanism_each_result_substituted():
     one = S.substitutions(S.SETTINGS["C4"], runs[1:2])
     assert "implement (DPSUR's rule);" in next(f["text"] for f in one if f["aspect"] == "real steps")
     assert "\x00" not in " ".join(f["reason"] for f in S.substitutions(S.SETTINGS["C4"], runs))
+
+
+def test_every_aspect_has_plain_words():
+    """The grade's first sentence names each substitution in words a reader outside the field understands."""
+    from paperlib.artifact.grading import render
+
+    assert set(S.ASPECTS) <= set(render.PLAIN_ASPECT)
+    rec = {"verdict": "partly reproduced", "plain": "Programs leak more than promised",
+           "fidelity": [{"aspect": "split"}, {"aspect": "real steps"}], "reasons": []}
+    s = render.plain_sentence(rec)
+    assert s == ("Programs leak more than promised. Nothing measured contradicts it, but the run differs from the "
+                 "paper's setting in 2 ways (images the model was not trained on, in place of training images; part of the "
+                 "training steps simulated instead of run by the program).")

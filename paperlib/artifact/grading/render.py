@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["OUR_ADDITION", "VERDICT_RULE", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
+__all__ = ["OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
@@ -86,6 +86,22 @@ def _count(k: int, one: str, many: str | None = None) -> str:
     return f"{k} {one if k == 1 else (many or one + 's')}"
 
 
+#: Each aspect of :data:`paperlib.artifact.grading.setting.ASPECTS` in words a reader outside the field
+#: understands (the plain sentence names the aspects so; the detail below it gives the numbers).
+PLAIN_ASPECT = {
+    "data": "made-up data in place of real images",
+    "split": "images the model was not trained on, in place of training images",
+    "model": "another model than the one the paper used",
+    "release": "another version of the software",
+    "code path": "a rebuilt or different program in place of the one the paper tested",
+    "real steps": "part of the training steps simulated instead of run by the program",
+    "trials": "fewer repetitions of the attack",
+    "distinguisher": "another attack",
+    "parameters": "other settings",
+    "inputs": "what it ran on was not recorded",
+}
+
+
 def plain_sentence(c: dict) -> str:
     """One sentence a reader outside the field understands: what the claim says, the verdict,
     and in plain words why it is not *reproduced* (the substitutions' aspects, the statements
@@ -109,7 +125,7 @@ def plain_sentence(c: dict) -> str:
         why.append(f"this run's numbers contradict {_count(violated, 'statement')} the paper makes here")
     if aspects:
         why.append(f"the run differs from the paper's setting in {_count(len(aspects), 'way')} "
-                   f"({', '.join(aspects)})")
+                   f"({'; '.join(PLAIN_ASPECT.get(a, a) for a in aspects)})")
     if unresolved:
         why.append(f"{_count(unresolved, 'statement')} could not be settled by this run "
                    "(too few trials, or points outside what the paper states)")
