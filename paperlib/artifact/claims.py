@@ -182,8 +182,9 @@ class Claim:
                 "fidelity": fid, "parts": parts, "values": out.get("values", {})}
 
 
-#: Substitutions that full mode removes (the paper's trial count, every round a real step).
-FULL_MODE_REMOVES = ("trials", "real steps")
+#: Substitutions that full mode removes: the paper's trial count, every round a real step, and points
+#: of the training split (full mode downloads the data sets and draws its points from them).
+FULL_MODE_REMOVES = ("trials", "real steps", "split")
 
 
 def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str | None:
@@ -202,8 +203,8 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
     unres = sum(r.get("kind") == "unresolved" for r in reasons)
     out = []
     if gone:
-        out.append(f"the differences in {' and '.join(gone)} go (full mode runs the paper's 10,000 trials per point "
-                   "with every round a real step)")
+        out.append(f"the differences in {', '.join(gone)} go (full mode runs the paper's 10,000 trials per point "
+                   "with every round a real step, on points drawn from the downloaded training split)")
     if stay:
         out.append(f"the differences in {', '.join(stay)} stay, so the verdict stays at most partly reproduced")
     if unres:

@@ -808,3 +808,12 @@ def test_every_graded_chapter_shows_its_grade():
         m = re.search(r"^(\w+) = grade_claim\(", src, flags=re.M)
         assert m, f"{name}: does not grade its claim"
         assert f"display(Markdown(chapter_grade({m.group(1)})))" in src, f"{name}: does not show its grade"
+
+
+def test_expected_full_says_which_substitutions_full_mode_removes():
+    fid = [{"aspect": a} for a in ("split", "model", "real steps", "trials")]
+    text = cl.expected_full("quick", fid, [{"kind": "unresolved"}])
+    assert text.startswith("the differences in split, real steps, trials go (full mode runs the paper's 10,000")
+    assert "the differences in model stay, so the verdict stays at most partly reproduced" in text
+    assert "1 statement this run could not settle" in text
+    assert cl.expected_full("full", fid, []) is None
