@@ -464,7 +464,8 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
                    help="one of %(choices)s; whose DP-SGD step: opacus-installed (v1.x, FEASGM), opacus-1.0.2 (FEASGM, the v1.0 line the "
                         "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), dpsur (ASGM), "
                         "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
-    a.add_argument("--model", required=True, choices=("cnn-mnist", "cnn-cifar10", "large-mnist"),
+    a.add_argument("--model", required=True,
+                   choices=("cnn-mnist", "cnn-cifar10", "large-mnist", "dpfeta-mnist", "privimage-mnist"),
                    help="model at fixed parameters theta_0 (built from --seed)")
     a.add_argument("--dataset", required=True, choices=DATASET_CHOICES, metavar="DATASET",
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "

@@ -87,7 +87,7 @@ _AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
-MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
+MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
@@ -494,6 +494,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     res = audit_outputs(grads, mechanism, q, sigma, C, outputs, distinguishers=dists, delta=delta, seed=seed,
                         data=f"{dataset} ({model} gradients at theta_0)", source=path)
+    from paperlib.implementations.models import model_info
+
     wall = time.perf_counter() - t0
     per_step = impl_seconds / impl_steps if impl_steps else float("nan")
     full_rounds = 2 * trials  # calibration + counted, both datasets
@@ -501,6 +503,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     data = {
         "implementation": implementation, "version": impl_info.get("version"), "model": model, "dataset": dataset,
+        "model_info": model_info(model),  # size, architecture and its source, for the grade
         "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
         "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
         "implementation_notes": impl_info.get("notes"),

@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.implementations.models import build_model, per_example_grads
+from paperlib.implementations.models import build_model, per_example_grads, training_loss
 from paperlib.mechanisms.core import Mechanism
 
 __all__ = [
@@ -218,8 +218,7 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
                     p.grad_sample = torch.zeros((1, *p.shape), dtype=p.dtype)
                 opt.step()
             else:
-                logits = gsm(Xd[idx])
-                loss = torch.nn.functional.cross_entropy(logits, yd[idx]) if len(idx) else logits.sum() * 0.0
+                loss = training_loss(gsm, Xd[idx], yd[idx])  # the model's own loss (0 with a graph when empty)
                 loss.backward()
                 opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
@@ -304,7 +303,7 @@ def _legacy_worker(spec_path: str) -> None:
                     p.grad = p.grad + engine._generate_noise(C, p) / 1.0
                 opt.original_step()
         else:
-            loss = torch.nn.functional.cross_entropy(model(Xd[idx]), yd[idx])
+            loss = training_loss(model, Xd[idx], yd[idx])
             loss.backward()
             opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
@@ -479,8 +478,8 @@ def output_scale(implementation: str, batch_size: int | None = None) -> float:
 
 
 def per_example_gradients(model_name: str, X, y, seed: int = DEFAULT_MODEL_SEED) -> np.ndarray:
-    """Unclipped per-example gradients ``[len(X), n]`` (float64) of the cross-entropy loss
-    at ``theta_0 = build_model(model_name, seed)``, in the runners' parameter order.
+    """Unclipped per-example gradients ``[len(X), n]`` (float64) of the model's training loss
+    (:func:`paperlib.implementations.models.training_loss`) at ``theta_0 = build_model(model_name, seed)``, in the runners' parameter order.
     (``seed`` here is the *model* seed, ``model_seed`` of :func:`run_steps`.)"""
     model = build_model(model_name, seed=seed)
     X = torch.as_tensor(X, dtype=torch.float32)
