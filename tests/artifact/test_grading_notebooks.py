@@ -19,7 +19,10 @@ import pytest
 from paperlib.artifact.grading import setting as S
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-NAMES = ("TRIALS", "CHECK_TRIALS", "MODEL_OF", "METHODS", "MODEL", "N", "Q", "SIGMA", "C")
+NAMES = ("TRIALS", "CHECK_TRIALS", "CHECK_TRIALS_BIG", "MODEL_OF", "PAPER_MODEL_OF", "PAPER_MODEL_PANELS", "METHODS",
+         "MODEL", "N", "Q", "SIGMA", "C", "DATASETS")
+#: functions of a parameter cell that say which model each method is audited with (run as written)
+FUNCTIONS = ("model_for",)
 
 
 def _params(nb: str, mode: str) -> dict:
@@ -29,6 +32,10 @@ def _params(nb: str, mode: str) -> dict:
     env = {"pf": pf, "MODE": mode}
     out = {}
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in FUNCTIONS:
+            exec(compile(ast.Module([node], type_ignores=[]), nb, "exec"), env)  # reads the names above only
+            out[node.name] = env[node.name]
+            continue
         if not isinstance(node, ast.Assign):
             continue
         names = [t.id for t in node.targets if isinstance(t, ast.Name)]
@@ -98,11 +105,16 @@ def _expected(setting: S.Setting, method: str, rec: dict) -> set[str]:
 
 
 def _points_06(mode: str):
+    """Every point notebook 06 audits: its ``model_for(panel, method)`` (None: not audited there)."""
     p = _params("06_audit_real_figure4", mode)
-    for panel, model in p["MODEL_OF"].items():
+    model_for = p.get("model_for") or (lambda panel, method: p["MODEL_OF"][panel])
+    big = set((p.get("PAPER_MODEL_OF") or {}).values())
+    for panel in p["MODEL_OF"]:
         for method, impl, q in p["METHODS"]:
-            models = model if isinstance(model, dict) else {method: model}  # per method, if the cell says so
-            yield method, _record(impl, panel, models.get(method, model), mode, p, p["CHECK_TRIALS"])
+            model = model_for(panel, method)
+            if model is not None:
+                ck = p["CHECK_TRIALS_BIG"] if model in big else p["CHECK_TRIALS"]
+                yield method, _record(impl, panel, model, mode, p, ck)
 
 
 def _points_07(mode: str):
@@ -173,3 +185,17 @@ def test_every_aspect_has_plain_words():
     assert s == ("Programs leak more than promised. Nothing measured contradicts it, but the run differs from the "
                  "paper's setting in 2 ways (images the model was not trained on, in place of training images; part of the "
                  "training steps simulated instead of run by the program).")
+
+
+def test_a_methods_own_model_of_another_size_is_a_finding():
+    """PrivImage's model from its code has 1,753,345 parameters where the paper says 1,485,217: a finding (the
+    paper's model is what ran), never a substitution; DP-FETA's matches and says nothing."""
+    runs = [S.run_of_audit({"model": "privimage-mnist", "n": 1_753_345}, "PrivImage"),
+            S.run_of_audit({"model": "dpfeta-mnist", "n": 1_485_217}, "DP-FETA"),
+            S.run_of_audit({"model": "large-mnist", "n": 1_485_217}, "DP-FETA")]
+    assert S.size_findings(runs) == ["PrivImage's own model (privimage-mnist, built from its public code) has "
+                                     "1,753,345 parameters, not the 1,485,217 the paper gives for it (Section 5.3)"]
+    full = [rec for m, rec in _points_06("full") if m == "PrivImage"]
+    assert full and all(rec["model"] == "privimage-mnist" for rec in full)  # notebook 06 audits PrivImage's own
+    assert not {f["aspect"] for f in S.substitutions(S.SETTINGS["C4"], [S.run_of_audit(full[0], "PrivImage")])
+                } & {"model"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from paperlib.artifact.grading.setting import SETTINGS, run_of_audit, runs_of_sweep, substitutions
+from paperlib.artifact.grading.setting import SETTINGS, run_of_audit, runs_of_sweep, size_findings, substitutions
 from paperlib.artifact.grading.stats import (
     DIST_LABEL,
     PAPER_DISTINGUISHER,
@@ -421,6 +421,7 @@ def check_fig4(rd: Path) -> dict:
                                              for r in rows if r["panel"] == pan) for pan in panels)
     data_kinds = sorted({str(r["data"]) for r in rows})
     return {"mode": mode, "parts": parts, "values": {"points": rows}, "fidelity": substitutions(SETTINGS["C4"], fid),
+            "findings": size_findings(fid),
             "measured": "eps_L (optimal)/claim " + meas + f" [data: {', '.join(data_kinds)}]"}
 
 
@@ -551,6 +552,7 @@ def check_fig6(rd: Path) -> dict:
     if chk.get("passed") is False:
         parts.append(part("implementation matches the FEASGM mechanism", False, "implementation check failed"))
     fid = substitutions(SETTINGS["C6"], [run_of_audit(r, "DP-FETA")])
+    sizes = size_findings([run_of_audit(r, "DP-FETA")])
     if used_installed:
         why = "the paper's Opacus release did not run" + (f" ({data.get('error')})" if data.get("error") else "")
         fid.insert(0, {"aspect": "release", "verdict": "partly reproduced", "points": "1/1",
@@ -568,7 +570,7 @@ def check_fig6(rd: Path) -> dict:
     inp = r.get("inputs") if isinstance(r.get("inputs"), dict) else {}
     measured = (f"Opacus {r.get('version', '?')} FEASGM, {inp.get('data') or r.get('dataset', '?')}, q={r.get('q')}, "
                 f"n={r.get('n')}: eps_L {e:.2f} (optimal) vs claim {c:.3g}")
-    return {"mode": mode, "parts": parts, "fidelity": fid,
+    return {"mode": mode, "parts": parts, "fidelity": fid, "findings": sizes,
             "values": {"eps_lower": e, "eps_claim": c, "opacus": r.get("version"), "inputs": inp or None},
             "measured": measured}
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ASPECTS", "PAPER_MODELS", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep", "substitutions",
+__all__ = ["ASPECTS", "PAPER_MODELS", "PAPER_SIZES", "size_findings", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep", "substitutions",
            "split_of"]
 
 #: The aspects a run can differ in, in the order they are listed.
@@ -38,6 +38,26 @@ PAPER_MODELS = {
     "dpfeta-mnist": "DP-FETA's own MNIST denoiser (its public code)",
     "privimage-mnist": "PrivImage's own MNIST denoiser (its public code)",
 }
+#: The model sizes the paper states per method (Section 5.3: "1,485,217 parameters" for DP-FETA and PrivImage on
+#: MNIST and FMNIST). A model of the method's own code whose recorded size differs is a finding, not a substitution.
+PAPER_SIZES = {"DP-FETA": 1_485_217, "PrivImage": 1_485_217}
+
+
+def size_findings(runs: list[dict]) -> list[str]:
+    """Findings for runs (:func:`run_of_audit`) of a method's own model whose size ``n`` differs from
+    the size the paper states for it (:data:`PAPER_SIZES`), one per (method, model, size)."""
+    out = []
+    for run in runs:
+        for m in run.get("methods") or []:
+            want, n, model = PAPER_SIZES.get(m), run.get("n"), str(run.get("model"))
+            if want and model in PAPER_MODELS and isinstance(n, (int, float)) and int(n) != want:
+                text = (f"{m}'s own model ({model}, built from its public code) has {int(n):,} parameters, not the "
+                        f"{want:,} the paper gives for it (Section 5.3)")
+                if text not in out:
+                    out.append(text)
+    return out
+
+
 #: Words for models that are not the paper's (what the grade says they are).
 OTHER_MODELS = {
     "large-mnist": "a stand-in of the same size (1,485,217 parameters; its architecture is ours, not DP-FETA's "
