@@ -65,6 +65,8 @@ from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms import guarantees
 from paperlib.artifact import plotting
 from paperlib.artifact.claims import require as grade_claim
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 from paperlib.artifact import figures as pf
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import show_table
@@ -585,3 +587,4 @@ save_result("03_figure5_readout", {"mode": MODE, "NS": NS, "n": N_PARAMS, "tol_g
             mode=MODE, seed=SEED, wall_time=wall)
 C5 = grade_claim("C5")  # the grade's own check of the paper's claim, on the results just written
 print(f"C5 ({C5['item']}): {C5['verdict']}; notebook 03 finished in {wall:.1f} s (MODE={MODE})")
+display(Markdown(chapter_grade(C5)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -181,6 +181,8 @@ GUAR = {(t["mechanism"], t["q"], t["N"]): (t["eps_guarantee"] if t["eps_guarante
 _g_fin = [v for v in GUAR.values() if math.isfinite(v)]
 glue("nb04_guar_range", (f"{min(_g_fin):.0f} to {max(_g_fin):.0f}" if _g_fin else "all infinite")
      + ("" if len(_g_fin) == len(GUAR) else f", and infinite at {len(GUAR) - len(_g_fin)} points"), display=False)
+# the guarantee's smallest eps against the most the trials can certify, in words from the numbers
+glue("nb04_guar_vs_ceiling", prose.relation(min(GUAR.values()), ceiling), display=False)
 
 # %% [markdown]
 # ## 3. The paper's Figure 2: audited leakage against the dataset size
@@ -284,9 +286,9 @@ pf.show_figure(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEV
 # log scale together with the SGM claim (black) and the corrected one-round guarantee
 # (blue). The ordering claim $<$ audit $\le$ guarantee is what the theory predicts: the
 # claim is violated, the corrected guarantee is not. The guarantee's $\varepsilon$
-# ({glue:text}`nb04_guar_range`) is far above anything {glue:text}`nb04_trials` trials can
-# certify; the audits are capped by the
-# grey line. Device {glue:text}`nb04_device`, {glue:text}`nb04_trials` trials per point.
+# ({glue:text}`nb04_guar_range`) is {glue:text}`nb04_guar_vs_ceiling` the most that
+# {glue:text}`nb04_trials` trials can certify ({glue:text}`nb04_ceiling`); the audits are
+# capped by the grey line. Device {glue:text}`nb04_device`, {glue:text}`nb04_trials` trials per point.
 # ```
 
 # %% [markdown]
@@ -475,6 +477,9 @@ print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
 # The paper's claim C2, graded from this notebook's results by the same check (and
 # tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C2")
 print(f"C2 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

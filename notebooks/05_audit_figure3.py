@@ -280,6 +280,8 @@ glue("nb05_reading", _reading, display=False)
 glue("nb05_claim_easgm", ", ".join(f"{claim[q]:.2g} at q = {q:g}" for m, q in SETTINGS if m == "easgm"),
      display=False)
 glue("nb05_claim_asgm", ", ".join(f"{claim[q]:.2g}" for m, q in SETTINGS if m == "asgm"), display=False)
+glue("nb05_asgm_vs_easgm_claim", prose.relation(min(claim[q] for m, q in SETTINGS if m == "asgm"),
+                                                max(claim[q] for m, q in SETTINGS if m == "easgm")), display=False)
 print(verdict)
 _eps_cols = ["ε_L norm.", "ε_L norm. ties ½", "ε_L opt."]
 show_table(rows, ["mech.", "q", "n", "ε claim", *_eps_cols, "FPR opt.", "FNR opt.", "ε guar."],
@@ -306,7 +308,8 @@ else:
 # leakage of a few tenths of a unit of $\varepsilon$ needs far more than a few thousand
 # trials to be certified at 95% confidence. With the tiny EASGM claims
 # ({glue:text}`nb05_claim_easgm`) any certified $\varepsilon_L > 0$ is already a
-# violation; ASGM's claim ({glue:text}`nb05_claim_asgm`) is larger and its leakage sits in the rare event that
+# violation; ASGM's claim ({glue:text}`nb05_claim_asgm`) is {glue:text}`nb05_asgm_vs_easgm_claim`
+# EASGM's, and its leakage sits in the rare event that
 # the added record is sampled, so its low-$n$ points are the last to cross.
 #
 # The normality distinguisher gains little from $n$ on ASGM, unlike the optimal one. For
@@ -386,6 +389,9 @@ print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
 # The paper's claim C3, graded from this notebook's results by the same check (and
 # tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C3")
 print(f"C3 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -73,6 +73,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
+from paperlib.artifact import estimate
 from paperlib.artifact import figures as pf
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
@@ -134,12 +135,8 @@ glue("nb06_check_trials", f"{CHECK_TRIALS}" if CHECK_TRIALS else "every", displa
 SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DATASETS}
 
 # %% [markdown]
-# ## 2. The audits
-#
-# Each point is cached under a hash of its parameters (`results/real_audit_<key>.json`),
-# so a rerun is instant. A point whose implementation cannot run here (e.g. the Opacus
-# v0.15.0 release is not in the local release cache) or fails the check is reported, not
-# plotted.
+# The cell below runs the audits of section 2 and reads off each result the points it used
+# (the table below).
 
 # %%
 rows = []
@@ -173,6 +170,16 @@ show_table([{"panel": DATASETS[name], "data": src, "points": next(
             for name, (_, _, src) in SOURCES.items()],
            {"panel": "panel", "data": "data", "points": "the points audited"},
            name="06_points", caption="The points each panel of Figure 4 audits (indices in their split).")
+
+# %% [markdown]
+# ## 2. The audits
+#
+# Each point is cached under a hash of its parameters (`results/real_audit_<key>.json`),
+# so a rerun is instant. A point whose implementation cannot run here (e.g. the Opacus
+# v0.15.0 release is not in the local release cache) or fails the check is reported, not
+# plotted.
+
+# %%
 table = []
 for row in rows:
     r = row["result"]
@@ -190,7 +197,7 @@ show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "norma
                    "disagree": "real steps disagreeing", "real": "real steps / rounds"},
            name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
            "both distinguishers, against the SGM claim; the last column counts the rounds that were real "
-           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3f", "q": "g"})
+           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3g", "q": "g"})
 
 # %% [markdown]
 # ## 3. The paper's Figure 4
@@ -241,7 +248,7 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 
 # %%
 n_above = sum(1 for row in done if row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])
-est = sum(row["result"]["full_mode_estimate_s"] or 0.0 for row in done)
+est, _ = estimate.seconds(row["result"] for row in done)  # the one full-mode estimate (paperlib.artifact.estimate)
 srcs = sorted({src for _, _, src in SOURCES.values()})
 real = sorted({row["result"]["inputs"]["real_rounds"] for row in done})
 gaps = {(row["panel"], row["q"]): row["result"]["eps_lower"][OPT] - row["result"]["eps_claimed"]
@@ -361,6 +368,9 @@ else:
 # The paper's claim C4, graded from this notebook's results by the same check (and
 # tolerance) as the grade page: a claim these numbers do not support stops the build.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C4")
 print(f"C4 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

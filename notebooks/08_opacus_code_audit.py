@@ -77,7 +77,7 @@ print(f"source of the wheels: {doc['source']}")
 print(f"releases audited: {len(releases)} (v{versions[0]} to v{versions[-1]})")
 
 # %% [markdown]
-# ## How a release is classified
+# ## 1. How a release is classified
 #
 # The audit does not look up an answer per version. It unpacks each release's wheel
 # (the `.py` files are in it), and matches the source against a short list of pattern
@@ -113,7 +113,7 @@ show_table(oc.Table(["Rule", "Generation", "File", "Pattern"],
                                     "generation of the normalisation code.", markup=True)
 
 # %% [markdown]
-# ## The audit, one row per release
+# ## 2. The audit, one row per release
 #
 # "File:line" and "Code" give the line in `privacy_engine.py` that fixes the divisor
 # (for v1.x, where the value of `expected_batch_size` is set; the division itself is in
@@ -140,7 +140,7 @@ for c in cmp:
 assert status["differs"] == 0 and status["not audited"] == 0
 
 # %% [markdown]
-# ## The same result in the paper's layout
+# ## 3. The same result in the paper's layout
 #
 # Consecutive releases with the same code generation and the same findings are merged
 # into one row, as the paper does. Rows that extend the paper's table are marked.
@@ -170,7 +170,7 @@ show_table(oc.Table(["Versions", "Generation", "Normalisation", "Built-in Poisso
            caption="The audit in the layout of the paper's Table 2 (consecutive releases with the same findings merged).")
 
 # %% [markdown]
-# ## The evidence behind each generation
+# ## 4. The evidence behind each generation
 #
 # Every line that a rule matched, for the newest release of each generation (and,
 # for the oldest generation, also for the newest release that still rejects large
@@ -187,7 +187,7 @@ for (gen, _), r in latest.items():
     print()
 
 # %% [markdown]
-# ## Confirmation by a real step
+# ## 5. Confirmation by a real step
 #
 # Reading code can be wrong, so each finding is also checked by running the release.
 # The check builds a dataset of $N$ = {glue:text}`nb08_sc_N` examples and samples with
@@ -252,7 +252,7 @@ if expected is not None:
     assert live["verdict"] == expected["normalisation"], (live["verdict"], expected["normalisation"])
 
 # %% [markdown]
-# ## What the floor does to neighbouring datasets
+# ## 6. What the floor does to neighbouring datasets
 #
 # Under FEASGM the divisor depends on the dataset size, and it can differ between two
 # neighbouring datasets, $D$ with $N$ examples and $D'$ with $N + 1$. In the paper's
@@ -269,7 +269,7 @@ for N, q in [(140_199, 0.005), (59_999, 0.005), (10, 0.25), (3, 0.5)]:
     print(f"N = {N:>7,d}, q = {q}:  floor(N q) = {k0:>4d}, floor((N+1) q) = {k1:>4d}  ({kind})")
 
 # %% [markdown]
-# ## Remarks
+# ## 7. Remarks
 #
 # * The audit agrees with every release the paper's Table 2 lists: ASGM-style
 #   averaging by $|B|$ up to v0.13, unusable with Poisson batches before v0.12 because
@@ -291,6 +291,9 @@ for N, q in [(140_199, 0.005), (59_999, 0.005), (10, 0.25), (3, 0.5)]:
 # The paper's claim C8, graded from this notebook's results by the same check (and
 # tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
+from paperlib.artifact.claims import chapter_grade  # noqa: E402
+from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C8")
 print(f"C8 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
+display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

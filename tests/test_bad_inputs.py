@@ -334,6 +334,7 @@ def _api_rows():
     from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
     from paperlib.practitioner import families as fam
+    from paperlib.artifact.prose import relation
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
     return [
@@ -391,6 +392,8 @@ def _api_rows():
                                                         "noise": np.zeros((2, 5))}), ValueError, "draws"),
         ("sampler-divisor_masks", lambda: apply_round("dpsur", torch.eye(3), torch.ones(2, 3, dtype=torch.bool),
                                                       torch.zeros(2, 3), 0.5, 1.0, 1.0), ValueError, "divisor_masks"),
+        ("prose-relation-nan", lambda: relation(float("nan"), 1.0), ValueError, "a"),
+        ("prose-relation-far", lambda: relation(1.0, 2.0, far=1.0), ValueError, "far"),
     ]
 
 
@@ -401,7 +404,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "practitioner-version", "families-batch", "families-sigma", "families-dpsur-steps", "check-seed-bool",
            "load-points-name", "load-points-k", "load-points-seed",
            "real-audit-seed", "real-audit-mode", "real-audit-dataset", "step-check-mechanism", "step-check-shapes",
-           "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks"]
+           "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks",
+           "prose-relation-nan", "prose-relation-far"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

@@ -32,11 +32,12 @@ import sys
 from pathlib import Path
 
 from paperlib.artifact import claims as _claims
+from paperlib.artifact import estimate as _estimate
 from paperlib.artifact import provenance as pv
 from paperlib.artifact import runlog
 
 __all__ = ["experiments", "citation", "cost", "render", "render_pets", "main", "USENIX_SECTIONS",
-           "PETS_SECTIONS"]
+           "PETS_SECTIONS", "SPREADS", "expected_full_values", "RELEASE_STEP"]
 
 MODES = ("smoke", "quick", "full")
 #: What each mode needs and is for (stated, not measured).
@@ -52,8 +53,16 @@ HUMAN_MINUTES_PER_EXPERIMENT = 3
 HUMAN_MINUTES_SETUP = 5
 #: Our estimate for the basic test: start it, read the grade table it ends with.
 HUMAN_MINUTES_BASIC_TEST = 2
-DOI_PLACEHOLDER = "not yet assigned (placeholder)"
-URL_PLACEHOLDER = "not yet published (placeholder)"
+#: How the repository, URL and DOI get into ``CITATION.cff`` (the one place they are read from).
+RELEASE_STEP = ("at release, add `repository-code`, `url` and `doi` to `CITATION.cff` (its header comment shows "
+                "the three lines; Zenodo assigns the DOI when the GitHub release is archived with `.zenodo.json`), "
+                "then `make appendix`")
+DOI_PLACEHOLDER = "not yet assigned (placeholder; filled at release: see below)"
+URL_PLACEHOLDER = "not yet published (placeholder; filled at release: see below)"
+
+#: The seed-spread result of each audit chapter and the claim whose point it re-runs with other seeds.
+SPREADS = {"04_seed_spread.json": "C2", "05_seed_spread.json": "C3", "06_seed_spread.json": "C4",
+           "07_seed_spread.json": "C6"}
 
 #: The section headings of the USENIX Security '26 appendix, in order (level, text).
 USENIX_SECTIONS = (
@@ -70,6 +79,8 @@ USENIX_SECTIONS = (
     (2, "Evaluation workflow"),
     (3, "Major claims"),
     (3, "Findings beyond or against the paper"),
+    (3, "Expected full-mode values"),
+    (3, "What to run for each badge"),
     (3, "Experiments"),
     (3, "Measured tiers"),
     (2, "Limitations"),
@@ -223,6 +234,7 @@ def _context(results: Path | None, notebooks_dir, env_record, citation_file) -> 
     exps = experiments(notebooks_dir)
     commit, dirty = pv.git_commit()
     return {
+        "results": rd,
         "verdict": {c.get("id"): c for c in grade.get("claims", [])},
         "findings": grade.get("findings") or [],
         "runs": {(r.get("name"), r.get("mode")): r for r in runlog.load_runs("notebook")},
@@ -268,8 +280,90 @@ def _access_lines(ctx: dict) -> list[str]:
     out.append(f"- **Licence:** {c['license'] or 'not stated'} for the code (`LICENSE`); the data sets keep their "
                "own terms (`DATA-LICENSE.md`: MNIST CC BY-SA 3.0, Fashion-MNIST MIT, CIFAR-10 with attribution).")
     out.append("- **How to cite:** `CITATION.cff` (the artifact, and the paper as its reference); `.zenodo.json` "
-               "holds the archive's metadata. URL and DOI above are read from `CITATION.cff`.")
+               "holds the archive's metadata. URL and DOI above are read from `CITATION.cff`"
+               + ("." if c["repository"] and c["doi"] else f"; {RELEASE_STEP}."))
     return out
+
+
+def expected_full_values(results: str | Path) -> list[dict]:
+    """What full mode is expected to give at each audit chapter's seed-spread point, with a tolerance.
+
+    Each ``results/<NN>_seed_spread.json`` (:data:`SPREADS`) re-runs one point of the chapter with other
+    seeds. Returns one row per file and distinguisher: ``{"claim", "point", "label", "trials",
+    "full_trials", "seeds", "min", "max", "range", "expected"}``. Where the spread ran at the paper's
+    trial count (that of the claim's setting) full mode is expected within the seeds' range widened by
+    that range (the spread is the tolerance); where it ran with fewer trials, full mode's tighter
+    Clopper-Pearson intervals raise epsilon_L for the same error rates, so only a floor is given
+    (``min - range``, at least 0). Missing or unreadable files are left out.
+    """
+    from paperlib.artifact.grading.setting import SETTINGS
+
+    rows = []
+    for fname, cid in SPREADS.items():
+        doc = _load_json(Path(results) / fname)
+        if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+            continue
+        p, d = doc.get("params") or {}, doc["data"]
+        trials = p.get("trials") or (p.get("common") or {}).get("trials")
+        full = SETTINGS[cid].trials
+        pt = p.get("point") or {k: p[k] for k in ("panel", "method", "implementation", "N", "q") if k in p}
+        point = ", ".join(f"{k} = {'/'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in pt.items())
+        for lab in d.get("labels") or []:
+            try:
+                lo, hi, r = (float(d[k][lab]) for k in ("min", "max", "range"))
+            except (KeyError, TypeError, ValueError):
+                continue
+            if trials == full:
+                exp = (f"ε_L within {max(0.0, lo - r):.2f} to {hi + r:.2f} (the seeds' {lo:.2f} to {hi:.2f}, widened "
+                       f"by their spread {r:.2f}; same trial count as full mode)")
+            else:
+                exp = (f"ε_L at least {max(0.0, lo - r):.2f} (the seeds gave {lo:.2f} to {hi:.2f} at {trials:,} trials; "
+                       f"full mode's {full:,} trials tighten the intervals, which raises ε_L for the same error rates)")
+            rows.append({"claim": cid, "point": point, "label": lab, "trials": trials, "full_trials": full,
+                         "seeds": d.get("seeds"), "min": lo, "max": hi, "range": r, "expected": exp})
+    return rows
+
+
+def _expected_lines(ctx: dict) -> list[str]:
+    rows = expected_full_values(ctx["results"])
+    if not rows:
+        return ["No seed-spread result yet (chapters 4 to 7 write them); after a run this section gives, per chapter, "
+                "what full mode is expected to give at the re-run point and with what tolerance."]
+    L = ["From each audit chapter's seed-spread table (one point re-run with other seeds, in the mode that ran "
+         "here); the tolerance is the spread across the seeds:", "",
+         "| claim | point | distinguisher | this run (seeds) | expected in full mode |", "|---|---|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['claim']} | {_esc(r['point'])} | {_esc(r['label'])} | {r['min']:.2f} to {r['max']:.2f} at "
+                 f"{r['trials']:,} trials ({len(r['seeds'] or [])} seeds) | {_esc(r['expected'])} |")
+    return L
+
+
+def _badge_lines(ctx: dict) -> list[str]:
+    c = ctx["cite"]
+    smoke, quick = _tier_cold(ctx, "smoke"), _tier_cold(ctx, "quick")
+    est = _estimate.full_mode_estimate(ctx["results"])
+
+    def measured(t, mode):
+        return (f"measured here: {_fmt_s(t.get('wall_s'))} for a cold run on {runlog.hardware_text(t.get('hardware'))}"
+                if t else "not measured on this machine yet")
+
+    avail = ("" if c.get("repository") and c.get("doi")
+             else f" Until the release they are placeholders: {RELEASE_STEP}.")
+    return [
+        f"- **Artifacts Available:** nothing to run; check the repository and DOI above, `LICENSE` and "
+        f"`DATA-LICENSE.md`.{avail}",
+        "- **Artifacts Functional:** `make test` (lint, unit tests, every notebook through nbval, the smoke book in "
+        "a browser; its time is not in this machine's run log, the README gives one measured time with its hardware) "
+        f"and `make all MODE=smoke` ({measured(smoke, 'smoke')}); both must end without an error.",
+        f"- **Results Reproduced:** `make all` (quick mode without a GPU; {measured(quick, 'quick')}), then read the "
+        "grade page (one plain sentence per claim, then what differs from the paper's setting) and compare each "
+        "claim's values with *Expected full-mode values* above. The paper's sizes are `make all MODE=full`: "
+        + (f"its real-implementation steps alone take about {_estimate._hm(est['total_s'])} on the CPU (see Hardware "
+           "dependencies; the synthetic audits add less on a GPU)" if est.get("total_s") is not None else
+           "its time is estimated once chapters 6, 7 and 11 have run here (see Hardware dependencies)")
+        + ". A claim is *reproduced* only on the paper's setting, so quick mode gives at most *partly reproduced* "
+          "where it substitutes (the grade lists each substitution).",
+    ]
 
 
 def _tier_cold(ctx: dict, mode: str) -> dict | None:
@@ -324,7 +418,9 @@ def _hardware_lines(ctx: dict | None = None) -> list[str]:
     out = ["- `smoke` and `quick`: CPU only (2 cores and 8 GB of memory suffice); no GPU.",
            "- `full`: the synthetic audits use a CUDA GPU where there is one; the real-implementation steps of "
            "chapters 6, 7 and 11 run on the CPU (in subprocesses of the audited releases), so a GPU shortens "
-           "full mode only in part. Its measured cost appears below once it has run."]
+           "full mode only in part. Its measured cost appears below once it has run.",
+           "- `full`, the real-implementation steps (chapters 6, 7, 11): "
+           + _estimate.estimate_text(_estimate.full_mode_estimate(ctx["results"] if ctx else None))]
     for m in MODES:
         t = _tier_cold(ctx, m) if ctx else None
         if t:
@@ -504,6 +600,9 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += ["Kept apart from the verdicts (never graded as the paper's statements):", ""]
     L += [f"- {_esc(f['claim'])}: {_esc(_claims.typeset(f['text']))}" for f in fnd] or ["- none in the last grade"]
     L.append("")
+
+    L += H("Expected full-mode values") + _expected_lines(ctx) + [""]
+    L += H("What to run for each badge") + _badge_lines(ctx) + [""]
 
     L += H("Experiments")
     L += ["Each experiment is one notebook; `make all` runs them all. Costs are per mode, "

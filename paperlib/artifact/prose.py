@@ -11,11 +11,38 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["span", "against_ceiling", "against_claim"]
+__all__ = ["relation", "span", "against_ceiling", "against_claim"]
 
 
 def _f(x: float, fmt: str) -> str:
     return format(float(x), fmt)
+
+
+def relation(a: float, b: float, *, rtol: float = 0.02, atol: float = 0.0, far: float = 10.0) -> str:
+    """The words that compare *a* with *b*: "far above", "above", "about equal to", "below" or
+    "far below".
+
+    "about equal to" when ``|a - b| <= max(atol, rtol * max(|a|, |b|))``; "far above" when
+    ``a >= far * b`` with ``b > 0`` ("far below" when ``b >= far * a`` with ``a > 0``); else "above"
+    or "below". Infinite values compare as such (``inf`` is far above any finite positive number).
+
+    Raises
+    ------
+    ValueError
+        If *a* or *b* is NaN, ``rtol`` or ``atol`` is negative, or ``far <= 1``.
+    """
+    a, b = float(a), float(b)
+    if math.isnan(a) or math.isnan(b):
+        raise ValueError(f"a and b must be numbers, got a={a!r}, b={b!r}")
+    if not (rtol >= 0 and atol >= 0):
+        raise ValueError(f"rtol and atol must be >= 0, got rtol={rtol!r}, atol={atol!r}")
+    if not far > 1:
+        raise ValueError(f"far must be > 1, got {far!r}")
+    if a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= max(atol, rtol * max(abs(a), abs(b)))):
+        return "about equal to"
+    if a > b:
+        return "far above" if b > 0 and a >= far * b else "above"
+    return "far below" if a > 0 and b >= far * a else "below"
 
 
 def span(values, fmt: str = ".2f") -> str:

@@ -27,3 +27,116 @@ def test_against_claim_words():
     assert prose.against_claim([0.2, 7.2], 0.174) == "all above the SGM claim of 0.174"
     assert prose.against_claim([0.1, 7.2], 0.174) == "1 of 2 above the SGM claim of 0.174"
     assert prose.against_claim([0.1], 0.174) == "none above the SGM claim of 0.174"
+
+
+def test_relation_words_follow_the_numbers():
+    assert prose.relation(7.19, 7.21) == "about equal to"  # within 2 %
+    assert prose.relation(6.18, 7.21) == "below"
+    assert prose.relation(73.0, 7.21) == "far above"
+    assert prose.relation(72.0, 7.21) == "above"  # 9.99 times: not "far"
+    assert prose.relation(0.1, 7.21) == "far below"
+    assert prose.relation(float("inf"), 1.0) == "far above"
+    assert prose.relation(1.0, 1.05, rtol=0.0, atol=0.1) == "about equal to"
+    assert prose.relation(-1.0, 0.0) == "below"  # "far" needs a positive scale
+    for bad in ({"rtol": -1}, {"far": 1.0}):
+        with pytest.raises(ValueError, match="rtol|far"):
+            prose.relation(1.0, 2.0, **bad)
+    with pytest.raises(ValueError, match="a and b"):
+        prose.relation(float("nan"), 1.0)
+
+
+# ---------------------------------------------------------------- no comparison typed by hand
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+#: Comparison words that, typed next to a glued number, would state a relation the data may not have.
+COMPARISON = re.compile(r"\b(far above|far below|well above|well below|much (?:larger|smaller)|above|below|exceeds?|"
+                        r"larger|smaller|greater|higher|lower|less than|more than|reach(?:es)?|near|close to|"
+                        r"nearly|coincides?|ranges? from|same as|equal to|at most|at least)\b", re.I)
+GLUE = re.compile(r"\{glue(?::text)?\}`([^`:]+)[^`]*`")
+#: Words next to a glued number that are true by construction, each with why:
+#: (notebook prefix, word, glue key).
+BY_CONSTRUCTION = {
+    ("01", "below", "nb01_demo_tol"): "a tolerance the evaluation is run to",
+    ("01", "smaller", "nb01_prof_qs"): "which shade stands for which q, no number compared",
+    ("02", "at most", "nb02_tol"): "a tolerance the evaluation is run to",
+    ("03", "below", "nb03_tolub"): "a tolerance the evaluation is run to",
+    ("03", "at most", "nb03_gamma_max"): "the glued value is the maximum itself",
+    ("03", "reaches", "nb03_fpr_exact_big"): "a read-out (the FPR where the curve reaches FNR 0.5), no comparison",
+    ("04", "above", "nb04_opt_above"): "a count of the points above, computed from them",
+    ("04", "above", "nb04_over_guar"): "a count of the points above, computed from them",
+    ("06", "larger", "nb06_asgm_up"): "a count of the panels where it is larger, computed from them",
+    ("07", "more than", "nb07_ceiling"): "the ceiling is by definition the most the trials can certify",
+    ("09", "at most", "nb09_eps_tight"): "the glued value is the upper end of a bracket",
+    ("09", "at most", "nb09_rel_tol"): "a tolerance the grid is refined to",
+    ("09", "at most", "nb09_fft"): "a size limit",
+    ("10", "below", "nb10_floor"): "the plotting floor, by definition",
+}
+
+
+def _markdown_sentences(path: Path):
+    cells = re.split(r"^# %%.*$", path.read_text(encoding="utf-8"), flags=re.M)
+    for cell in cells[1:]:
+        if not cell.lstrip("\n").startswith("#"):
+            continue  # a code cell
+        text = " ".join(line[2:] if line.startswith("# ") else line[1:] for line in cell.splitlines()
+                        if line.startswith("#"))
+        yield from re.split(r"(?<=[.;:])\s+", text)
+
+
+def _hand_typed(path: Path):
+    """(word, glue key, sentence) for every comparison word within 25 characters of a glued value."""
+    for sent in _markdown_sentences(path):
+        gs = list(GLUE.finditer(sent))
+        for m in COMPARISON.finditer(sent):
+            for g in gs:
+                if 0 <= m.start() - g.end() <= 25 or 0 <= g.start() - m.end() <= 25:
+                    yield m.group(0).lower(), g.group(1), sent
+
+
+def test_no_notebook_types_a_comparison_next_to_a_glued_number():
+    """A sentence comparing glued numbers takes its words from the comparison (prose.relation & co.)."""
+    bad, used = [], set()
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        for word, key, sent in _hand_typed(path):
+            k = (path.name[:2], word, key)
+            if k in BY_CONSTRUCTION:
+                used.add(k)
+            else:
+                bad.append(f"{path.name}: '{word}' next to {key}: {sent[:160]}")
+    assert not bad, "comparison words typed by hand next to glued numbers (glue prose.relation's words):\n" + \
+        "\n".join(bad)
+    assert used == set(BY_CONSTRUCTION), f"stale exceptions: {set(BY_CONSTRUCTION) - used}"
+
+
+def test_the_hand_typed_check_can_fail(tmp_path):
+    nb = tmp_path / "04_x.py"
+    nb.write_text("# %% [markdown]\n# The bound ({glue:text}`nb04_a`) is far above the claim.\n\n# %%\nx = 1\n")
+    assert [w for w, _, _ in _hand_typed(nb)] == ["far above"]
+    nb.write_text("# %% [markdown]\n# The bound is {glue:text}`nb04_rel` the claim.\n")
+    assert list(_hand_typed(nb)) == []
+
+
+def test_chapters_number_their_sections():
+    """From a chapter's first numbered section on, every section is numbered 1, 2, ... (chapters 7 and 8 were
+    not), and Figure 4's table of points sits in the data-points section, not under "2. The audits"."""
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        heads = [h for h in re.findall(r"^# ## (.+)$", path.read_text(encoding="utf-8"), flags=re.M)]
+        nums = [re.match(r"(\d+)\. ", h) for h in heads]
+        first = next((i for i, m in enumerate(nums) if m), None)
+        assert first is not None, f"{path.name}: no numbered section"
+        after = [(h, m) for h, m in zip(heads[first:], nums[first:]) if h != "Summary"]
+        assert [int(m.group(1)) if m else None for _, m in after] == list(range(1, len(after) + 1)), \
+            f"{path.name}: sections {[h for h, _ in after]}"
+    src = (NOTEBOOKS / "06_audit_real_figure4.py").read_text(encoding="utf-8")
+    assert src.index('name="06_points"') < src.index("# ## 2. The audits") < src.index('name="06_fig4_audits"')
+
+
+def test_claims_in_tables_keep_their_significant_digits():
+    """Table 6.2 printed the EASGM q = 0.005 claim 0.000925 as 0.001 (fixed decimals): a claim column is shown
+    to significant digits."""
+    assert format(0.000925, ".3g") == "0.000925" and format(0.000925, ".3f") == "0.001"
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py")):
+        bad = re.findall(r'"claim": "\.\df"', path.read_text(encoding="utf-8"))
+        assert not bad, f"{path.name}: claim column formatted {bad}"

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["OUR_ADDITION", "VERDICT_RULE", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
-           "headline", "render_markdown", "render_text"]
+__all__ = ["OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
+           "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
 OUR_ADDITION = "(our addition)"
@@ -86,6 +86,22 @@ def _count(k: int, one: str, many: str | None = None) -> str:
     return f"{k} {one if k == 1 else (many or one + 's')}"
 
 
+#: Each aspect of :data:`paperlib.artifact.grading.setting.ASPECTS` in words a reader outside the field
+#: understands (the plain sentence names the aspects so; the detail below it gives the numbers).
+PLAIN_ASPECT = {
+    "data": "made-up data in place of real images",
+    "split": "images the model was not trained on, in place of training images",
+    "model": "another model than the one the paper used",
+    "release": "another version of the software",
+    "code path": "a rebuilt or different program in place of the one the paper tested",
+    "real steps": "part of the training steps simulated instead of run by the program",
+    "trials": "fewer repetitions of the attack",
+    "distinguisher": "another attack",
+    "parameters": "other settings",
+    "inputs": "what it ran on was not recorded",
+}
+
+
 def plain_sentence(c: dict) -> str:
     """One sentence a reader outside the field understands: what the claim says, the verdict,
     and in plain words why it is not *reproduced* (the substitutions' aspects, the statements
@@ -109,7 +125,7 @@ def plain_sentence(c: dict) -> str:
         why.append(f"this run's numbers contradict {_count(violated, 'statement')} the paper makes here")
     if aspects:
         why.append(f"the run differs from the paper's setting in {_count(len(aspects), 'way')} "
-                   f"({', '.join(aspects)})")
+                   f"({'; '.join(PLAIN_ASPECT.get(a, a) for a in aspects)})")
     if unresolved:
         why.append(f"{_count(unresolved, 'statement')} could not be settled by this run "
                    "(too few trials, or points outside what the paper states)")
@@ -185,6 +201,29 @@ def render_markdown(g: dict) -> str:
     n = g["counts"]
     lines.append("Summary: " + ", ".join(f"{n.get(v, 0)} {v}" for v in n) + ". "
                  f"Commit `{g['git_commit']}`{' (dirty)' if g.get('git_dirty') else ''}, {g['created_utc']}.")
+    return "\n".join(lines) + "\n"
+
+
+def chapter_grade(c: dict) -> str:
+    """The grade of one claim as its chapter closes with it (MyST Markdown): the same plain sentence,
+    substitutions (one list), expectation for full mode and findings as the grade page, so the
+    chapter and the grade cannot differ. *c*: a claim record (:func:`paperlib.artifact.claims.require`).
+    Only the claim's label is bold (a bold paragraph would hide the sentence's own emphasis)."""
+    lines = [f"**The grade of {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}** ({_md_escape(c.get('mode'))} "
+             f"mode). {_md(plain_sentence(c))}", ""]
+    def bullets(head: str, items: list[str]) -> list[str]:
+        return [head, "", *(f"- {x}" for x in items), ""] if items else []
+
+    fid = c.get("fidelity") or []
+    lines += bullets("Differs from the paper's setting:", [f"{_md(f['reason'])} ({_md_escape(f['verdict'])})"
+                                                           for f in fid])
+    if not fid and c.get("verdict") not in ("not applicable", "not run"):
+        lines += ["Differs from the paper's setting in nothing that the results record.", ""]
+    if c.get("expected_full"):
+        lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
+    lines += bullets("Found by this artifact, apart from the verdict (not the paper's statements):",
+                     [_md(t) for t in c.get("findings") or []])
+    lines.append("Every statement and its detail: the grade page.")
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ASPECTS", "PAPER_MODELS", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep", "substitutions",
+__all__ = ["ASPECTS", "PAPER_MODELS", "PAPER_SIZES", "size_findings", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep", "substitutions",
            "split_of"]
 
 #: The aspects a run can differ in, in the order they are listed.
@@ -35,7 +35,29 @@ ASPECTS = ("data", "split", "model", "release", "code path", "real steps", "tria
 PAPER_MODELS = {
     "cnn-mnist": "Tramèr & Boneh's MNIST/FMNIST CNN (26,010 parameters)",
     "cnn-cifar10": "Tramèr & Boneh's CIFAR-10 CNN (550,570 parameters)",
+    "dpfeta-mnist": "DP-FETA's own MNIST denoiser (its public code)",
+    "privimage-mnist": "PrivImage's own MNIST denoiser (its public code)",
 }
+#: The model sizes the paper states per method (Section 5.3: "1,485,217 parameters" for DP-FETA and PrivImage on
+#: MNIST and FMNIST). A model of the method's own code whose recorded size differs is a finding, not a substitution.
+PAPER_SIZES = {"DP-FETA": 1_485_217, "PrivImage": 1_485_217}
+
+
+def size_findings(runs: list[dict]) -> list[str]:
+    """Findings for runs (:func:`run_of_audit`) of a method's own model whose size ``n`` differs from
+    the size the paper states for it (:data:`PAPER_SIZES`), one per (method, model, size)."""
+    out = []
+    for run in runs:
+        for m in run.get("methods") or []:
+            want, n, model = PAPER_SIZES.get(m), run.get("n"), str(run.get("model"))
+            if want and model in PAPER_MODELS and isinstance(n, (int, float)) and int(n) != want:
+                text = (f"{m}'s own model ({model}, built from its public code) has {int(n):,} parameters, not the "
+                        f"{want:,} the paper gives for it (Section 5.3)")
+                if text not in out:
+                    out.append(text)
+    return out
+
+
 #: Words for models that are not the paper's (what the grade says they are).
 OTHER_MODELS = {
     "large-mnist": "a stand-in of the same size (1,485,217 parameters; its architecture is ours, not DP-FETA's "
@@ -73,7 +95,8 @@ class Setting:
 
 _PAPER_DIST = "normality[chi2,weighted]"
 _MNIST_CNN = (("cnn-mnist",), PAPER_MODELS["cnn-mnist"])
-_LARGE = ((), "their own 1,485,217-parameter model (Section 5.3)")
+_DPFETA = (("dpfeta-mnist",), "DP-FETA's own 1,485,217-parameter model (Section 5.3)")
+_PRIVIMAGE = (("privimage-mnist",), "PrivImage's own model (Section 5.3 gives 1,485,217 parameters)")
 _CIFAR_CNN = (("cnn-cifar10",), PAPER_MODELS["cnn-cifar10"])
 
 #: One setting per graded claim of the paper (and X1's own: the fix is this artifact's claim).
@@ -84,11 +107,11 @@ SETTINGS: dict[str, Setting] = {
                   params={"N": 4, "sigma": 10.0, "C": 0.1}),
     "C4": Setting("C4", data="real", split="train", code=True, all_rounds_real=True, trials=10_000,
                   distinguisher=_PAPER_DIST,
-                  models={"DPSUR": _MNIST_CNN, "DPSGD-HF": _MNIST_CNN, "DP-FETA": _LARGE, "PrivImage": _LARGE},
+                  models={"DPSUR": _MNIST_CNN, "DPSGD-HF": _MNIST_CNN, "DP-FETA": _DPFETA, "PrivImage": _PRIVIMAGE},
                   releases={"opacus-0.15.0": (("0.15.",), "Opacus v0.15.0")},
                   params={"N": 4, "sigma": 10.0, "C": 0.1}),
     "C6": Setting("C6", data="real", split="train", code=True, all_rounds_real=True, trials=10_000,
-                  distinguisher=_PAPER_DIST, models={"DP-FETA": _LARGE},
+                  distinguisher=_PAPER_DIST, models={"DP-FETA": _DPFETA},
                   releases={"*": (("1.0.",), "Opacus v1.0")},
                   params={"N": 3, "q": 0.5, "sigma": 10.0, "C": 0.1}),
     "C7": Setting("C7", params={"N": 140_199, "T": 200, "q": 0.005, "sigma": 10.0, "n": (26_010, 1_485_217)}),
@@ -119,6 +142,7 @@ def run_of_audit(result: dict, method: str = "") -> dict:
             "data": inp.get("data"), "split": split_of(inp) if inp else None, "panel": result.get("dataset"),
             "model": result.get("model"), "n": result.get("n"), "implementation": result.get("implementation"),
             "version": result.get("version"), "trials": result.get("trials"), "distinguishers": dists,
+            "mechanism": result.get("mechanism"),
             "params": {k: result.get(k) for k in ("N", "q", "sigma", "C", "n") if result.get(k) is not None}}
 
 
@@ -149,8 +173,21 @@ def _model_words(run: dict) -> str:
     return f"{name}, " + (words or (f"{_fmt(n)} parameters" if n else "size not recorded"))
 
 
-def _one(setting: Setting, run: dict) -> list[tuple[str, str, str]]:
-    """``[(aspect, verdict, text)]`` for one run."""
+#: Where the substituted mechanism(s) of a "real steps" entry go in its text (one entry per claim).
+MECH = "\x00mechanism\x00"
+
+
+def _mechanism_words(mech: Any) -> str:
+    """The substituted mechanism as the result names it (``r["mechanism"]``): "DPSUR's rule", "FEASGM"."""
+    if not mech:
+        return "the mechanism (not recorded)"
+    m = str(mech).lower()
+    return "DPSUR's rule" if m == "dpsur" else m.upper()
+
+
+def _one(setting: Setting, run: dict) -> list[tuple[str, ...]]:
+    """``[(aspect, verdict, text)]`` for one run; a "real steps" entry adds the mechanism substituted
+    (its text holds :data:`MECH` where the mechanisms of all runs go)."""
     out = []
     data = run.get("data")
     if setting.data == "real":
@@ -194,8 +231,9 @@ def _one(setting: Setting, run: dict) -> list[tuple[str, str, str]]:
         if isinstance(rr, (int, float)) and isinstance(rounds, (int, float)):
             if rr < rounds:
                 out.append(("real steps", "partly reproduced",
-                            f"{int(rr):,} of {int(rounds):,} rounds ran as real implementation steps, the others as "
-                            f"the mechanism the checked step implements; {setting.ref}: every round a real step"))
+                            f"{int(rr):,} of {int(rounds):,} rounds ran as real implementation steps, the others "
+                            f"drawn from the mechanism the checked steps implement{MECH}; {setting.ref}: every round "
+                            "a real step", _mechanism_words(run.get("mechanism"))))
         else:
             out.append(("real steps", "partly reproduced", "real_rounds/rounds not recorded"))
     if setting.trials and isinstance(run.get("trials"), (int, float)) and run["trials"] != setting.trials:
@@ -226,11 +264,22 @@ def substitutions(setting: Setting | None, runs: list[dict]) -> list[dict]:
     if setting is None or not runs:
         return []
     seen: dict[tuple[str, str, str], int] = {}
+    mechs: dict[tuple[str, str, str], dict[str, int]] = {}  # per entry: the mechanism each run substituted
     for run in runs:
         for it in _one(setting, run):
-            seen[it] = seen.get(it, 0) + 1
+            key = it[:3]
+            seen[key] = seen.get(key, 0) + 1
+            if len(it) > 3:
+                mechs.setdefault(key, {})
+                mechs[key][it[3]] = mechs[key].get(it[3], 0) + 1
+
+    def _mech(t: str, key) -> str:
+        ms = mechs.get(key) or {}
+        words = (f" ({next(iter(ms))})" if len(ms) == 1 else
+                 " (" + ", ".join(f"{m} at {k} point{'s' if k > 1 else ''}" for m, k in ms.items()) + ")") if ms else ""
+        return t.replace(MECH, words)
     order = {a: i for i, a in enumerate(ASPECTS)}
     rows = sorted(seen.items(), key=lambda kv: (kv[0][1] != "not reproduced", order[kv[0][0]]))
     return [{"aspect": a, "verdict": v, "text": t, "points": f"{k}/{len(runs)}",
              "reason": f"{a}: {t}" + (f" ({k}/{len(runs)} points)" if len(runs) > 1 else "")}
-            for (a, v, t), k in rows]
+            for (a, v, t0), k in rows for t in [_mech(t0, (a, v, t0))]]

@@ -1,0 +1,126 @@
+"""The one full-mode time estimate of the real-implementation chapters (issue 21).
+
+Full mode runs every round of the real-implementation audits (chapters 6, 7 and 11) as a step of
+the implementation; quick mode measures the cost of its own real steps. Each audit result of
+:func:`paperlib.implementations.real_audit.audit_implementation` records
+``full_mode_estimate_s``: its measured seconds per real step times the rounds a full-mode run
+needs (calibration and counted, on both datasets), one process on the CPU, where the steps run
+in every mode. :func:`seconds` sums those of one notebook's audits (the chapters glue it);
+:func:`full_mode_estimate` reads them back from ``results/`` for the appendix and README. This is
+the only place the estimate is formed, so the chapters, the appendix and the README cannot
+disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = ["REAL_STEP_NOTEBOOKS", "seconds", "full_mode_estimate", "estimate_text"]
+
+
+def _audits_06(d: dict) -> list:
+    return [p.get("result") for p in d.get("points") or [] if isinstance(p, dict)]
+
+
+def _audits_07(d: dict) -> list:
+    return [d.get("result"), d.get("installed")]
+
+
+def _audits_11(d: dict) -> list:
+    return list((d.get("audits") or {}).values())
+
+
+#: notebook -> (its result file, the audits in it): the notebooks whose audits run real steps.
+REAL_STEP_NOTEBOOKS = {
+    "06_audit_real_figure4": ("06_fig4_real_audit.json", _audits_06),
+    "07_opacus_feasgm_figure6": ("07_fig6_opacus_feasgm.json", _audits_07),
+    "11_the_fix": ("11_fix_audit.json", _audits_11),
+}
+
+
+#: Counted trials per audited point in full mode (the paper's; ``SETTINGS[...].trials`` of C4, C6, X1).
+FULL_TRIALS = 10_000
+
+
+def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS) -> tuple[float, int]:
+    """``(seconds, missing)``: the summed full-mode cost of *audits* (result dicts of
+    ``audit_implementation``; ``None`` entries, audits that did not run, are skipped), and how many
+    ran without one. Each audit's ``full_mode_estimate_s`` (its cost per step times its own rounds)
+    is scaled by ``full_trials / trials``, so a smoke run's smaller game is extrapolated to full
+    mode's. An audit listed twice (equal records) counts once.
+    """
+    total, missing, seen = 0.0, 0, set()
+    for r in audits:
+        if not isinstance(r, dict):
+            continue
+        key = json.dumps(r, sort_keys=True, default=str)  # 07 stores the installed release twice when it stands in
+        if key in seen:
+            continue
+        seen.add(key)
+        v, t = r.get("full_mode_estimate_s"), r.get("trials")
+        if isinstance(v, (int, float)) and v == v and v >= 0:
+            total += float(v) * (full_trials / t if isinstance(t, (int, float)) and t > 0 else 1.0)
+        else:
+            missing += 1
+    return total, missing
+
+
+def _hardware(results: Path, name: str, mode: str) -> dict | None:
+    p = results / "runs" / f"notebook-{name}-{mode}.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8")).get("hardware")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def full_mode_estimate(results_dir: str | Path | None = None) -> dict:
+    """The full-mode time of the real-implementation notebooks, from the result files.
+
+    Returns ``{"notebooks": {name: {"seconds", "missing", "mode", "hardware"}}, "total_s",
+    "basis"}``: per notebook that has a result, the summed estimate of its audits (seconds), how
+    many of its audits recorded none, the mode it was measured in and the hardware of that run
+    (``results/runs/``, ``None`` when not recorded); ``total_s`` is ``None`` when no notebook has a
+    result. Never raises on missing or unreadable files (they are left out).
+    """
+    from paperlib.artifact import provenance
+
+    results = Path(results_dir) if results_dir is not None else provenance.results_dir()
+    out: dict[str, Any] = {}
+    for name, (fname, audits) in REAL_STEP_NOTEBOOKS.items():
+        try:
+            doc = json.loads((results / fname).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, dict):
+            continue
+        mode = str((doc.get("params") or {}).get("mode") or (doc.get("provenance") or {}).get("mode") or "?")
+        s, missing = seconds(audits(data))
+        out[name] = {"seconds": s, "missing": missing, "mode": mode, "hardware": _hardware(results, name, mode)}
+    return {"notebooks": out, "total_s": sum(v["seconds"] for v in out.values()) if out else None,
+            "basis": f"measured seconds per real implementation step (quick or smoke run) times the rounds full mode "
+                     f"runs as real steps ({FULL_TRIALS:,} counted trials per point and as many for calibration), "
+                     "one process on the CPU (where the steps run in every mode; a GPU does not "
+                     "shorten them)"}
+
+
+def _hm(s: float) -> str:
+    m = int(round(s / 60))
+    return f"{m // 60} h {m % 60:02d} min" if m >= 60 else f"{m} min"
+
+
+def estimate_text(est: dict) -> str:
+    """One line for the appendix: the total and each notebook's share, with the hardware measured on."""
+    from paperlib.artifact import runlog
+
+    if not est.get("notebooks"):
+        return ("not estimated yet: no real-implementation notebook (06, 07, 11) has run here; after one has, this "
+                "line gives " + est["basis"])
+    parts = []
+    for name, v in est["notebooks"].items():
+        extra = f", {v['missing']} audit(s) without a measured cost" if v["missing"] else ""
+        parts.append(f"{name} {_hm(v['seconds'])} (from its {v['mode']} run on {runlog.hardware_text(v['hardware'])}"
+                     f"{extra})")
+    return f"about {_hm(est['total_s'])} in all: " + "; ".join(parts) + f". Basis: {est['basis']}."
