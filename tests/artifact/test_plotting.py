@@ -191,9 +191,6 @@ def test_savefig_records_layout_problems(tmp_path, monkeypatch):
     plt.close(fig)
 
 
-@pytest.mark.xfail(strict=True, reason="known open defects of the built figures (issue 21 Build 5/6): clipped "
-                   "panel titles (Figures 2.x, 5.1), legends over curves (1.x, 2.x, 3.x), off-scale markers on each "
-                   "other (4.1, 5.x); remove this marker when layout_problems finds none")
 def test_built_figures_have_no_layout_problems():
     """Every figure the book build wrote has an empty layout_problems list in its sidecar."""
     from pathlib import Path
@@ -205,3 +202,135 @@ def test_built_figures_have_no_layout_problems():
            if json.loads(p.read_text()).get("layout_problems")}
     missing = [p.name for p in sides if "layout_problems" not in json.loads(p.read_text())]
     assert not bad and not missing, (bad, missing)
+
+
+def test_layout_problems_new_classes_fail_on_broken_figures():
+    """A line crossing a legend between two points, a 0 on a log axis and text below 8 pt are found."""
+    import matplotlib.pyplot as plt
+
+    from paperlib.artifact.plotting import layout_problems
+
+    # two far-apart points: no vertex under the legend, but the segment joining them crosses it
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([0, 1], [1.0, 1.0], label="crossing")
+    ax.set_ylim(0, 2)
+    leg = ax.legend(loc="center")
+    fig.canvas.draw()
+    lb = leg.get_window_extent()
+    y_mid = ax.transData.inverted().transform(((lb.x0 + lb.x1) / 2, (lb.y0 + lb.y1) / 2))[1]
+    ax.lines[0].set_ydata([y_mid, y_mid])
+    assert any("legend covers data of 'crossing'" in p for p in layout_problems(fig))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    assert not any("legend covers" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar([0, 1, 2], [3, 3, 3], label="bars")
+    fig.legend(loc="center")  # a figure legend over the bars
+    assert any("legend covers data of" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([1, 2, 3], [0.0, 1.0, 10.0], "o-", label="has a zero")
+    ax.set_yscale("log")
+    assert any("'has a zero': a value <= 0 drawn as nothing on a log y axis" in p for p in layout_problems(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plotting.plot_log_series(ax, [1, 2, 3], [0.0, 1.0, 10.0], color="k", label="marked")
+    assert layout_problems(fig) == []  # the 0 is an off-scale marker in axes coordinates
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(2 * plotting.BOOK_WIDTH_IN, 4))  # shown at half size
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=10)  # 5 pt as displayed
+    probs = layout_problems(fig)
+    assert any("text below 8 pt at the book's width (5.0 pt)" in p for p in probs), probs
+    ax.tick_params(labelsize=16)
+    assert not any("below 8 pt" in p for p in layout_problems(fig))
+    plt.close(fig)
+
+
+def test_ticks_outside_a_log_view_are_not_reported_clipped():
+    """A log axis places tick labels beyond its limits (1e-14 under 1e-12); they are not drawn."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    ax.semilogy([0, 1], [1e-12, 1])
+    ax.set_ylim(1e-12, 1)
+    assert plotting.layout_problems(fig) == []
+    plt.close(fig)
+
+
+def test_offscale_markers_of_several_series_are_dodged():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k in range(3):
+        c, m = plotting.series_style(k)
+        plotting.plot_log_series(ax, [1, 2, 3], [0.0, 1.0 + k, 0.0], color=c, marker=m, label=f"s{k}", line=True)
+    fig.canvas.draw()
+    edge = [ln for ln in ax.get_lines() if not ln.get_clip_on()]
+    xs = sorted(round(float(ln.get_transform().transform((1.0, 0.0))[0]), 1) for ln in edge
+                if list(ln.get_xdata()) == [1.0, 3.0])
+    assert len(xs) == 3 and min(np.diff(xs)) >= 0.6 * 6.5 * fig.dpi / 72  # apart by more than the check's radius
+    assert not any("on each other" in p for p in plotting.layout_problems(fig))
+    plt.close(fig)
+
+
+def test_fit_titles_wraps_at_spaces_and_keeps_formulas_whole():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(7, 3), layout="constrained")
+    title = "EASGM: N = 10, q = 0.1, σ = 1, n = 100 and $f_{\\varepsilon, \\delta}$ claim from the paper"
+    axes[1].set_title(title)
+    assert plotting.fit_titles(fig) >= 1
+    new = axes[1].get_title()
+    assert "\n" in new and new.replace("\n", " ") == title
+    assert all(line.count("$") % 2 == 0 for line in new.split("\n"))
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    assert axes[1].title.get_window_extent(r).width <= axes[1].get_window_extent(r).width + 1
+    assert plotting.fit_titles(fig) == 0  # nothing left to wrap
+    plt.close(fig)
+
+
+def test_figure_legend_and_legend_below_keep_legends_off_the_data():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3), layout="constrained")
+    for ax in axes:
+        for k in range(3):
+            ax.plot(np.linspace(0, 1, 40), np.linspace(0, 1, 40) ** (k + 1), label=f"series {k}", **plotting.series_kw(k))
+    leg = plotting.figure_legend(fig)
+    assert [t.get_text() for t in leg.get_texts()] == ["series 0", "series 1", "series 2"]  # each label once
+    assert plotting.layout_problems(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="a")
+    ax.set_xlabel("x")
+    leg = plotting.legend_below(ax)
+    fig.canvas.draw()
+    assert leg.get_window_extent().y1 <= ax.xaxis.label.get_window_extent().y0 + 1  # under the axis label
+    assert plotting.layout_problems(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="no labelled artist"):
+        plotting.figure_legend(fig)
+    plt.close(fig)
+
+
+def test_savefig_records_the_smallest_font_in_the_png(tmp_path, monkeypatch):
+    """The browser test reads MIN_FONT_KEY and the dpi from the PNG to get the displayed size."""
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
+    fig, ax = plt.subplots(figsize=(plotting.BOOK_WIDTH_IN, 3))
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("t", fontsize=12)
+    ax.tick_params(labelsize=9)
+    plotting.savefig(fig, "f")
+    img = Image.open(tmp_path / "f.png")
+    assert float(img.text[plotting.MIN_FONT_KEY]) == pytest.approx(9.0)
+    assert img.info["dpi"][0] == pytest.approx(json.loads((tmp_path / "f.json").read_text())["dpi"], abs=0.5)
+    plt.close(fig)
