@@ -334,3 +334,44 @@ def test_savefig_records_the_smallest_font_in_the_png(tmp_path, monkeypatch):
     assert float(img.text[plotting.MIN_FONT_KEY]) == pytest.approx(9.0)
     assert img.info["dpi"][0] == pytest.approx(json.loads((tmp_path / "f.json").read_text())["dpi"], abs=0.5)
     plt.close(fig)
+
+
+# Colour-vision-deficiency simulation, written here independently of paperlib: Machado, Oliveira
+# and Fernandes (2009, IEEE TVCG 15:1291), severity 1.0, applied to linear RGB; CIELAB (D65) distance.
+_CVD = {"normal": np.eye(3),
+        "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+        "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+        "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+
+
+def _lab(hex_colour, vision):
+    from matplotlib.colors import to_rgb
+
+    c = np.asarray(to_rgb(hex_colour))
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    lin = np.clip(np.asarray(_CVD[vision]) @ lin, 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ lin
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _closest_pair(colours, vision):
+    import itertools
+
+    labs = [_lab(c, vision) for c in colours]
+    return min(float(np.linalg.norm(a - b)) for a, b in itertools.combinations(labs, 2))
+
+
+def test_series_colours_told_apart_with_each_colour_vision():
+    """The first six series colours (a figure's usual maximum) stay >= 15 CIELAB units apart for normal
+    vision and simulated protanopia, deuteranopia and tritanopia; all nine >= 12. Six tints of one hue
+    (what Figure 5.1 had) fail the same check, so the check can fail."""
+    for vision in _CVD:
+        assert _closest_pair(plotting.SERIES_COLORS[:6], vision) >= 15, vision
+        assert _closest_pair(plotting.SERIES_COLORS, vision) >= 12, vision
+    from matplotlib.colors import to_hex, to_rgb
+
+    base = np.asarray(to_rgb(plotting.COLORS["audit"]))
+    tints = [to_hex(base * (1 - t) + t) for t in np.linspace(0.75, 0.0, 6)]  # the old shades()
+    assert _closest_pair(tints, "normal") < 15 and _closest_pair(tints, "deuteranopia") < 15
