@@ -332,6 +332,21 @@ def _api_rows():
     from paperlib.fdp.validation import check_seed
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
+
+    def legend(fn, **kw):  # a figure with one labelled line, closed afterwards
+        import matplotlib.pyplot as plt
+
+        from paperlib.artifact import plotting
+
+        fig, ax = plt.subplots()
+        try:
+            if kw.pop("empty", False):
+                return plotting.figure_legend(fig, **kw)
+            ax.plot([0, 1], [0, 1], label="a")
+            return getattr(plotting, fn)(ax if fn == "legend_below" else fig, **kw)
+        finally:
+            plt.close(fig)
+
     return [
         ("guarantee-N-zero", lambda: guarantee("easgm", 0, 0.5, 2.0, 20), ValueError, "N"),
         ("guarantee-mechanism", lambda: guarantee("dpsgd", 3, 0.5, 2.0, 20), ValueError, "mechanism"),
@@ -371,6 +386,9 @@ def _api_rows():
                                                          trials=100, mode="medium"), ValueError, "mode"),
         ("real-audit-dataset", lambda: audit_implementation("dpsur", "tiny", "svhn", N=4, q=0.5, sigma=1.0, C=1.0,
                                                             trials=100), ValueError, "dataset"),
+        ("figure-legend-ncol", lambda: legend("figure_legend", ncol=0), ValueError, "ncol"),
+        ("legend-below-ncol", lambda: legend("legend_below", ncol=1.5), ValueError, "ncol"),
+        ("figure-legend-empty", lambda: legend("figure_legend", empty=True), ValueError, "handles"),
     ]
 
 
@@ -379,7 +397,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
            "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
-           "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
+           "real-audit-seed", "real-audit-mode", "real-audit-dataset", "figure-legend-ncol", "legend-below-ncol",
+           "figure-legend-empty"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

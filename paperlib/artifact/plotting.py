@@ -379,9 +379,15 @@ def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, **kw):
     Anchored at a fixed distance (in inches) below the axes' lowest text, so it stays in place
     when the constrained layout (which makes room for it) resizes the axes. For one legend
     shared by all panels use :func:`figure_legend`. Returns the legend.
+
+    Raises
+    ------
+    ValueError
+        If ``ncol`` is not an integer >= 1.
     """
     from matplotlib.transforms import ScaledTranslation
 
+    _check_ncol(ncol)
     fig = ax.figure
     if fig.get_layout_engine() is None:
         fig.set_layout_engine("constrained")
@@ -396,6 +402,11 @@ def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, **kw):
     kw.setdefault("frameon", False)
     return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=trans,
                      ncol=ncol, **kw)
+
+
+def _check_ncol(ncol) -> None:
+    if isinstance(ncol, bool) or not isinstance(ncol, (int, np.integer)) or ncol < 1:
+        raise ValueError(f"ncol (legend columns) must be an integer >= 1, got {ncol!r}")
 
 
 def _legend_pt() -> float:
@@ -416,8 +427,10 @@ def figure_legend(fig, handles=None, labels=None, *, ncol: int | None = None, **
     Raises
     ------
     ValueError
-        If the figure has nothing to put in a legend.
+        If the figure has nothing to put in a legend, or ``ncol`` is not an integer >= 1.
     """
+    if ncol is not None:
+        _check_ncol(ncol)
     if handles is None:
         seen: dict = {}
         for ax in fig.axes:
@@ -428,7 +441,7 @@ def figure_legend(fig, handles=None, labels=None, *, ncol: int | None = None, **
     elif labels is None:
         labels = [h.get_label() for h in handles]
     if not handles:
-        raise ValueError("figure_legend: the figure has no labelled artist to show in a legend")
+        raise ValueError("figure_legend: handles is empty (the figure has no labelled artist to show in a legend)")
     if fig.get_layout_engine() is None:
         fig.set_layout_engine("constrained")
     if ncol is None:
