@@ -346,30 +346,37 @@ def _fit_text(t, width_px: float, renderer) -> bool:
     return new != text
 
 
-def fit_titles(fig) -> int:
-    """Wrap every axes title wider than its axes, and the figure's suptitle wider than the figure.
+def _title_room(fig, ax) -> float:
+    """Width in pixels a title of ``ax`` may take: its column(s) of the figure's grid, less 8 %.
 
-    Titles are wrapped at spaces (a ``$...$`` formula is never split) and the layout is
-    drawn again, until each fits (at most three passes: wrapping changes a constrained
-    layout). :func:`savefig` calls it, so a long panel title is never clipped by the
-    neighbouring panel or the canvas. Returns the number of texts re-wrapped.
+    Taken from the grid, not from the drawn axes: a constrained layout narrows the axes to make
+    room for a long title, so the drawn width would shrink with every wrap.
     """
+    ss = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if ss is None:
+        return float(ax.get_window_extent(fig.canvas.get_renderer()).width)
+    ncols = ss.get_gridspec().ncols
+    return 0.92 * float(fig.bbox.width) * (ss.colspan.stop - ss.colspan.start) / ncols
+
+
+def fit_titles(fig) -> int:
+    """Wrap every axes title wider than its column of the figure, and a suptitle wider than the figure.
+
+    Titles are wrapped at spaces (a ``$...$`` formula is never split) to the width of the
+    axes' grid column(s) less 8 % (:func:`_title_room`); the constrained layout then makes room
+    for the extra lines. :func:`savefig` calls it, so a long panel title is never clipped by
+    the neighbouring panel or the canvas. Returns the number of texts re-wrapped.
+    """
+    r = fig.canvas.get_renderer()
     n = 0
-    for _ in range(3):
-        fig.canvas.draw()
-        r = fig.canvas.get_renderer()
-        changed = 0
-        for ax in fig.axes:
-            width = ax.get_window_extent(r).width
-            for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
-                if t is not None and t.get_visible() and t.get_text().strip():
-                    changed += _fit_text(t, width, r)
-        sup = getattr(fig, "_suptitle", None)
-        if sup is not None and sup.get_visible() and sup.get_text().strip():
-            changed += _fit_text(sup, 0.97 * fig.bbox.width, r)
-        n += changed
-        if not changed:
-            break
+    for ax in fig.axes:
+        width = _title_room(fig, ax)
+        for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            if t is not None and t.get_visible() and t.get_text().strip():
+                n += _fit_text(t, width, r)
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_visible() and sup.get_text().strip():
+        n += _fit_text(sup, 0.97 * fig.bbox.width, r)
     return n
 
 
