@@ -143,6 +143,12 @@ def _cell_html(text: str, markup: bool) -> str:
     return "".join(out)
 
 
+def _header_html(text: str, markup: bool) -> str:
+    """A header cell: as :func:`_cell_html`, and a line may also break after a ``/`` (``<wbr>``), so
+    that a header such as "ε_L chi2/probability/ties=½" wraps at its slashes, never letter by letter."""
+    return re.sub(r"(?<!<)/", "/<wbr>", _cell_html(text, markup))
+
+
 def _numeric(text: str) -> bool:
     return bool(re.fullmatch(r"[−+-]?[\d,.]+(e[−+-]?\d+)?%?|∞|−∞|–", text.strip()))
 
@@ -162,7 +168,7 @@ def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, captio
     cap = (f'<caption style="caption-side:top;text-align:left;padding:0.3em 0">{html.escape(caption)}</caption>'
            if caption else "")
     head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left", wrap=_wrap(h, False, _LONG_TOKEN))}">'
-                   f"{_cell_html(h, markup)}</th>" for j, h in enumerate(headers))
+                   f"{_header_html(h, markup)}</th>" for j, h in enumerate(headers))
 
     def td(j, c):
         num = j < len(numeric) and numeric[j]

@@ -55,6 +55,11 @@ def test_html_wraps_and_escapes():
                           name="08_z", caption="c", display=False)._repr_html_()
     th, td = h.split("<th ")[1].split(">")[0], h.split("<td ")[1].split(">")[0]
     assert "overflow-wrap:break-word" in th and "overflow-wrap:anywhere" in td  # only a path may break anywhere
+    h = tables.show_table([[1.0]], ["ε_L chi2/probability/ties=½"], name="08_w", caption="c",
+                          display=False)._repr_html_()
+    assert ">ε_L chi2/<wbr>probability/<wbr>ties=½</th>" in h  # a header may break at its slashes
+    h = tables.show_table([["x"]], ["`a/b` code"], name="08_v", caption="c", markup=True, display=False)._repr_html_()
+    assert "<code>a/<wbr>b</code> code</th>" in h  # never inside a closing tag
 
 
 def test_table_like_objects_and_bad_input():
