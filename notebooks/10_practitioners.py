@@ -177,7 +177,7 @@ axes[0].set_ylabel("ε at the setting's δ")
 axes[0].plot([], [], "o", mfc="none", mec="k", label="claimed (accountant)")
 axes[0].plot([], [], "^", color="grey", label="certified")
 axes[0].plot([], [], "v", color="grey", label="forced")
-axes[0].legend(fontsize=8, loc="upper right")
+plotting.figure_legend(fig, ncol=3)  # below the panels, never over an interval
 pf.show_figure(fig, "10_settings", {"mode": MODE, "seed": SEED,
                                     "epochs": {k: pf.pick(MODE, smoke=EPOCHS_SMOKE, quick=v["epochs"],
                                                           full=v["epochs"]) for k, v in SETTINGS.items()}})
@@ -339,7 +339,7 @@ ax.vlines(changes, 0.0, 1.0, color=plotting.COLORS["simulation"], linewidth=0.6,
 ax.set_yticks([])
 ax.set_xlabel(f"batch size B (Opacus 1.6.0 rule, N = {SCAN_N:,})")
 ax.set_xlim(SCAN_B[0], SCAN_B[-1])
-ax.legend(fontsize=8, loc="upper right")
+plotting.legend_below(ax, ncol=2)  # the lines fill the whole strip: the legend goes under it
 pf.show_figure(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": SCAN_N, "B": [SCAN_B[0], SCAN_B[-1]]})
 EXAMPLE_B = min(weak_rm, key=lambda b: abs(b - SETTINGS["MNIST"]["batch_size"]))
 assert SETTINGS["MNIST"]["batch_size"] not in weak_rm + weak_ad and EXAMPLE_B in weak_rm
