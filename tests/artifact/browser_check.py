@@ -36,7 +36,8 @@ per problem, each naming the page and the broken thing:
 * at each width of :data:`VIEWPORTS` (1,280 and 390 CSS px): an element of the article that
   reaches beyond the viewport and is not inside a container that scrolls sideways (a cut
   table column, equation or caption); a table header broken inside a word (its cell
-  narrower than its longest word); a figure whose smallest text is below
+  narrower than its longest word); from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
+  does not fit its column (it may scroll sideways on a phone only); a figure whose smallest text is below
   :data:`MIN_FIGURE_FONT_PT` (8 pt) at its displayed width (:func:`figure_font_problems`:
   from the PNG's dpi and recorded smallest font, or the SVG's font sizes).
 
@@ -234,6 +235,8 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
 
 #: Widths (CSS px) at which every page's layout is checked: a laptop and a phone.
 VIEWPORTS = (1280, 390)
+#: From this window width (CSS px) on, a figure must fit its column without scrolling.
+WIDE_VIEWPORT = 1000
 #: Smallest size, in points, of a figure's text as the page displays it.
 MIN_FIGURE_FONT_PT = 8.0
 #: PNG text key with a figure's smallest font size (paperlib.artifact.plotting.MIN_FONT_KEY).
@@ -243,7 +246,7 @@ MIN_FONT_KEY = "paperlib-min-font-pt"
 # elements wider than the viewport outside a scroll container, header cells broken inside a
 # word, and the displayed width of every figure image (its font size is checked in Python).
 _LAYOUT_JS = r"""
-async ([mathjaxTimeout]) => {
+async ([mathjaxTimeout, wideViewport]) => {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const t0 = Date.now();
   while (document.querySelector(".math") && !(window.MathJax && MathJax.startup && MathJax.startup.promise)
@@ -297,6 +300,12 @@ async ([mathjaxTimeout]) => {
   const figures = [];
   for (const img of art.querySelectorAll("img")) {
     if (!img.closest("figure, div.figure, .cell_output") || !img.complete || !img.naturalWidth) continue;
+    if (vw >= wideViewport) {  // on a laptop a figure fits its column: it scrolls only on a phone
+      const box = img.closest("figure, div.figure, .cell_output");
+      const over = img.getBoundingClientRect().width - box.clientWidth;
+      if (over > 1) faults.push(`figure scrolls sideways at ${vw} px (${Math.round(over)} px cut): ` +
+                                `${(img.getAttribute("src") || "").slice(0, 80)}`);
+    }
     figures.push({src: img.getAttribute("src") || "", url: img.currentSrc || img.src || "",
                   width: img.getBoundingClientRect().width, naturalWidth: img.naturalWidth});
   }
@@ -538,7 +547,7 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
             for fault in dict.fromkeys(info["faults"]):
                 problems.append(f"{name}: {fault}")
             try:
-                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS])
+                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS, WIDE_VIEWPORT])
             except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
                 problems.append(f"{name}: layout could not be checked at {VIEWPORTS[0]} px: {str(exc).splitlines()[0]}")
             else:
@@ -659,7 +668,7 @@ def _check_layout_at(browser, root: Path, pages: list[tuple[str, Path]], width: 
         for k, (name, path) in enumerate(pages):
             try:
                 page.goto(path.as_uri(), wait_until="load")
-                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS])
+                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS, WIDE_VIEWPORT])
             except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
                 problems.append(f"{name}: could not be checked at {width} px: {str(exc).splitlines()[0]}")
                 continue

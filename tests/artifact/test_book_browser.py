@@ -153,6 +153,8 @@ the previous figure. Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaptio
 commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
 <figure id="fig-nokey"><img src="_images/no_key.png" alt="nokey"><figcaption>Figure 2.3: Mode smoke, seed 0;
 commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+<figure id="fig-boxed" style="width:300px"><img src="_images/fig.png" alt="boxed"><figcaption>Figure 2.4: Mode smoke,
+seed 0; commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
 <table style="width:40px"><tr><th style="overflow-wrap:anywhere">Normaliser</th></tr></table>
 <div style="width:600px">a box as wide as a laptop's column, cut on a phone</div>
 <a href="#nope">dangling anchor</a>
@@ -177,7 +179,8 @@ def test_checker_reports_each_problem(browser, tmp_path):
     assert len(on_bad) == len(problems), text
     at_390 = [p for p in on_bad if "(at 390 px)" in p]
     at_1280 = [p for p in on_bad if p not in at_390]
-    assert len(at_1280) == 12 and len(at_390) == 5, text
+    assert len(at_1280) == 13 and len(at_390) == 5, text
+    assert any("figure scrolls sideways at 1280 px" in p and "fig.png" in p for p in at_1280), text
     assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
     assert any("narrower than 1200 px (846 px)" in p for p in on_bad), text
     assert any("without its provenance line" in p and "#fig-small" in p for p in on_bad), text
@@ -197,7 +200,7 @@ def test_checker_reports_each_problem(browser, tmp_path):
     assert any("<div> reaches" in p and "outside the 390 px viewport" in p and "a box as wide as a laptop" in p
                for p in at_390), text
     assert any("<div> reaches 8..408 px" in p and "a table wider than its container" in p for p in at_390), text
-    assert not any("fig.png" in p or "small.png: smallest" in p for p in on_bad), text
+    assert not any("figure fig.png" in p or "small.png: smallest" in p for p in on_bad), text
 
 
 def test_figure_font_sizes_from_the_png_and_the_svg(tmp_path):
