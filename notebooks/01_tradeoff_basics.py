@@ -209,7 +209,8 @@ plotting.legend_below(ax1)
 for k, mu in enumerate(mus):
     col, _ = plotting.series_style(k)
     ax2.semilogy(eps_grid, cf[k], color=col, linestyle=plotting.SERIES_LINESTYLES[k], label=rf"$\mu={mu:g}$ (closed form)")
-    ax2.semilogy(eps_grid[::4], num[k][::4], "o", color=col, markersize=3.5, markerfacecolor="none")
+    sup = np.asarray(num[k][::4], dtype=float)  # an underflowed 0 lies far below the axis (1e-12): not drawn
+    ax2.semilogy(eps_grid[::4], np.where(sup > 0, sup, np.nan), "o", color=col, markersize=3.5, markerfacecolor="none")
 ax2.plot([], [], "o", color="grey", markerfacecolor="none", markersize=3.5, label="numerical sup")
 ax2.set_ylim(1e-12, 1)
 ax2.set_xlim(0, eps_grid[-1])
