@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 __all__ = ["COLORS", "LINESTYLES", "SERIES_COLORS", "SERIES_MARKERS", "SERIES_LINESTYLES", "FIGURES_ENV",
            "DPI", "MIN_PNG_PX", "MIN_FONT_PT", "BOOK_WIDTH_IN", "BOOK_RC", "apply_style", "figures_dir",
            "new_axes", "savefig", "series_style", "series_kw", "plot_log_series", "offscale_handle",
-           "thousands", "min_display_font_pt", "layout_problems", "fit_titles", "figure_legend", "legend_below",
+           "thousands", "min_display_font_pt", "layout_problems", "fit_titles", "grow_to_fit", "figure_legend", "legend_below",
            "MIN_FONT_KEY"]
 
 FIGURES_ENV = "PAPERLIB_FIGURES"
@@ -380,6 +380,28 @@ def fit_titles(fig) -> int:
     return n
 
 
+def grow_to_fit(fig, *, passes: int = 4) -> float:
+    """Make ``fig`` taller until nothing drawn leaves it at the top or the bottom.
+
+    A constrained layout cannot always fit tall titles and a legend below square panels into
+    a fixed height; it then draws them past the canvas. The height is raised by what sticks
+    out (the width, which sets the size at which the book shows the fonts, never changes), and
+    the layout drawn again, at most ``passes`` times. :func:`savefig` calls it. Returns the
+    inches added.
+    """
+    added = 0.0
+    for _ in range(passes):
+        fig.canvas.draw()
+        tb = fig.get_tightbbox(fig.canvas.get_renderer())
+        height = float(fig.get_figheight())
+        over = max(0.0, float(tb.y1) - height) + max(0.0, -float(tb.y0))
+        if over <= 0.5 / fig.dpi:
+            break
+        fig.set_figheight(height + over + 0.04)
+        added += over + 0.04
+    return added
+
+
 def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, **kw):
     """A legend of ``ax`` just below its x tick labels and axis label, outside the data.
 
@@ -629,7 +651,9 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     :data:`MIN_PNG_PX` (1,200) pixels. Texts (tick labels, legends, titles) smaller than
     :data:`MIN_FONT_PT` as the book displays them (:func:`min_display_font_pt`) are raised
     to that size first, so no figure of the book has unreadable text, and titles wider than
-    their panel (the suptitle: than the figure) are wrapped (:func:`fit_titles`). The PNG
+    their panel (the suptitle: than the figure) are wrapped (:func:`fit_titles`), and a figure
+    whose titles or legend stick out at the top or bottom is made taller (:func:`grow_to_fit`;
+    the layout is drawn and checked at the PNG's dpi). The PNG
     records the figure's smallest font size (points at the figure's size) under
     :data:`MIN_FONT_KEY`, for the browser test's check at the displayed width.
 
@@ -676,14 +700,23 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     tmp_png = out / f".{name}.tmp.png"
     tmp_pdf = out / f".{name}.tmp.pdf"
     sizes = [t.get_fontsize() for t in _texts(fig)]
-    fig.savefig(tmp_png, dpi=dpi, metadata={"Description": meta_json, "Software": "paperlib",
-                                            MIN_FONT_KEY: f"{min(sizes) if sizes else 0.0:.3f}"})
+    # the layout is drawn, grown and checked at the PNG's own dpi: what layout_problems sees is
+    # what the PNG shows (a constrained layout can differ by a few pixels from one dpi to another)
+    screen_dpi = fig.get_dpi()
+    fig.set_dpi(dpi)
+    try:
+        grow_to_fit(fig)
+        fig.savefig(tmp_png, dpi=dpi, metadata={"Description": meta_json, "Software": "paperlib",
+                                                MIN_FONT_KEY: f"{min(sizes) if sizes else 0.0:.3f}"})
+        problems = layout_problems(fig)
+    finally:
+        fig.set_dpi(screen_dpi)
     fig.savefig(tmp_pdf, metadata={"Subject": meta_json, "Creator": "paperlib"})
     os.replace(tmp_png, png)
     os.replace(tmp_pdf, pdf)
     px = _png_size(png)
     info = {"png_px": list(px), "dpi": dpi, "vector": pdf.name, "min_font_pt": round(min_display_font_pt(fig), 2),
-            "layout_problems": layout_problems(fig)}
+            "layout_problems": problems}
     write_json_atomic(out / f"{name}.json", {"figure": name, "caption_meta": meta, **info,
                                              **_to_jsonable(dict(extra or {}))})
     return png

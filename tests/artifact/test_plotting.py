@@ -378,3 +378,33 @@ def test_series_colours_told_apart_with_each_colour_vision():
     base = np.asarray(to_rgb(plotting.COLORS["audit"]))
     tints = [to_hex(base * (1 - t) + t) for t in np.linspace(0.75, 0.0, 6)]  # the old shades()
     assert _closest_pair(tints, "normal") < 15 and _closest_pair(tints, "deuteranopia") < 15
+
+
+def test_savefig_grows_a_figure_whose_titles_stick_out(tmp_path, monkeypatch):
+    """Three square panels, a three-line title and a legend below do not fit 2.8 in: drawn once, the
+    constrained layout puts the title past the top (Figure 2.3 in the book). savefig makes the figure
+    taller, never wider, and checks the layout it saved."""
+    from paperlib.artifact import figures as pf
+
+    def figure():
+        fig, axes = pf.new_grid(1, 3, panel=3.6)
+        for ax, extra in zip(axes[0], ["", "", ": SGM claim holds"]):
+            ax.plot([0, 1], [1, 0], label="x")
+            ax.set_title(f"FEASGM: N=4, q=0.5, σ=2, n=20\n(⌊Nq⌋ = 2, ⌊(N+1)q⌋ = 2{extra})", fontsize=8.5)
+        plotting.figure_legend(fig)
+        return fig
+
+    fig = figure()
+    plotting.fit_titles(fig)
+    assert any("clipped" in p for p in plotting.layout_problems(fig))  # what the book showed
+    matplotlib.pyplot.close(fig)
+
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
+    fig = figure()
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    plotting.savefig(fig, "grown")
+    side = json.loads((tmp_path / "grown.json").read_text())
+    assert side["layout_problems"] == []
+    assert fig.get_figwidth() == width and fig.get_figheight() > height + 0.05
+    assert side["png_px"][1] == pytest.approx(fig.get_figheight() * side["dpi"], abs=2)
+    matplotlib.pyplot.close(fig)
