@@ -173,7 +173,10 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
     if (r.width === 0 || r.height === 0) continue;  // not rendered (a collapsed cell)
     const c = el.parentElement;
     const own = el.scrollWidth - el.clientWidth;
-    const box = c ? r.width - c.clientWidth : 0;
+    // a table may be wider than the page inside a wrapper that scrolls sideways (its columns
+    // are then reached by scrolling, not cut): only a table outside such a wrapper is cut
+    const scrolls = c && /(auto|scroll)/.test(getComputedStyle(c).overflowX);
+    const box = c && !scrolls ? r.width - c.clientWidth : 0;
     const over = Math.max(el.tagName === "TABLE" ? 0 : own, box);
     if (over > 1) wide.push([el, Math.round(over)]);
   }
@@ -259,7 +262,9 @@ async ([mathjaxTimeout, wideViewport]) => {
     new Promise((r) => { img.addEventListener("load", r); img.addEventListener("error", r); }))), sleep(mathjaxTimeout)]);
   const excerpt = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 80);
   const vw = document.documentElement.clientWidth;
-  const art = document.querySelector("article.bd-article, main#main-content, [role=main], main") || document.body;
+  // the article itself: the page's table of contents is a drawer off the screen's edge on a phone
+  const art = document.querySelector("article.bd-article") ||
+              document.querySelector("main#main-content, [role=main], main") || document.body;
   const faults = [];
   const scroller = (el) => /(auto|scroll|hidden)/.test(getComputedStyle(el).overflowX);
   const within = (r) => r.left >= -1 && r.right <= vw + 1;
@@ -267,6 +272,7 @@ async ([mathjaxTimeout, wideViewport]) => {
   for (const el of art.querySelectorAll("*")) {
     const r = el.getBoundingClientRect();
     if (r.width === 0 || r.height === 0 || within(r)) continue;
+    if (getComputedStyle(el).visibility === "hidden") continue;
     let ok = false;
     for (let p = el.parentElement; p && p !== document.documentElement; p = p.parentElement) {
       if (scroller(p) && within(p.getBoundingClientRect())) { ok = true; break; }
