@@ -363,14 +363,19 @@ def fit_titles(fig) -> int:
     """Wrap every axes title wider than its column of the figure, and a suptitle wider than the figure.
 
     Titles are wrapped at spaces (a ``$...$`` formula is never split) to the width of the
-    axes' grid column(s) less 8 % (:func:`_title_room`); the constrained layout then makes room
+    axes' grid column(s) less 8 % (:func:`_title_room`), and narrower where the title, centred
+    on its axes, would otherwise leave the canvas; the constrained layout then makes room
     for the extra lines. :func:`savefig` calls it, so a long panel title is never clipped by
     the neighbouring panel or the canvas. Returns the number of texts re-wrapped.
     """
+    fig.canvas.draw()  # where each axes is: a centred title must also stay inside the canvas
     r = fig.canvas.get_renderer()
+    W = float(fig.bbox.width)
     n = 0
     for ax in fig.axes:
-        width = _title_room(fig, ax)
+        bb = ax.get_window_extent(r)
+        centre = (bb.x0 + bb.x1) / 2
+        width = min(_title_room(fig, ax), 2 * min(centre, W - centre) - 6)
         for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
             if t is not None and t.get_visible() and t.get_text().strip():
                 n += _fit_text(t, width, r)
@@ -693,7 +698,6 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     png = out / f"{name}.png"
     pdf = out / f"{name}.pdf"
     _raise_small_fonts(fig)
-    fit_titles(fig)
     width_in = float(fig.get_figwidth())
     dpi = max(DPI, math.ceil(MIN_PNG_PX / width_in))
     # write to temporary names then rename, so a half-written figure never looks complete
@@ -705,6 +709,7 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     screen_dpi = fig.get_dpi()
     fig.set_dpi(dpi)
     try:
+        fit_titles(fig)  # at the PNG's dpi too: text is a little wider at 200 dpi than at 100
         grow_to_fit(fig)
         fig.savefig(tmp_png, dpi=dpi, metadata={"Description": meta_json, "Software": "paperlib",
                                                 MIN_FONT_KEY: f"{min(sizes) if sizes else 0.0:.3f}"})
