@@ -99,10 +99,10 @@ glue("nb01_nalpha", N_ALPHA, display=False)
 alpha = np.linspace(0.0, 1.0, N_ALPHA)
 mus = [0.5, 1.0, 2.0, 3.0]
 fig, ax = plotting.new_axes("Reference trade-off functions")
-for mu, col in zip(mus, pf.shades(plotting.COLORS["guarantee"], len(mus))):
-    pf.plot_curve(ax, alpha, tradeoff.gaussian_tradeoff(alpha, mu), "guarantee", rf"$G_{{{mu:g}}}$", color=col)
-pf.plot_curve(ax, alpha, tradeoff.eps_delta_tradeoff(alpha, 1.0, 0.1), "audit", r"$f_{1,\,0.1}$",
-              linestyle="-", marker=None)
+for k, mu in enumerate(mus):  # one colour, marker and dash per μ (plotting.series_kw)
+    ax.plot(alpha, tradeoff.gaussian_tradeoff(alpha, mu), label=rf"$G_{{{mu:g}}}$", **plotting.series_kw(k))
+ax.plot(alpha, tradeoff.eps_delta_tradeoff(alpha, 1.0, 0.1), label=r"$f_{1,\,0.1}$", color="#000000",
+        linewidth=1.2)
 ax.legend(loc="upper right")
 pf.show_figure(fig, "01_tradeoff_functions", {"mode": MODE, "seed": SEED, "mu": mus, "eps_delta": [1.0, 0.1]})
 
@@ -118,8 +118,8 @@ assert np.allclose(tradeoff.gaussian_tradeoff(alpha, 0.0), tradeoff.identity_tra
 # :name: fig-01-tradeoff-functions
 #
 # The Gaussian trade-off functions $G_\mu$ for
-# $\mu \in \{0.5, 1, 2, 3\}$ (blue, darker for larger $\mu$, i.e. more leakage), the
-# $(\varepsilon,\delta)$ curve $f_{1,0.1}$ (purple, two straight pieces) and the
+# $\mu \in \{0.5, 1, 2, 3\}$ (one colour, marker and dash per $\mu$; a larger $\mu$ lies lower,
+# i.e. more leakage), the $(\varepsilon,\delta)$ curve $f_{1,0.1}$ (black, two straight pieces) and the
 # diagonal $\mathrm{Id}$ (grey dashed). Closed forms evaluated at
 # {glue:text}`nb01_nalpha` equally spaced values of $\alpha$ (nothing random).
 # ```
@@ -197,25 +197,28 @@ fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(plotting.FIG_WIDTH, 3.9), constrai
 pf.style_axes(ax1, r"$G_1$ and its supporting $f_{\varepsilon,\delta(\varepsilon)}$")
 pf.plot_curve(ax1, alpha, tradeoff.gaussian_tradeoff(alpha, 1.0), "guarantee", r"$G_1$", linewidth=2.2)
 eps_lines = [0.0, 0.5, 1.0, 2.0]
-for e, col in zip(eps_lines, pf.shades(plotting.COLORS["audit"], len(eps_lines))):
+for k, e in enumerate(eps_lines):
     d = float(tradeoff.gaussian_delta(e, 1.0))
     line = tradeoff.eps_delta_tradeoff(alpha, e, d)
     assert np.all(line <= tradeoff.gaussian_tradeoff(alpha, 1.0) + 1e-12)  # below G_1 ...
     assert np.min(tradeoff.gaussian_tradeoff(alpha, 1.0) - line) < 2e-3  # ... and touching it
-    ax1.plot(alpha, line, color=col, linewidth=1.0, label=rf"$\varepsilon={e:g}$, $\delta={d:.3f}$")
-ax1.legend(loc="upper right")
+    ax1.plot(alpha, line, label=rf"$\varepsilon={e:g}$, $\delta={d:.3f}$", linewidth=1.0,
+             **plotting.series_kw(k + 1, markevery=[0, alpha.size - 1]))
+plotting.legend_below(ax1)
 
-for mu, col, k in zip(mus, pf.shades(plotting.COLORS["guarantee"], len(mus)), range(len(mus))):
-    ax2.semilogy(eps_grid, cf[k], color=col, label=rf"$\mu={mu:g}$ (closed form)")
-    ax2.semilogy(eps_grid[::4], num[k][::4], "o", color=col, markersize=3, markerfacecolor="none")
-ax2.plot([], [], "o", color="grey", markerfacecolor="none", markersize=3, label="numerical sup")
+for k, mu in enumerate(mus):
+    col, _ = plotting.series_style(k)
+    ax2.semilogy(eps_grid, cf[k], color=col, linestyle=plotting.SERIES_LINESTYLES[k], label=rf"$\mu={mu:g}$ (closed form)")
+    sup = np.asarray(num[k][::4], dtype=float)  # an underflowed 0 lies far below the axis (1e-12): not drawn
+    ax2.semilogy(eps_grid[::4], np.where(sup > 0, sup, np.nan), "o", color=col, markersize=3.5, markerfacecolor="none")
+ax2.plot([], [], "o", color="grey", markerfacecolor="none", markersize=3.5, label="numerical sup")
 ax2.set_ylim(1e-12, 1)
 ax2.set_xlim(0, eps_grid[-1])
 ax2.set_xlabel(r"$\varepsilon$")
 ax2.set_ylabel(r"$\delta(\varepsilon)$")
 ax2.set_title(r"Privacy profiles of $G_\mu$")
 ax2.grid(True, alpha=0.3, linewidth=0.5)
-ax2.legend()
+plotting.legend_below(ax2)
 pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mus, "n_x": N_X})
 
 # %% [markdown]
@@ -223,8 +226,8 @@ pf.show_figure(fig, "01_privacy_profiles", {"mode": MODE, "seed": SEED, "mu": mu
 # :name: fig-01-privacy-profiles
 #
 # Left: $G_1$ (blue) with the $(\varepsilon,\delta(\varepsilon))$ curves
-# that support it for $\varepsilon \in \{0, 0.5, 1, 2\}$ (purple, darker for larger
-# $\varepsilon$); each touches $G_1$ without crossing it. Right: the privacy profiles of
+# that support it for $\varepsilon \in \{0, 0.5, 1, 2\}$ (one colour and marker per
+# $\varepsilon$, legend below); each touches $G_1$ without crossing it. Right: the privacy profiles of
 # $G_\mu$, $\mu \in \{0.5,1,2,3\}$: the Balle–Wang closed form (lines) and the direct
 # numerical supremum (open circles, every fourth $\varepsilon$ shown); the two agree to
 # the printed precision above. {glue:text}`nb01_nx` grid points per supremum.
@@ -368,8 +371,10 @@ pf.markdown_table(["q (σ = 1)", "max |exact − q·δ_G(ε')|, ε ≥ log 1/(1�
 
 # %%
 fig, ax = plt.subplots(figsize=(plotting.FIG_WIDTH * 0.75, 4.2), constrained_layout=True)
-for k, (q, col) in enumerate(zip(qs, pf.shades(plotting.COLORS["sgm_claim"], len(qs), lightest=0.7))):
-    ax.semilogy(eps_p, np.maximum(dl[k], 1e-300), color=col, linewidth=1.6, label=rf"$q={q:g}$")
+for k, q in enumerate(qs):
+    col, _ = plotting.series_style(k)
+    ax.semilogy(eps_p, np.maximum(dl[k], 1e-300), color=col, linestyle=plotting.SERIES_LINESTYLES[k], linewidth=1.6,
+                label=rf"$q={q:g}$")
     ax.semilogy(eps_p[::5], np.maximum(fm[k][::5], 1e-300), "s", color=col, markersize=3, markerfacecolor="none")
 ax.plot([], [], "s", color="grey", markerfacecolor="none", markersize=3, label=r"$q\,\delta_{G}(\varepsilon')$")
 ax.axhline(1e-5, color="#BBBBBB", linestyle="--", linewidth=1.0)
@@ -388,7 +393,7 @@ pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": q
 # :name: fig-01-sgm-claim-profiles
 #
 # Privacy profiles $\delta(\varepsilon)$ of the SGM claim $f_q$ with
-# $\sigma$ = {glue:text}`nb01_prof_sigma` for $q \in$ {glue:text}`nb01_prof_qs` (lighter grey for smaller $q$): the
+# $\sigma$ = {glue:text}`nb01_prof_sigma` for $q \in$ {glue:text}`nb01_prof_qs` (one colour and dash per $q$): the
 # exact profile (lines) and the subsampling formula $q\,\delta_{G_{1/\sigma}}(\varepsilon')$
 # (open squares). Subsampling lowers the whole profile; the dashed line marks
 # $\delta=10^{-5}$, where the table above reads off $\varepsilon$.

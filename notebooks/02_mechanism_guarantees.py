@@ -292,7 +292,7 @@ def draw(mech):
     fig, axes = pf.new_grid(1, len(idx), panel=3.6)
     for ax, k in zip(axes[0], idx):
         panel(ax, CASES[k], res["cases"][k])
-    axes[0, 0].legend(loc="upper right")
+    plotting.figure_legend(fig)  # below the panels: the curves fill the upper right of a panel
     pf.show_figure(fig, f"02_{mech}_guarantee", {"mode": MODE, "seed": SEED, "trials": TRIALS,
                                                 "cases": [list(CASES[k][:5]) for k in idx]})
 

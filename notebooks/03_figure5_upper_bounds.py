@@ -204,8 +204,10 @@ for mech in ("easgm", "asgm"):
         assert excess <= TOL_G + TOL_UB + 1e-9, f"{mech} {key}: guarantee above its upper bound by {excess:.2e}"
 print(f"largest excess of a guarantee over its upper bound: {worst:.1e} (tolerance {TOL_G + TOL_UB:.1e})")
 
-N_SHADES = dict(zip(NS, pf.shades(plotting.COLORS["upper"], len(NS), lightest=0.6, darkest=0.45)))
-G_SHADES = dict(zip(NS, pf.shades(plotting.COLORS["guarantee"], len(NS), lightest=0.6, darkest=0.45)))
+# one colour per N (plotting.series_style: colour-blind safe, no two shades of one hue), the same
+# for N's upper bound (thick, dashed) and its exact guarantee (thin, solid)
+N_SHADES = {N: plotting.series_style(k)[0] for k, N in enumerate(NS)}
+G_SHADES = N_SHADES
 ZOOM = 0.035  # half-width of the inset around (0.5, 0.5) in the EASGM panels
 glue("nb03_zoom", f"[{0.5 - ZOOM:.3f}, {0.5 + ZOOM:.3f}]²", display=False)
 
@@ -254,7 +256,7 @@ handles = [plt.Line2D([], [], color=plotting.COLORS["sgm_claim"], label=r"SGM cl
 handles += [plt.Line2D([], [], color=N_SHADES[N], linestyle=plotting.SERIES_LINESTYLES[k + 1], linewidth=1.8,
                        marker=plotting.SERIES_MARKERS[k], label=rf"$\bar f$, N = {plotting.thousands(N)}")
             for k, N in enumerate(NS)]
-handles += [plt.Line2D([], [], color=G_SHADES[NS[2]], linewidth=1.0, label="exact guarantee (same shade per N)")]
+handles += [plt.Line2D([], [], color=G_SHADES[NS[2]], linewidth=1.0, label="exact guarantee (thin, same colour per N)")]
 fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
 pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_PARAMS, "q_easgm": Q_EASGM,
                                    "q_asgm": Q_ASGM, "sigma": SIGMA, "guarantee_tol": TOL_G})
@@ -264,11 +266,11 @@ pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_P
 # :name: fig-03-figure5
 #
 # The paper's Figure 5, regenerated. Upper bounds $\bar f$ on the one-round guarantees of the
-# real implementations (vermillion, dashed; darker for larger $N$) against the SGM
+# real implementations (thick, dashed; one colour, dash and marker per $N$) against the SGM
 # claim at the same $q$ and $\sigma=10$ (black). Top row: EASGM with $q = 0.005$
 # (Theorem 3.8); bottom row: ASGM with $q = 0.7$ (Theorem 3.10, Eq. 14). Left:
-# $n = 26{,}010$; right: $n = 1{,}485{,}217$. Thin blue lines are the exact guarantees
-# (same shading by $N$); in the top row they coincide with their bounds to within the
+# $n = 26{,}010$; right: $n = 1{,}485{,}217$. Thin solid lines are the exact guarantees
+# (in the colour of their $N$); in the top row they coincide with their bounds to within the
 # line width, in the bottom row they lie visibly below. Dots mark where each curve
 # crosses FNR $= 0.5$ (grey line); the table below lists those FPRs. The insets magnify
 # the square {glue:text}`nb03_zoom` around the centre, where the $N = 59{,}999$ EASGM bound
@@ -558,9 +560,9 @@ panels = [("thm34", "μ", "guarantee"), ("thm35", "σ", "guarantee"), ("lem314",
           ("lem315", "n", "upper"), ("lem316", "q", "upper"), ("asgm_N", "N", "asgm")]
 for ax, (key, sym, kind) in zip(axes.flat, panels):
     curves = MONO[key]
-    for k, ((lab, y), col) in enumerate(zip(curves.items(), pf.shades(plotting.COLORS[kind], len(curves)))):
-        pf.plot_curve(ax, A_M, y, kind, f"{sym} = {lab}", color=col, linestyle=plotting.SERIES_LINESTYLES[k])
-    ax.legend(loc="upper right")
+    for k, (lab, y) in enumerate(curves.items()):
+        ax.plot(A_M, y, label=f"{sym} = {lab}", **plotting.series_kw(k))
+    plotting.legend_below(ax, ncol=2, handlelength=2.4, columnspacing=0.8)
 pf.show_figure(fig, "03_monotonicity", {"mode": MODE, "seed": SEED, "sd_thm34": 0.7, "n": N_MONO,
                                         "grid": len(A_GRID)})
 pf.markdown_table(["statement", "worst violation of the ordering (≤ 0: holds)"],
@@ -571,7 +573,7 @@ pf.markdown_table(["statement", "worst violation of the ordering (≤ 0: holds)"
 # :name: fig-03-monotonicity
 #
 # The monotonicity results behind the upper bounds, each drawn for a few values of the
-# parameter that moves (darker = larger). Top: the one-dimensional tests of Theorems
+# parameter that moves (one colour, marker and dash per value; legend under each panel). Top: the one-dimensional tests of Theorems
 # 3.4 and 3.5 (the pure scale test agrees with its closed form to
 # {glue:text}`nb03_closed_dev` in $\beta$) and the EASGM bound against $N$ (Lemma 3.14).
 # Bottom: the EASGM bound against $n$ (Lemma 3.15), the ASGM bound against $q$ (Lemma

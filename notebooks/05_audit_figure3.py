@@ -134,11 +134,11 @@ for _m, _q in (("asgm", 0.7), ("easgm", 0.05)):  # the paper's two settings, aga
 alpha = np.linspace(0.0, 1.0, 801)
 titles = [f"{m.upper()}, q = {q:g}" for m, q in SETTINGS]
 fig, axes = pf.new_grid(2, len(SETTINGS), panel=3.4)
-shade = pf.shades(plotting.COLORS["audit"], len(N_DIMS), lightest=0.75)
+shade = [plotting.series_style(k)[0] for k in range(len(N_DIMS))]  # one colour per n, told apart (not shades)
 for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("optimal", "optimal distinguisher"))):
     for col, (mech, q) in enumerate(SETTINGS):
         ax = axes[row, col]
-        ax.set_title(f"{titles[col]} (claim ε = {claim[q]:.2g})\n{name}", fontsize=8.5)
+        ax.set_title(f"{titles[col]} (claim ε = {claim[q]:.2g})\n{name}")
         ax.plot(alpha, eps_delta_tradeoff(alpha, claim[q], DELTA), color=plotting.COLORS["sgm_claim"], linewidth=1.8,
                 label="SGM claim")
         for k, (c, n) in enumerate(zip(shade, N_DIMS)):
@@ -163,8 +163,8 @@ pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 #
 # The paper's Figure 3, regenerated. Each panel: the SGM claim's
 # $(\varepsilon,\delta)$ curve $f_{\varepsilon_{\text{claim}},\delta}$ (black) and the
-# audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (light to dark:
-# $n = 1$ to {glue:text}`nb05_nmax`); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
+# audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (one colour, dash
+# and marker per $n$, $n = 1$ to {glue:text}`nb05_nmax`); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
 # each audit's FPR and FNR, the corner that certifies $\varepsilon_L$. Top row: the
 # paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
 # row: the optimal distinguisher. A curve below the black one is an audit that violates

@@ -75,6 +75,7 @@ from myst_nb import glue
 
 from paperlib.artifact import estimate
 from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import show_table
@@ -197,7 +198,7 @@ show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "norma
                    "disagree": "real steps disagreeing", "real": "real steps / rounds"},
            name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
            "both distinguishers, against the SGM claim; the last column counts the rounds that were real "
-           "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3g", "q": "g"})
+           "implementation steps.", formats={"opt": ".3g", "norm": ".3g", "claim": ".3g", "q": "g"})  # significant digits: a claim of 0.000925 is not "0.001"
 
 # %% [markdown]
 # ## 3. The paper's Figure 4
@@ -205,29 +206,37 @@ show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "norma
 # %%
 nd = TRIALS // 2
 CEILING = eps_lower(cp_upper(0, nd), cp_upper(0, TRIALS - nd), DELTA)  # no error at all: the largest eps_L
-fig, axes = plt.subplots(1, 3, figsize=(13, 5.2), sharey=True, layout="constrained")
+fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 4.4), sharey=True, layout="constrained")
+# a log ε axis (the EASGM claims, of order 0.001, are not drawn at 0 as on a linear or symlog one); each
+# audit is a marker, an audit that certifies nothing (ε_L = 0) an off-scale ▼ at the bottom edge
+STYLE = {OPT: ("optimal distinguisher", 0), NORM: ("normality distinguisher", 1)}
+pos = [CEILING]
 for ax, name in zip(axes, DATASETS):
     pts = [row for row in rows if row["panel"] == name]
     x = np.arange(len(pts))
-    for k, (lab, off, col, hatch) in enumerate([(OPT, -0.2, "C0", None), (NORM, 0.2, "C1", "//")]):
+    for lab, (text, k) in STYLE.items():
         vals = [row["result"]["eps_lower"][lab] if row["result"] else np.nan for row in pts]
-        ax.bar(x + off, vals, width=0.38, color=col, hatch=hatch, edgecolor="k", linewidth=0.5,
-               label=["optimal distinguisher", "normality distinguisher"][k])
+        pos += [v for v in vals if np.isfinite(v) and v > 0]
+        col, mk = plotting.series_style(k)
+        plotting.plot_log_series(ax, x + (k - 0.5) * 0.3, vals, color=col, marker=mk, markersize=6.5, label=text)
     claims = [row["result"]["eps_claimed"] if row["result"] else np.nan for row in pts]
-    ax.hlines(claims, x - 0.45, x + 0.45, colors="k", linewidth=2, label="SGM claim")
-    ax.axhline(CEILING, color="grey", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
+    pos += [v for v in claims if np.isfinite(v) and v > 0]
+    ax.hlines(claims, x - 0.42, x + 0.42, colors=plotting.COLORS["sgm_claim"], linewidth=2, label="SGM claim")
+    ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
     ax.set_xticks(x, [f"{'EASGM' if row['impl'] != 'dpsur' else 'DPSUR'}\nq={row['q']}" for row in pts])
+    ax.set_xlim(-0.6, len(pts) - 0.4)
     used, _, source = SOURCES[name]
     kind = {DS.SOURCE_FULL: "full dataset", DS.SOURCE_BUNDLED: "bundled real points"}.get(source, source)
-    ax.set_title(f"{DATASETS[name]}\n({kind}, {MODEL_OF[name]})", fontsize=10)
-    ax.set_yscale("symlog", linthresh=0.1)
-    ax.set_ylim(0, CEILING * 2)
+    ax.set_title(f"{DATASETS[name]}\n({kind}, {MODEL_OF[name]})")
+    ax.grid(True, axis="y", which="major", alpha=0.3, linewidth=0.5)
+axes[0].set_ylim(min(pos) / 3, CEILING * 2)
 axes[0].set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 handles, labels = axes[0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=9)
+handles.append(plotting.offscale_handle(label="ε_L = 0 (off scale)"))
+plotting.figure_legend(fig, handles, ncol=2)
 REAL = all(src in (DS.SOURCE_FULL, DS.SOURCE_BUNDLED) for _, _, src in SOURCES.values())
 fig.suptitle(f"One DP-SGD step on {N + 1} {'real ' if REAL else ''}points per dataset, |D| = {N}, C = {C}, "
-             f"σ = {SIGMA} (mode {MODE}, seed {SEED}, {TRIALS:,} counted trials)", fontsize=11)
+             f"σ = {SIGMA} (mode {MODE}, seed {SEED}, {TRIALS:,} counted trials)")
 meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
         "delta": DELTA, "data": {k: v[2] for k, v in SOURCES.items()}}
 pf.show_figure(fig, "06_fig4_real_audit", meta)
@@ -239,8 +248,9 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 # The paper's Figure 4, regenerated on {glue:text}`nb06_data`: audited $\varepsilon_L$ of
 # one step of the EASGM code path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and
 # PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$, with
-# $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$; bars: the two
-# distinguishers; black ticks: the SGM claim's $\varepsilon$. Of the
+# $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$, on a log $\varepsilon$ axis;
+# markers: the two distinguishers (a ▼ at the bottom edge: $\varepsilon_L = 0$); black ticks: the
+# SGM claim's $\varepsilon$. Of the
 # {glue:text}`nb06_rounds` rounds of each audit, {glue:text}`nb06_real_rounds` were real
 # implementation steps in this mode ({glue:text}`nb06_mode`); the rest were drawn from the
 # documented mechanism with the same per-example gradients, after the steps passed the check.

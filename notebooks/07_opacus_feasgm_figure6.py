@@ -54,6 +54,7 @@ from myst_nb import glue
 
 from paperlib.artifact import estimate
 from paperlib.artifact import figures as pf
+from paperlib.artifact import plotting
 from paperlib.artifact import prose
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.provenance import save_result
@@ -166,7 +167,8 @@ _g("old_error", ERRORS.get("opacus-1.0.2"), missing="none")
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 4.2))
 x = np.arange(2)
-for k, (impl, col, hatch) in enumerate([("opacus-1.0.2", "C0", None), ("opacus-installed", "C2", "//")]):
+for k, (impl, hatch) in enumerate([("opacus-1.0.2", None), ("opacus-installed", "//")]):
+    col = plotting.series_style(k)[0]  # the book's series colours (colour-blind safe)
     r = RESULTS.get(impl)
     if r is None:
         continue
@@ -176,8 +178,8 @@ for k, (impl, col, hatch) in enumerate([("opacus-1.0.2", "C0", None), ("opacus-i
            label=f"Opacus {r['version']} ({real:,} of {r['inputs']['rounds']:,} rounds real steps)")
 claim = (R or R_NEW or {}).get("eps_claimed")
 if claim is not None:
-    ax.axhline(claim, color="k", lw=2, label=f"SGM claim ε = {claim:.3f}")
-ax.axhline(CEILING, color="grey", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
+    ax.axhline(claim, color=plotting.COLORS["sgm_claim"], lw=2, label=f"SGM claim ε = {claim:.3g}")
+ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
 ax.set_xticks(x, ["optimal distinguisher", "normality distinguisher"])
 ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 ax.set_ylim(0, CEILING * 1.35)

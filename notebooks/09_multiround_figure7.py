@@ -236,7 +236,7 @@ def draw_panel(ax, r, mech_kind, title, legend=False):
                   rf"CLT bound ($\mu$={r['mu']:.3g}, $\gamma$={r['gamma']:.1e})", linewidth=2.0)
     pf.plot_curve(ax, a, ex, "upper", rf"exact $\bar f^{{\otimes T}}$ ($\varepsilon$={r['eps']:.4g})")
     ax.set_title(title, fontsize=9)
-    ax.legend(loc="upper right")
+    plotting.legend_below(ax, ncol=1)  # each panel's own CLT parameters and ε; below, never over a curve
 
 
 fig, axes = pf.new_grid(1, 2, panel=4.4)
@@ -256,7 +256,9 @@ for ax, n in zip(axes[0], N_PARAMS):
         ax.set_yticks([10.0 ** -k for k in range(0, 301, 50)])
         ax.minorticks_off()
         ax.set_ylabel("FNR (β), log scale")
-        ax.legend(loc="center left")
+        for ln in ax.get_lines():  # β = 0 is left out on purpose (NaN), not dropped silently by the log axis
+            y = np.asarray(ln.get_ydata(), dtype=float)
+            ln.set_ydata(np.where(y > 0, y, np.nan))
 pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
                                    "n": N_PARAMS, "max_length": MAX_LENGTH, "n_deltas": N_DELTAS})
 
@@ -417,10 +419,10 @@ for j, N in enumerate(ASGM_NS):
     pf.plot_curve(ax, a, b["upper"], "upper", rf"$\bar f^{{\otimes T}}$, T = {ROUNDS} (band: discretisation)")
     ax.set_title(f"ASGM, |D| = {N:,}, q = {ASGM_Q:g}, σ = {SIGMA:g}, n = {ASGM_N_PARAMS:,}\n"
                  f"w = {b['w']:.3f}, loss bin {b['step']:.2g}, curve error ≤ {b['max_error']:.1e}", fontsize=8.5)
-    ax.legend(loc="upper right")
     lo, hi = b["eps_bracket"]
     rows.append([f"{N:,}", b["one_round_eps"], lo, hi, acl["rdp"]["eps"], acl["prv"]["eps"],
                  acl["tight"]["eps_bracket"][1], "yes" if lo > acl["rdp"]["eps"] else "no"])
+plotting.figure_legend(fig, ncol=2)  # the same four curves in every panel: one legend below them
 pf.show_figure(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
                                        "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_length": MAX_LENGTH})
 pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of f̄^⊗T ≤", "ε claim (RDP)", "ε claim (PRV)",

@@ -217,7 +217,7 @@ axes[0][0].plot([], [], "o", mfc="none", mec="k", label="claimed")
 axes[0][0].plot([], [], "v", color="grey", label="forced (attack)")
 axes[0][0].plot([], [], "^", color="grey", label="certified (proven)")
 axes[0][0].plot([], [], "x", color=plotting.COLORS["clt"], label="with the fix")
-fig.legend(fontsize=7, loc="outside lower center", ncols=4, frameon=False)
+plotting.figure_legend(fig, ncol=4)  # below the panels, never over an interval
 pf.show_figure(fig, "10_brackets", {"mode": MODE, "seed": SEED, "settings": [s["name"] for s in SETTINGS],
                                     "epochs": [s["epochs"] for s in SETTINGS], "dpsur_steps": DPSUR["steps"]})
 glue("nb10_floor", f"{FLOOR:g}", display=False)
@@ -421,7 +421,7 @@ ax.vlines(changes, 0.0, 1.0, color=plotting.COLORS["simulation"], linewidth=0.6,
 ax.set_yticks([])
 ax.set_xlabel(f"batch size B (Opacus 1.6.0 rule, N = {SCAN_N:,})")
 ax.set_xlim(SCAN_B[0], SCAN_B[-1])
-ax.legend(fontsize=8, loc="upper right")
+plotting.legend_below(ax, ncol=2)  # the lines fill the whole strip: the legend goes under it
 pf.show_figure(fig, "10_batch_size_scan", {"mode": MODE, "seed": SEED, "N": SCAN_N, "B": [SCAN_B[0], SCAN_B[-1]]})
 EXAMPLE_B = MNIST["batch_size"]  # the example's batch 240: ceil(60,000/240) = 250 divides 60,000
 assert EXAMPLE_B in weak_rm

@@ -337,6 +337,21 @@ def _api_rows():
     from paperlib.artifact.prose import relation
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
+
+    def legend(fn, **kw):  # a figure with one labelled line, closed afterwards
+        import matplotlib.pyplot as plt
+
+        from paperlib.artifact import plotting
+
+        fig, ax = plt.subplots()
+        try:
+            if kw.pop("empty", False):
+                return plotting.figure_legend(fig, **kw)
+            ax.plot([0, 1], [0, 1], label="a")
+            return getattr(plotting, fn)(ax if fn == "legend_below" else fig, **kw)
+        finally:
+            plt.close(fig)
+
     return [
         ("guarantee-N-zero", lambda: guarantee("easgm", 0, 0.5, 2.0, 20), ValueError, "N"),
         ("guarantee-mechanism", lambda: guarantee("dpsgd", 3, 0.5, 2.0, 20), ValueError, "mechanism"),
@@ -394,6 +409,9 @@ def _api_rows():
                                                       torch.zeros(2, 3), 0.5, 1.0, 1.0), ValueError, "divisor_masks"),
         ("prose-relation-nan", lambda: relation(float("nan"), 1.0), ValueError, "a"),
         ("prose-relation-far", lambda: relation(1.0, 2.0, far=1.0), ValueError, "far"),
+        ("figure-legend-ncol", lambda: legend("figure_legend", ncol=0), ValueError, "ncol"),
+        ("legend-below-ncol", lambda: legend("legend_below", ncol=1.5), ValueError, "ncol"),
+        ("figure-legend-empty", lambda: legend("figure_legend", empty=True), ValueError, "handles"),
     ]
 
 
@@ -405,7 +423,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "load-points-name", "load-points-k", "load-points-seed",
            "real-audit-seed", "real-audit-mode", "real-audit-dataset", "step-check-mechanism", "step-check-shapes",
            "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks",
-           "prose-relation-nan", "prose-relation-far"]
+           "prose-relation-nan", "prose-relation-far",
+           "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

@@ -11,7 +11,8 @@ Nothing here is mathematics: the curves come from :mod:`paperlib.mechanisms.guar
 * samples a curve object into plain ``(alpha, beta)`` arrays (:func:`curve_points`) and
   reads it at a given FNR (:func:`fpr_at_fnr`),
 * draws multi-panel trade-off figures in the style of :func:`paperlib.artifact.plotting.new_axes`
-  (:func:`new_grid`, :func:`style_axes`, :func:`plot_curve`, :func:`shades`),
+  (:func:`new_grid`, :func:`style_axes`, :func:`plot_curve`; several series of one kind
+  get :func:`paperlib.artifact.plotting.series_kw`, never shades of one hue),
 * formats small result tables (:func:`markdown_table`),
 * shows a finished figure in the book's one numbering scheme (:func:`show_figure`): the
   figure is saved, glued for a ``{glue:figure}`` directive (Sphinx numbers it
@@ -45,7 +46,6 @@ __all__ = [
     "style_axes",
     "new_grid",
     "plot_curve",
-    "shades",
     "Table",
     "markdown_table",
     "show_figure",
@@ -234,34 +234,14 @@ def plot_curve(ax, x, y, kind: str, label: str | None = None, **kw):
     """Plot a curve with the book-wide colour and line style of ``kind`` (a key of ``COLORS``).
 
     ``x``, ``y``: FPR and FNR values. Keyword arguments override the defaults (e.g.
-    ``color=`` for a shade of the kind's colour, ``alpha=`` for transparency).
+    ``color=`` for a series colour of :func:`paperlib.artifact.plotting.series_kw`, ``alpha=`` for
+    transparency).
     """
     style = {"color": plotting.COLORS[kind], "linestyle": plotting.LINESTYLES.get(kind, "-"), "linewidth": 1.6}
     if style["linestyle"] == "none":
         style.update(linestyle="none", marker="o", markersize=3)
     style.update(kw)
     return ax.plot(x, y, label=label, **style)
-
-
-def shades(color: str, k: int, lightest: float = 0.55, darkest: float = 0.0) -> list:
-    """``k`` shades of ``color``, from a light tint to a dark one.
-
-    The first is ``color`` mixed with white in proportion ``lightest``, the last is
-    ``color`` mixed with black in proportion ``darkest`` (0: the colour itself). Used where
-    one kind of curve (e.g. "upper bound") is drawn for several parameter values in one
-    panel: the kind keeps its colour, the parameter sets the shade.
-    """
-    from matplotlib.colors import to_rgb
-
-    base = np.asarray(to_rgb(color))
-    if k == 1:
-        return [tuple(float(x) for x in base)]
-    # t in [-lightest, darkest]: negative mixes with white, positive with black
-    out = []
-    for t in np.linspace(-lightest, darkest, k):
-        c = base * (1 + t) - t if t < 0 else base * (1 - t)
-        out.append(tuple(float(x) for x in np.clip(c, 0, 1)))
-    return out
 
 
 class Table:

@@ -42,9 +42,14 @@ import numpy as np  # noqa: E402
 __all__ = ["COLORS", "LINESTYLES", "SERIES_COLORS", "SERIES_MARKERS", "SERIES_LINESTYLES", "FIGURES_ENV",
            "DPI", "MIN_PNG_PX", "MIN_FONT_PT", "BOOK_WIDTH_IN", "BOOK_RC", "apply_style", "figures_dir",
            "new_axes", "savefig", "series_style", "series_kw", "plot_log_series", "offscale_handle",
-           "thousands", "min_display_font_pt", "layout_problems"]
+           "thousands", "min_display_font_pt", "layout_problems", "fit_titles", "grow_to_fit", "figure_legend", "legend_below",
+           "MIN_FONT_KEY"]
 
 FIGURES_ENV = "PAPERLIB_FIGURES"
+#: PNG text key (tEXt chunk) holding the smallest font size of a saved figure, in points at
+#: the figure's own size: with the PNG's dpi (pHYs chunk) and its displayed width the browser
+#: test computes the size a reader sees (tests/artifact/browser_check.py).
+MIN_FONT_KEY = "paperlib-min-font-pt"
 
 #: Resolution of the PNG copies (dots per inch); raised for narrow figures so that every
 #: PNG is at least :data:`MIN_PNG_PX` wide.
@@ -181,7 +186,9 @@ def plot_log_series(ax, x, y, *, color: str, marker: str = "o", label: str | Non
     axis cannot show are drawn at the axes' edge in the series colour, in axes coordinates
     so that they never move the limits: ``0`` (or negative, e.g. ε_L = 0) as ▼ at the
     bottom (◀ at the left for ``axis="x"``), ``+inf`` as ▲ at the top (▶ at the right). NaN
-    is skipped. A line is broken at off-scale values, never drawn to a plateau. Add
+    is skipped. A line is broken at off-scale values, never drawn to a plateau. Off-scale
+    markers of several series at the same position are dodged along the edge (by 1.15 marker
+    widths: 0, +1, -1, +2, ...), so none hides another. Add
     :func:`offscale_handle` to the legend when the return value says any were drawn.
 
     Returns
@@ -217,12 +224,26 @@ def plot_log_series(ax, x, y, *, color: str, marker: str = "o", label: str | Non
             "markeredgecolor": "white", "markeredgewidth": 0.6}
     other = xv if axis == "y" else yv
     trans = ax.get_xaxis_transform() if axis == "y" else ax.get_yaxis_transform()
+    # Off-scale markers of several series at one position are dodged along the edge (0, +1, -1,
+    # +2, ... marker widths), never drawn on each other: the axes remembers the positions taken.
+    taken = ax.__dict__.setdefault("_paperlib_offscale", {})
+    from matplotlib.transforms import ScaledTranslation
+
+    step_in = 1.15 * edge["markersize"] / 72.0
     for mask, pos, mk in ((low, 0.0, "v" if axis == "y" else "<"), (high, 1.0, "^" if axis == "y" else ">")):
-        if mask.any():
-            o = other[mask]
+        groups: dict[int, list[float]] = {}
+        for o in other[mask]:
+            key = (axis, pos, float(o))
+            k = taken.get(key, 0)
+            taken[key] = k + 1
+            groups.setdefault(k, []).append(float(o))
+        for k, os_ in groups.items():
+            shift = ((k + 1) // 2) * (1 if k % 2 else -1) * step_in
+            dx, dy = (shift, 0.0) if axis == "y" else (0.0, shift)
+            o = np.asarray(os_)
             e = np.full(o.shape, pos)
             xy = (o, e) if axis == "y" else (e, o)
-            ax.plot(*xy, transform=trans, marker=mk, **edge)
+            ax.plot(*xy, transform=trans + ScaledTranslation(dx, dy, ax.figure.dpi_scale_trans), marker=mk, **edge)
     return {"low": int(low.sum()), "high": int(high.sum())}
 
 
@@ -286,68 +307,345 @@ def _raise_small_fonts(fig) -> int:
     return n
 
 
+def _wrap_words(text: str) -> list[str]:
+    """Words of ``text`` (split at spaces), a ``$...$`` formula kept whole."""
+    words, cur = [], []
+    for w in text.split(" "):
+        cur.append(w)
+        if " ".join(cur).count("$") % 2 == 0:
+            words.append(" ".join(cur))
+            cur = []
+    if cur:
+        words.append(" ".join(cur))
+    return [w for w in words if w]
+
+
+def _fit_text(t, width_px: float, renderer) -> bool:
+    """Re-wrap the lines of text ``t`` at spaces so that none is wider than ``width_px``.
+
+    Returns whether the text changed. A single word wider than ``width_px`` stays as it is
+    (:func:`layout_problems` then reports it if it leaves the canvas).
+    """
+    text = t.get_text()
+    if t.get_window_extent(renderer).width <= width_px:
+        return False
+    lines = []
+    for line in text.split("\n"):
+        cur = ""
+        for w in _wrap_words(line):
+            trial = f"{cur} {w}" if cur else w
+            t.set_text(trial)
+            if cur and t.get_window_extent(renderer).width > width_px:
+                lines.append(cur)
+                cur = w
+            else:
+                cur = trial
+        lines.append(cur)
+    new = "\n".join(lines)
+    t.set_text(new)
+    return new != text
+
+
+def _title_room(fig, ax) -> float:
+    """Width in pixels a title of ``ax`` may take: its column(s) of the figure's grid, less 8 %.
+
+    Taken from the grid, not from the drawn axes: a constrained layout narrows the axes to make
+    room for a long title, so the drawn width would shrink with every wrap.
+    """
+    ss = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+    if ss is None:
+        return float(ax.get_window_extent(fig.canvas.get_renderer()).width)
+    ncols = ss.get_gridspec().ncols
+    return 0.92 * float(fig.bbox.width) * (ss.colspan.stop - ss.colspan.start) / ncols
+
+
+def fit_titles(fig) -> int:
+    """Wrap every axes title wider than its column of the figure, and a suptitle wider than the figure.
+
+    Titles are wrapped at spaces (a ``$...$`` formula is never split) to the width of the
+    axes' grid column(s) less 8 % (:func:`_title_room`), and narrower where the title, centred
+    on its axes, would otherwise leave the canvas; the constrained layout then makes room
+    for the extra lines. :func:`savefig` calls it, so a long panel title is never clipped by
+    the neighbouring panel or the canvas. Returns the number of texts re-wrapped.
+    """
+    fig.canvas.draw()  # where each axes is: a centred title must also stay inside the canvas
+    r = fig.canvas.get_renderer()
+    W = float(fig.bbox.width)
+    n = 0
+    for ax in fig.axes:
+        bb = ax.get_window_extent(r)
+        centre = (bb.x0 + bb.x1) / 2
+        width = min(_title_room(fig, ax), 2 * min(centre, W - centre) - 6)
+        for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            if t is not None and t.get_visible() and t.get_text().strip():
+                n += _fit_text(t, width, r)
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_visible() and sup.get_text().strip():
+        n += _fit_text(sup, 0.97 * fig.bbox.width, r)
+    return n
+
+
+def grow_to_fit(fig, *, passes: int = 4) -> float:
+    """Make ``fig`` taller until nothing drawn leaves it at the top or the bottom.
+
+    A constrained layout cannot always fit tall titles and a legend below square panels into
+    a fixed height; it then draws them past the canvas. The height is raised by what sticks
+    out (the width, which sets the size at which the book shows the fonts, never changes), and
+    the layout drawn again, at most ``passes`` times. :func:`savefig` calls it. Returns the
+    inches added.
+    """
+    added = 0.0
+    for _ in range(passes):
+        fig.canvas.draw()
+        tb = fig.get_tightbbox(fig.canvas.get_renderer())
+        height = float(fig.get_figheight())
+        over = max(0.0, float(tb.y1) - height) + max(0.0, -float(tb.y0))
+        if over <= 0.5 / fig.dpi:
+            break
+        fig.set_figheight(height + over + 0.04)
+        added += over + 0.04
+    return added
+
+
+def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, **kw):
+    """A legend of ``ax`` just below its x tick labels and axis label, outside the data.
+
+    Anchored at a fixed distance (in inches) below the axes' lowest text, so it stays in place
+    when the constrained layout (which makes room for it) resizes the axes. For one legend
+    shared by all panels use :func:`figure_legend`. Returns the legend.
+
+    Raises
+    ------
+    ValueError
+        If ``ncol`` is not an integer >= 1.
+    """
+    from matplotlib.transforms import ScaledTranslation
+
+    _check_ncol(ncol)
+    fig = ax.figure
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    below = max(0.0, (ax.bbox.y0 - ax.get_tightbbox(r).y0) / fig.dpi) + 0.05
+    trans = ax.transAxes + ScaledTranslation(0.0, -below, fig.dpi_scale_trans)
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    elif labels is None:
+        labels = [h.get_label() for h in handles]
+    kw.setdefault("frameon", False)
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=trans,
+                     ncol=ncol, **kw)
+
+
+def _check_ncol(ncol) -> None:
+    if isinstance(ncol, bool) or not isinstance(ncol, (int, np.integer)) or ncol < 1:
+        raise ValueError(f"ncol (legend columns) must be an integer >= 1, got {ncol!r}")
+
+
+def _legend_pt() -> float:
+    from matplotlib.font_manager import FontProperties
+
+    return FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+
+
+def figure_legend(fig, handles=None, labels=None, *, ncol: int | None = None, **kw):
+    """One legend for the whole figure, below its panels, outside every data area.
+
+    ``handles``/``labels`` default to those of all axes, each label once (labels starting
+    with ``_`` are skipped, as matplotlib does). Placed ``"outside lower center"``, which
+    needs the constrained layout (:func:`new_axes` and
+    :func:`paperlib.artifact.figures.new_grid` use it; it is switched on here otherwise).
+    ``ncol`` defaults to as many columns as fit (at most 4). Returns the legend.
+
+    Raises
+    ------
+    ValueError
+        If the figure has nothing to put in a legend, or ``ncol`` is not an integer >= 1.
+    """
+    if ncol is not None:
+        _check_ncol(ncol)
+    if handles is None:
+        seen: dict = {}
+        for ax in fig.axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                if lab and not lab.startswith("_") and lab not in seen:
+                    seen[lab] = h
+        labels, handles = list(seen), list(seen.values())
+    elif labels is None:
+        labels = [h.get_label() for h in handles]
+    if not handles:
+        raise ValueError("figure_legend: handles is empty (the figure has no labelled artist to show in a legend)")
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    if ncol is None:
+        longest = max(len(str(lab)) for lab in labels)
+        ncol = max(1, min(4, len(labels), int(fig.get_figwidth() * 72 / (_legend_pt() * 0.6)
+                                                 // (longest + 6))))
+    kw.setdefault("frameon", False)
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, **kw)
+
+
+def _display_points(artist, x, y) -> np.ndarray:
+    """``(k, 2)`` display coordinates of the data ``x``, ``y`` of ``artist`` (NaN where not drawable)."""
+    xy = np.column_stack([np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()])
+    with np.errstate(all="ignore"):
+        return artist.get_transform().transform(xy) if len(xy) else xy.reshape(0, 2)
+
+
+def _segments_hit_box(pts: np.ndarray, box, *, segments: bool) -> bool:
+    """Whether a point of ``pts`` (display coordinates), or with ``segments`` a segment joining two
+    consecutive points, lies inside ``box = (x0, y0, x1, y1)`` (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    ok = np.all(np.isfinite(pts), axis=1)
+    p = pts[ok] if not segments else pts
+    if not segments or len(pts) < 2:
+        return bool(np.any((p[:, 0] > x0) & (p[:, 0] < x1) & (p[:, 1] > y0) & (p[:, 1] < y1))) if len(p) else False
+    a, b = pts[:-1], pts[1:]
+    valid = ok[:-1] & ok[1:]
+    d = b - a
+    t0 = np.zeros(len(a))
+    t1 = np.ones(len(a))
+    reject = ~valid
+    with np.errstate(all="ignore"):
+        for pk, qk in ((-d[:, 0], a[:, 0] - x0), (d[:, 0], x1 - a[:, 0]), (-d[:, 1], a[:, 1] - y0), (d[:, 1], y1 - a[:, 1])):
+            reject |= (pk == 0) & (qk < 0)
+            r = qk / pk
+            t0 = np.where(pk < 0, np.maximum(t0, r), t0)
+            t1 = np.where(pk > 0, np.minimum(t1, r), t1)
+    hit = ~reject & (t0 <= t1)
+    # an isolated point (NaN on both sides) is drawn only as a marker: checked as a point
+    return bool(np.any(hit)) or _segments_hit_box(pts, box, segments=False)
+
+
+def _data_in_box(ax, box) -> str | None:
+    """The label of the first data artist of ``ax`` drawn inside ``box`` (display coords), or None."""
+    from matplotlib.collections import LineCollection, PathCollection
+    from matplotlib.patches import Rectangle
+
+    for ln in ax.get_lines():
+        if not ln.get_visible() or not len(ln.get_xdata()):
+            continue
+        pts = _display_points(ln, ln.get_xdata(), ln.get_ydata())
+        joined = ln.get_linestyle() not in ("None", "none", "", " ")
+        marked = ln.get_marker() not in (None, "", "none", "None", " ")
+        if (joined and _segments_hit_box(pts, box, segments=True)) or (marked and _segments_hit_box(pts, box, segments=False)):
+            return ln.get_label()
+    for c in ax.collections:
+        if not c.get_visible():
+            continue
+        if isinstance(c, PathCollection) and len(c.get_offsets()):
+            with np.errstate(all="ignore"):
+                pts = c.get_offset_transform().transform(np.asarray(c.get_offsets(), dtype=float))
+            if _segments_hit_box(pts, box, segments=False):
+                return c.get_label()
+        elif isinstance(c, LineCollection):
+            for seg in c.get_segments():
+                with np.errstate(all="ignore"):
+                    pts = c.get_transform().transform(np.asarray(seg, dtype=float))
+                if len(pts) and _segments_hit_box(pts, box, segments=True):
+                    return c.get_label()
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle) and patch.get_visible():
+            pb = patch.get_window_extent()
+            if pb.width > 0 and pb.x0 < box[2] and pb.x1 > box[0] and pb.y0 < box[3] and pb.y1 > box[1]:
+                return patch.get_label()
+    return None
+
+
+def _tick_label_drawn(ax, axis, tick) -> bool:
+    """Whether matplotlib draws ``tick``'s labels: its location falls inside the axes (in pixels)."""
+    loc = tick.get_loc()
+    with np.errstate(all="ignore"):
+        if axis is ax.xaxis:
+            v, lo, hi = ax.get_xaxis_transform().transform((loc, 0.0))[0], ax.bbox.x0, ax.bbox.x1
+        else:
+            v, lo, hi = ax.get_yaxis_transform().transform((0.0, loc))[1], ax.bbox.y0, ax.bbox.y1
+    return bool(np.isfinite(v) and lo - 1.0 <= v <= hi + 1.0)
+
+
 def layout_problems(fig) -> list[str]:
     """What a reader of the saved PNG would see wrong, from the drawing's bounding boxes.
 
-    Text clipped by the canvas is not visible to the browser's DOM (it is inside the image), so
-    it is checked here, on the rendered drawing: every visible text (titles, labels, ticks,
-    legend entries) must lie inside the figure; a legend inside an axes must not cover a data
-    point of that axes; two off-scale markers (drawn at an axes' edge, ``clip_on=False``) must
-    not sit on each other; and on a symlog axis a positive value far below the linear
-    threshold is drawn as 0, so none may be plotted there. Returns one line per problem
-    (empty when there is none).
+    Text clipped inside a PNG is not visible to the browser's DOM, so it is checked here, on
+    the rendered drawing (display coordinates, pixels). One line per problem (empty: none):
+
+    * **text outside the canvas**: a visible text (title, label, drawn tick label, legend
+      entry, annotation) whose box leaves the figure;
+    * **legend over data**: a legend (of an axes or of the figure) under which a data line,
+      marker, scatter point, error bar or bar of an axes is drawn (segments are clipped to the
+      legend's box, so a line crossing it between two points counts);
+    * **markers on each other**: two off-scale markers (drawn at an axes' edge with
+      ``clip_on=False``, :func:`plot_log_series`) of different series closer than 0.6 marker;
+    * **a value drawn at 0**: a finite value <= 0 plotted in data coordinates on a log axis
+      (matplotlib drops it silently), or a positive value below 1/20 of a symlog axis's linear
+      threshold (drawn indistinguishable from 0);
+    * **small text**: a text below :data:`MIN_FONT_PT` (8 pt) at the book's display width
+      (:func:`min_display_font_pt`).
     """
     from matplotlib.legend import Legend
-    from matplotlib.lines import Line2D
 
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
     W, H = fig.bbox.width, fig.bbox.height
     out = []
-    ticks = set()
+    hidden = set()
     for ax in fig.axes:  # tick labels of ticks outside the view are not drawn
         for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                inside = lo - 1e-9 * max(1.0, abs(lo)) <= tick.get_loc() <= hi + 1e-9 * max(1.0, abs(hi))
-                for lab in (tick.label1, tick.label2):
-                    ticks.add((id(lab), inside))
-    hidden = {i for i, inside in ticks if not inside}
+                if not _tick_label_drawn(ax, axis, tick):
+                    hidden.update((id(tick.label1), id(tick.label2)))
     for t in _texts(fig):
-        if not t.get_visible() or not t.get_text().strip() or id(t) in hidden:
+        if id(t) in hidden:
             continue
         bb = t.get_window_extent(r)
         if bb.x0 < -1 or bb.y0 < -1 or bb.x1 > W + 1 or bb.y1 > H + 1:
             out.append(f"text clipped by the figure's edge: {t.get_text()[:40]!r}")
+    legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
+    for leg in legends:
+        if not isinstance(leg, Legend) or not leg.get_visible():
+            continue
+        lb = leg.get_window_extent(r)
+        for ax in fig.axes:
+            ab = ax.bbox  # data outside the axes is clipped: only the common part counts
+            box = (max(lb.x0, ab.x0) + 1, max(lb.y0, ab.y0) + 1, min(lb.x1, ab.x1) - 1, min(lb.y1, ab.y1) - 1)
+            if box[0] >= box[2] or box[1] >= box[3]:
+                continue
+            hit = _data_in_box(ax, box)
+            if hit is not None:
+                out.append(f"legend covers data of {str(hit)[:40]!r}")
+                break
     for ax in fig.axes:
         lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())]
-        leg = ax.get_legend()
-        if isinstance(leg, Legend) and leg.get_visible():
-            lb = leg.get_window_extent(r)
-            if ax.bbox.contains(lb.x0 + 1, lb.y0 + 1) or ax.bbox.contains(lb.x1 - 1, lb.y1 - 1):
-                for ln in lines:
-                    pts = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
-                    inside = [p for p in pts if np.all(np.isfinite(p)) and ax.bbox.contains(*p)]
-                    if any(lb.contains(*p) for p in inside):
-                        out.append(f"legend covers data of {ln.get_label()[:40]!r}")
-                        break
         edge = []
         for ln in lines:
             if ln.get_clip_on() or ln.get_marker() in (None, "", "none"):
                 continue
-            pts = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+            pts = _display_points(ln, ln.get_xdata(), ln.get_ydata())
             edge += [(tuple(p), ln.get_markersize() * fig.dpi / 72.0, ln) for p in pts if np.all(np.isfinite(p))]
         for i, (p, size, ln) in enumerate(edge):
             for q, size2, ln2 in edge[i + 1:]:
                 if ln2 is not ln and np.hypot(p[0] - q[0], p[1] - q[1]) < 0.6 * min(size, size2):
                     out.append(f"off-scale markers on each other: {ln.get_label()[:30]!r} and {ln2.get_label()[:30]!r}")
-        if ax.get_yscale() == "symlog":
-            thresh = ax.yaxis.get_transform().linthresh
+        for name, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
+            if scale not in ("log", "symlog"):
+                continue
             for ln in lines:
-                y = np.asarray(ln.get_ydata(), dtype=float)
-                if np.any((y > 0) & (y < thresh / 20)):
-                    out.append(f"{ln.get_label()[:40]!r}: a positive value drawn as 0 on a symlog axis "
-                               f"(below {thresh:g}/20)")
+                if ln.get_transform() is not ax.transData:
+                    continue  # drawn in axes coordinates (an off-scale marker at the edge)
+                v = np.asarray(ln.get_xdata() if name == "x" else ln.get_ydata(), dtype=float)
+                if scale == "log" and np.any(np.isfinite(v) & (v <= 0)):
+                    out.append(f"{ln.get_label()[:40]!r}: a value <= 0 drawn as nothing on a log {name} axis "
+                               "(use plot_log_series to mark it at the edge)")
+                if scale == "symlog":
+                    thresh = (ax.xaxis if name == "x" else ax.yaxis).get_transform().linthresh
+                    if np.any((v > 0) & (v < thresh / 20)):
+                        out.append(f"{ln.get_label()[:40]!r}: a positive value drawn as 0 on a symlog {name} axis "
+                                   f"(below {thresh:g}/20)")
+    small = min_display_font_pt(fig)
+    if small < MIN_FONT_PT - 1e-6:
+        t = min(_texts(fig), key=lambda t: t.get_fontsize())
+        out.append(f"text below {MIN_FONT_PT:g} pt at the book's width ({small:.1f} pt): {t.get_text()[:40]!r}")
     return out
 
 
@@ -357,7 +655,12 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     The PNG has :data:`DPI` (200) dots per inch, more where needed for a width of at least
     :data:`MIN_PNG_PX` (1,200) pixels. Texts (tick labels, legends, titles) smaller than
     :data:`MIN_FONT_PT` as the book displays them (:func:`min_display_font_pt`) are raised
-    to that size first, so no figure of the book has unreadable text.
+    to that size first, so no figure of the book has unreadable text, and titles wider than
+    their panel (the suptitle: than the figure) are wrapped (:func:`fit_titles`), and a figure
+    whose titles or legend stick out at the top or bottom is made taller (:func:`grow_to_fit`;
+    the layout is drawn and checked at the PNG's dpi). The PNG
+    records the figure's smallest font size (points at the figure's size) under
+    :data:`MIN_FONT_KEY`, for the browser test's check at the displayed width.
 
     *caption_meta* (e.g. ``{"mode": "quick", "N": 60000, "q": 0.004, "sigma": 1.1}``)
     is stored in the PNG/PDF metadata (``Description`` / ``Subject``) and in
@@ -367,7 +670,8 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     sidecar also records ``png_px`` (width, height), ``dpi``, ``vector`` (the PDF's file
     name), ``min_font_pt`` (the smallest displayed font size) and ``layout_problems``
     (:func:`layout_problems`: clipped text, a legend over data, off-scale markers on each
-    other, a value drawn at 0 on a symlog axis; the book's tests require it empty).
+    other, a value drawn at 0 on a log or symlog axis, text below 8 pt; the book's tests
+    require it empty).
 
     Returns
     -------
@@ -399,13 +703,25 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     # write to temporary names then rename, so a half-written figure never looks complete
     tmp_png = out / f".{name}.tmp.png"
     tmp_pdf = out / f".{name}.tmp.pdf"
-    fig.savefig(tmp_png, dpi=dpi, metadata={"Description": meta_json, "Software": "paperlib"})
+    sizes = [t.get_fontsize() for t in _texts(fig)]
+    # the layout is drawn, grown and checked at the PNG's own dpi: what layout_problems sees is
+    # what the PNG shows (a constrained layout can differ by a few pixels from one dpi to another)
+    screen_dpi = fig.get_dpi()
+    fig.set_dpi(dpi)
+    try:
+        fit_titles(fig)  # at the PNG's dpi too: text is a little wider at 200 dpi than at 100
+        grow_to_fit(fig)
+        fig.savefig(tmp_png, dpi=dpi, metadata={"Description": meta_json, "Software": "paperlib",
+                                                MIN_FONT_KEY: f"{min(sizes) if sizes else 0.0:.3f}"})
+        problems = layout_problems(fig)
+    finally:
+        fig.set_dpi(screen_dpi)
     fig.savefig(tmp_pdf, metadata={"Subject": meta_json, "Creator": "paperlib"})
     os.replace(tmp_png, png)
     os.replace(tmp_pdf, pdf)
     px = _png_size(png)
     info = {"png_px": list(px), "dpi": dpi, "vector": pdf.name, "min_font_pt": round(min_display_font_pt(fig), 2),
-            "layout_problems": layout_problems(fig)}
+            "layout_problems": problems}
     write_json_atomic(out / f"{name}.json", {"figure": name, "caption_meta": meta, **info,
                                              **_to_jsonable(dict(extra or {}))})
     return png

@@ -36,11 +36,13 @@ _NUMBERS: dict[str, str] = {}
 _COUNT: dict[int, int] = {}
 
 # Automatic layout at the column's width: columns get what their content needs and, when the
-# row is too long, shrink. Numbers never break; words longer than a few characters (paths,
-# code, long headers) may break anywhere (`overflow-wrap: anywhere` lowers their cell's
-# minimum width), so a table wraps instead of overflowing.
-_TABLE_STYLE = ("table-layout:auto;width:100%;max-width:100%;border-collapse:collapse;"
-                "overflow-wrap:anywhere;word-break:normal;font-size:{size}")
+# row is too long, shrink down to their longest word. Numbers never break, words break only at
+# spaces (a header broken letter by letter is unreadable); only a token longer than
+# _LONG_TOKEN characters (a path, an identifier) may break anywhere. A table whose columns
+# still do not fit scrolls sideways inside its wrapper (overflow-x:auto).
+_LONG_TOKEN = 30
+_TABLE_STYLE = ("table-layout:auto;width:100%;border-collapse:collapse;"
+                "overflow-wrap:normal;word-break:normal;font-size:{size}")
 _CELL_STYLE = "padding:0.2em 0.3em;vertical-align:top;border-bottom:1px solid #ddd;text-align:{align}{wrap}"
 
 
@@ -141,6 +143,12 @@ def _cell_html(text: str, markup: bool) -> str:
     return "".join(out)
 
 
+def _header_html(text: str, markup: bool) -> str:
+    """A header cell: as :func:`_cell_html`, and a line may also break after a ``/`` (``<wbr>``), so
+    that a header such as "ε_L chi2/probability/ties=½" wraps at its slashes, never letter by letter."""
+    return re.sub(r"(?<!<)/", "/<wbr>", _cell_html(text, markup))
+
+
 def _numeric(text: str) -> bool:
     return bool(re.fullmatch(r"[−+-]?[\d,.]+(e[−+-]?\d+)?%?|∞|−∞|–", text.strip()))
 
@@ -159,12 +167,12 @@ def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, captio
     ident = f' id="{html.escape(table_id)}"' if table_id else ""
     cap = (f'<caption style="caption-side:top;text-align:left;padding:0.3em 0">{html.escape(caption)}</caption>'
            if caption else "")
-    head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left", wrap=_wrap(h, False, 10))}">'
-                   f"{_cell_html(h, markup)}</th>" for j, h in enumerate(headers))
+    head = "".join(f'<th style="{_CELL_STYLE.format(align="right" if numeric[j] else "left", wrap=_wrap(h, False, _LONG_TOKEN))}">'
+                   f"{_header_html(h, markup)}</th>" for j, h in enumerate(headers))
 
     def td(j, c):
         num = j < len(numeric) and numeric[j]
-        style = _CELL_STYLE.format(align="right" if num else "left", wrap=_wrap(c, num and _numeric(c), 14))
+        style = _CELL_STYLE.format(align="right" if num else "left", wrap=_wrap(c, num and _numeric(c), _LONG_TOKEN))
         return f'<td style="{style}">{_cell_html(c, markup)}</td>'
 
     body = "".join("<tr>" + "".join(td(j, c) for j, c in enumerate(r)) + "</tr>" for r in rows)

@@ -32,12 +32,20 @@ per problem, each naming the page and the broken thing:
 * literal Markdown markers in the rendered text (``**``, a backtick, ``$$``) outside code and
   formulas;
 * an absolute path of the build machine in the page's text (collapsed code included): the
-  book's source checkout, ``/home/``, ``/work/``, ``/tmp/``, ``/root/``, ``/Users/``.
+  book's source checkout, ``/home/``, ``/work/``, ``/tmp/``, ``/root/``, ``/Users/``;
+* at each width of :data:`VIEWPORTS` (1,280 and 390 CSS px): an element of the article that
+  reaches beyond the viewport and is not inside a container that scrolls sideways (a cut
+  table column, equation or caption); a table header broken inside a word (its cell
+  narrower than its longest word); from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
+  does not fit its column (it may scroll sideways on a phone only); a figure whose smallest text is below
+  :data:`MIN_FIGURE_FONT_PT` (8 pt) at its displayed width (:func:`figure_font_problems`:
+  from the PNG's dpi and recorded smallest font, or the SVG's font sizes).
 
 It saves full-page screenshots ``index.png`` (the start page), ``figure_page.png`` (the
 first visited page with a loaded image in a cell output or figure) and, where those pages
 exist, ``grade.png`` (the grade page) and ``chapter04.png`` / ``chapter06.png``
-(:data:`SCREENSHOT_PAGES`) into ``screenshots_dir``.
+(:data:`SCREENSHOT_PAGES`) into ``screenshots_dir``, and at 390 px ``index_390.png``,
+``grade_390.png``, ``chapter04_390.png``, ``chapter06_390.png``.
 """
 from __future__ import annotations
 
@@ -165,7 +173,10 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
     if (r.width === 0 || r.height === 0) continue;  // not rendered (a collapsed cell)
     const c = el.parentElement;
     const own = el.scrollWidth - el.clientWidth;
-    const box = c ? r.width - c.clientWidth : 0;
+    // a table may be wider than the page inside a wrapper that scrolls sideways (its columns
+    // are then reached by scrolling, not cut): only a table outside such a wrapper is cut
+    const scrolls = c && /(auto|scroll)/.test(getComputedStyle(c).overflowX);
+    const box = c && !scrolls ? r.width - c.clientWidth : 0;
     const over = Math.max(el.tagName === "TABLE" ? 0 : own, box);
     if (over > 1) wide.push([el, Math.round(over)]);
   }
@@ -224,6 +235,163 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
   return {url: location.href, images, links, nav, errors, ids, faults};
 }
 """
+
+#: Widths (CSS px) at which every page's layout is checked: a laptop and a phone.
+VIEWPORTS = (1280, 390)
+#: From this window width (CSS px) on, a figure must fit its column without scrolling.
+WIDE_VIEWPORT = 1000
+#: Smallest size, in points, of a figure's text as the page displays it.
+MIN_FIGURE_FONT_PT = 8.0
+#: PNG text key with a figure's smallest font size (paperlib.artifact.plotting.MIN_FONT_KEY).
+MIN_FONT_KEY = "paperlib-min-font-pt"
+
+# Runs in a loaded page (after _PAGE_JS, or after waiting for MathJax at another width):
+# elements wider than the viewport outside a scroll container, header cells broken inside a
+# word, and the displayed width of every figure image (its font size is checked in Python).
+_LAYOUT_JS = r"""
+async ([mathjaxTimeout, wideViewport]) => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const t0 = Date.now();
+  while (document.querySelector(".math") && !(window.MathJax && MathJax.startup && MathJax.startup.promise)
+         && Date.now() - t0 < 2000) await sleep(50);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    await Promise.race([MathJax.startup.promise.catch(() => {}), sleep(mathjaxTimeout)]);
+  const imgs = Array.from(document.images);
+  imgs.forEach((img) => { img.loading = "eager"; });
+  await Promise.race([Promise.all(imgs.map((img) => img.complete ? null :
+    new Promise((r) => { img.addEventListener("load", r); img.addEventListener("error", r); }))), sleep(mathjaxTimeout)]);
+  const excerpt = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 80);
+  const vw = document.documentElement.clientWidth;
+  // the article itself: the page's table of contents is a drawer off the screen's edge on a phone
+  const art = document.querySelector("article.bd-article") ||
+              document.querySelector("main#main-content, [role=main], main") || document.body;
+  const faults = [];
+  const scroller = (el) => /(auto|scroll|hidden)/.test(getComputedStyle(el).overflowX);
+  const within = (r) => r.left >= -1 && r.right <= vw + 1;
+  const wide = [];
+  for (const el of art.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || within(r)) continue;
+    if (getComputedStyle(el).visibility === "hidden") continue;
+    let ok = false;
+    for (let p = el.parentElement; p && p !== document.documentElement; p = p.parentElement) {
+      if (scroller(p) && within(p.getBoundingClientRect())) { ok = true; break; }
+      if (p === art) break;
+    }
+    if (!ok) wide.push(el);
+  }
+  for (const el of wide) {
+    if (wide.some((o) => o !== el && o.contains(el))) continue;  // the outermost one
+    const r = el.getBoundingClientRect();
+    faults.push(`<${el.tagName.toLowerCase()}> reaches ${Math.round(r.left)}..${Math.round(r.right)} px, outside the ` +
+                `${vw} px viewport and not inside a scroll container: ${excerpt(el.textContent)}`);
+  }
+  // a word of a header cell split over two lines (cell narrower than its longest word)
+  for (const th of art.querySelectorAll("th")) {
+    if (!th.getBoundingClientRect().width) continue;
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    let broken = null;
+    for (let n = walker.nextNode(); n && !broken; n = walker.nextNode()) {
+      const re = /[^\s\-\u2010-\u2014\/]+/g;
+      let m;
+      while ((m = re.exec(n.nodeValue)) && !broken) {
+        const rg = document.createRange();
+        rg.setStart(n, m.index); rg.setEnd(n, m.index + m[0].length);
+        const tops = new Set(Array.from(rg.getClientRects()).filter((q) => q.width > 0).map((q) => Math.round(q.top)));
+        if (tops.size > 1) broken = m[0];
+      }
+    }
+    if (broken) faults.push(`table header broken inside the word "${broken}" at ${vw} px: "${excerpt(th.textContent)}"`);
+  }
+  const figures = [];
+  for (const img of art.querySelectorAll("img")) {
+    if (!img.closest("figure, div.figure, .cell_output") || !img.complete || !img.naturalWidth) continue;
+    if (vw >= wideViewport) {  // on a laptop a figure fits its column: it scrolls only on a phone
+      const box = img.closest("figure, div.figure, .cell_output");
+      const over = img.getBoundingClientRect().width - box.clientWidth;
+      if (over > 1) faults.push(`figure scrolls sideways at ${vw} px (${Math.round(over)} px cut): ` +
+                                `${(img.getAttribute("src") || "").slice(0, 80)}`);
+    }
+    figures.push({src: img.getAttribute("src") || "", url: img.currentSrc || img.src || "",
+                  width: img.getBoundingClientRect().width, naturalWidth: img.naturalWidth});
+  }
+  return {faults, figures, vw};
+}
+"""
+
+
+def _png_font_info(data: bytes) -> tuple[float | None, float | None]:
+    """``(dpi, smallest font pt)`` from a PNG's pHYs and tEXt (:data:`MIN_FONT_KEY`) chunks."""
+    import struct
+
+    dpi = font = None
+    i = 8
+    while i + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[i:i + 8])
+        body = data[i + 8:i + 8 + n]
+        if kind == b"pHYs" and len(body) == 9 and body[8] == 1:  # unit: metre
+            dpi = struct.unpack(">I", body[:4])[0] * 0.0254
+        elif kind == b"tEXt" and b"\0" in body:
+            key, val = body.split(b"\0", 1)
+            if key.decode("latin-1") == MIN_FONT_KEY:
+                font = float(val.decode("latin-1"))
+        elif kind == b"IEND":
+            break
+        i += 12 + n
+    return dpi, font
+
+
+def _svg_font_px(text: str) -> tuple[float | None, float | None]:
+    """``(viewBox width, smallest font-size)`` of an SVG drawing, in its own units."""
+    vb = re.search(r'viewBox="\s*[-\d.]+[\s,]+[-\d.]+[\s,]+([\d.]+)', text)
+    width = float(vb.group(1)) if vb else None
+    if width is None:
+        w = re.search(r'<svg[^>]*\bwidth="([\d.]+)', text)
+        width = float(w.group(1)) if w else None
+    sizes = [float(x) for x in re.findall(r'font-size(?:="|:\s*)([\d.]+)', text)]
+    return width, (min(sizes) if sizes else None)
+
+
+def figure_font_problems(figures: list[dict], width: int) -> list[str]:
+    """Figures whose smallest text is below :data:`MIN_FIGURE_FONT_PT` at their displayed width.
+
+    ``figures``: what :data:`_LAYOUT_JS` reports (``url``, displayed ``width`` in CSS px,
+    ``naturalWidth``). A PNG's text size is its smallest font (:data:`MIN_FONT_KEY`, points at
+    the figure's size) times displayed inches / drawn inches (natural px / the PNG's dpi); an
+    SVG's is its smallest ``font-size`` (user units) times displayed px / viewBox width, in pt
+    (0.75 pt per CSS px). A PNG without the key or the dpi is reported (not saved by
+    ``paperlib.artifact.plotting.savefig``).
+    """
+    import base64
+
+    out = []
+    for f in figures:
+        url, shown = f["url"], float(f["width"])
+        if url.startswith("data:image/png;base64,"):
+            data, name = base64.b64decode(url.split(",", 1)[1]), "inline PNG"
+        else:
+            fp = _file_path(url)
+            if fp is None or not fp.is_file():
+                continue
+            data, name = fp.read_bytes(), fp.name
+        if data[:8] == b"\x89PNG\r\n\x1a\n":
+            dpi, font = _png_font_info(data)
+            if dpi is None or font is None:
+                out.append(f"figure {name}: its PNG does not record its dpi and smallest font ({MIN_FONT_KEY})")
+                continue
+            pt = font * (shown / 96.0) / (f["naturalWidth"] / dpi)
+        elif name.lower().endswith(".svg"):
+            vb, font = _svg_font_px(data.decode("utf-8", "replace"))
+            if not vb or font is None:
+                continue
+            pt = font * shown / vb * 0.75
+        else:
+            continue
+        if pt < MIN_FIGURE_FONT_PT - 0.05:
+            out.append(f"figure {name}: smallest text {pt:.1f} pt at its displayed width {shown:.0f} px "
+                       f"(window {width} px; at least {MIN_FIGURE_FONT_PT:g} pt)")
+    return out
+
 
 # Uncaught JavaScript errors that come from the toolchain, not from the book, and break
 # nothing it needs: sphinx-book-theme and jupyter-book both register sphinx-thebe, so its
@@ -350,6 +518,7 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
 
     queue: list[Path] = [index]
     seen: set[Path] = {index}
+    layout_pages: list[tuple[str, Path]] = []  # checked again at the narrow widths
     figure_shot_done = False
     try:
         while queue:
@@ -383,6 +552,14 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                 problems.append(f"{name}: error shown on the page: {err}")
             for fault in dict.fromkeys(info["faults"]):
                 problems.append(f"{name}: {fault}")
+            try:
+                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS, WIDE_VIEWPORT])
+            except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
+                problems.append(f"{name}: layout could not be checked at {VIEWPORTS[0]} px: {str(exc).splitlines()[0]}")
+            else:
+                for fault in dict.fromkeys(lay["faults"] + figure_font_problems(lay["figures"], VIEWPORTS[0])):
+                    problems.append(f"{name}: {fault}")
+            layout_pages.append((name, final))
             for img in info["images"]:
                 fp = _file_path(img["url"])
                 missing = fp is not None and not fp.is_file()
@@ -435,6 +612,9 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
     finally:
         context.close()
 
+    for width in VIEWPORTS[1:]:
+        problems += _check_layout_at(browser, root, layout_pages, width, shots)
+
     # Links, checked once every visited page's ids are known.
     for name, page_path, links in page_links:
         reported: set[str] = set()
@@ -475,6 +655,40 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                         reported.add(key)
                         problems.append(f"{name}: broken anchor href={href!r}: "
                                         f"{_rel(t, root)} has no element with id {frag!r}")
+    return problems
+
+
+def _check_layout_at(browser, root: Path, pages: list[tuple[str, Path]], width: int, shots: Path | None) -> list[str]:
+    """The layout checks of :data:`_LAYOUT_JS` on ``pages`` in a window ``width`` CSS px wide.
+
+    Screenshots (full page) of the start page and of :data:`SCREENSHOT_PAGES` are saved as
+    ``<name>_<width>.png``.
+    """
+    problems: list[str] = []
+    context = browser.new_context(viewport={"width": width, "height": 844}, java_script_enabled=True,
+                                  service_workers="block")
+    context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        for k, (name, path) in enumerate(pages):
+            try:
+                page.goto(path.as_uri(), wait_until="load")
+                lay = page.evaluate(_LAYOUT_JS, [MATHJAX_TIMEOUT_MS, WIDE_VIEWPORT])
+            except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
+                problems.append(f"{name}: could not be checked at {width} px: {str(exc).splitlines()[0]}")
+                continue
+            for fault in dict.fromkeys(lay["faults"] + figure_font_problems(lay["figures"], width)):
+                problems.append(f"{name} (at {width} px): {fault}")
+            if shots is not None:
+                if k == 0:
+                    page.screenshot(path=str(shots / f"index_{width}.png"), full_page=True)
+                rel = _rel(path, root)
+                for pattern, shot in SCREENSHOT_PAGES.items():
+                    if re.fullmatch(pattern, rel):
+                        page.screenshot(path=str(shots / shot.replace(".png", f"_{width}.png")), full_page=True)
+    finally:
+        context.close()
     return problems
 
 

@@ -4,8 +4,10 @@ Fails on a missing/broken image, a broken internal link or anchor, a cell that s
 error, an unresolved reference/glue marker, a formula MathJax did not typeset, a local
 resource that failed to load, a table or output wider than its container, a figure PNG
 narrower than 1,200 px, a figure without its provenance line, literal Markdown markers
-(``**``, backticks, ``$$``) in the rendered text, and an absolute path of the build machine
-in a page (the checks are in tests/artifact/browser_check.py). Every page reachable from the
+(``**``, backticks, ``$$``) in the rendered text, an absolute path of the build machine
+in a page, and, at 1,280 and 390 px, an element outside the viewport that is not inside a
+scroll container, a table header broken inside a word, and a figure whose text is below
+8 pt at its displayed width (the checks are in tests/artifact/browser_check.py). Every page reachable from the
 sidebar navigation is opened; screenshots of the start page, a page with a figure, the
 grade page and chapters 4 and 6 go to build/screenshots/ (index.png, figure_page.png,
 grade.png, chapter04.png, chapter06.png).
@@ -88,16 +90,25 @@ def test_book_in_browser(browser):
 
 # ---------------------------------------------------------------- the checker can fail
 
-def _png(w: int = 1200, h: int = 3) -> bytes:
-    """A small valid RGB PNG."""
+def _png(w: int = 1200, h: int = 3, *, dpi: float | None = 200.0, font_pt: float | None = 8.0) -> bytes:
+    """A small valid RGB PNG; with ``dpi`` a pHYs chunk, with ``font_pt`` the smallest-font text key."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     rows = b"".join(b"\x00" + b"\x20\x60\xc0" * w for _ in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+    extra = b""
+    if dpi is not None:
+        extra += chunk(b"pHYs", struct.pack(">IIB", round(dpi / 0.0254), round(dpi / 0.0254), 1))
+    if font_pt is not None:
+        extra += chunk(b"tEXt", browser_check.MIN_FONT_KEY.encode("latin-1") + b"\0" + f"{font_pt:.3f}".encode())
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + extra
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
-_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title></head><body>
+# The book's figure rule (book/_static/paperlib.css): figures shrink to the column but not below
+# 672 px, and scroll sideways inside their own box on a narrower screen.
+_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>
+<style>figure {{ max-width: 100%; overflow-x: auto; margin: 0; }} figure img {{ max-width: 100%; min-width: 672px; }}</style>
+</head><body>
 <nav class="bd-docs-nav">{nav}</nav>
 <main id="main-content">{body}</main></body></html>"""
 
@@ -107,6 +118,8 @@ def _site(tmp_path: Path, bad: bool) -> Path:
     (site / "_images").mkdir(parents=True)
     (site / "_images" / "fig.png").write_bytes(_png())
     (site / "_images" / "small.png").write_bytes(_png(846, 3))
+    (site / "_images" / "tiny_text.png").write_bytes(_png(1400, 3, dpi=200, font_pt=2.5))  # 7 in drawn
+    (site / "_images" / "no_key.png").write_bytes(_png(1200, 3, font_pt=None))
     nav = '<a href="index.html">Home</a> <a href="good.html">Good</a>'
     if bad:
         nav += ' <a href="bad.html">Bad</a>'
@@ -136,6 +149,14 @@ the previous figure. Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaptio
 <div class="cell_output docutils container"><div class="output stream highlight-myst-ansi">
 <pre style="white-space:pre;overflow-x:auto;width:300px">results -> /work/main/results and a very long line that runs far far far far far far far far far far far far away</pre></div></div>
 <div style="width:400px"><table style="width:900px"><tr><td>a table wider than its container</td></tr></table></div>
+<figure id="fig-tiny"><img src="_images/tiny_text.png" alt="tiny"><figcaption>Figure 2.2: Mode smoke, seed 0;
+commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+<figure id="fig-nokey"><img src="_images/no_key.png" alt="nokey"><figcaption>Figure 2.3: Mode smoke, seed 0;
+commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+<figure id="fig-boxed" style="width:300px"><img src="_images/fig.png" alt="boxed"><figcaption>Figure 2.4: Mode smoke,
+seed 0; commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+<table style="width:40px"><tr><th style="overflow-wrap:anywhere">Normaliser</th></tr></table>
+<div style="width:600px">a box as wide as a laptop's column, cut on a phone</div>
 <a href="#nope">dangling anchor</a>
 <div class="cell_output docutils container">
   <div class="output traceback highlight-ipythontb"><pre>Traceback (most recent call last)
@@ -154,8 +175,12 @@ def test_checker_accepts_a_clean_site(browser, tmp_path):
 def test_checker_reports_each_problem(browser, tmp_path):
     problems = browser_check.check_site(_site(tmp_path, bad=True), None, browser)
     text = "\n".join(problems)
-    on_bad = [p for p in problems if p.startswith("bad.html:")]
-    assert len(on_bad) == len(problems) == 9, text
+    on_bad = [p for p in problems if p.startswith(("bad.html:", "bad.html (at 390 px):"))]
+    assert len(on_bad) == len(problems), text
+    at_390 = [p for p in on_bad if "(at 390 px)" in p]
+    at_1280 = [p for p in on_bad if p not in at_390]
+    assert len(at_1280) == 13 and len(at_390) == 5, text
+    assert any("figure scrolls sideways at 1280 px" in p and "fig.png" in p for p in at_1280), text
     assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
     assert any("narrower than 1200 px (846 px)" in p for p in on_bad), text
     assert any("without its provenance line" in p and "#fig-small" in p for p in on_bad), text
@@ -166,3 +191,29 @@ def test_checker_reports_each_problem(browser, tmp_path):
     assert any("table wider than its container" in p for p in on_bad), text
     assert any("broken anchor" in p and "'#nope'" in p for p in on_bad), text
     assert any("error shown on the page" in p and "ValueError: boom" in p for p in on_bad), text
+    # the layout checks, at both widths unless the fault exists only on a phone
+    for where in (at_1280, at_390):
+        assert any('table header broken inside the word "Normaliser"' in p for p in where), text
+        assert any("tiny_text.png: smallest text" in p and "at least 8 pt" in p for p in where), text
+        assert any("no_key.png: its PNG does not record its dpi" in p for p in where), text
+    assert not any("a box as wide as a laptop" in p for p in at_1280), text
+    assert any("<div> reaches" in p and "outside the 390 px viewport" in p and "a box as wide as a laptop" in p
+               for p in at_390), text
+    assert any("<div> reaches 8..408 px" in p and "a table wider than its container" in p for p in at_390), text
+    assert not any("figure fig.png" in p or "small.png: smallest" in p for p in on_bad), text
+
+
+def test_figure_font_sizes_from_the_png_and_the_svg(tmp_path):
+    """8 pt drawn in a 7 in figure is 8 pt at 672 px and 4.6 pt at 390 px; an SVG scales with its viewBox."""
+    png = tmp_path / "f.png"
+    png.write_bytes(_png(1400, 3, dpi=200, font_pt=8.0))
+    fig = {"url": png.as_uri(), "naturalWidth": 1400}
+    assert browser_check.figure_font_problems([{**fig, "width": 672}], 1280) == []
+    bad = browser_check.figure_font_problems([{**fig, "width": 390}], 390)
+    assert len(bad) == 1 and "smallest text 4.6 pt at its displayed width 390 px" in bad[0]
+    svg = tmp_path / "d.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 900 400" font-size="16">'
+                   '<text font-size="12">a</text><text style="font-size: 15px">b</text></svg>')
+    s = {"url": svg.as_uri(), "naturalWidth": 900}
+    assert browser_check.figure_font_problems([{**s, "width": 900}], 1280) == []  # 12 px = 9 pt
+    assert "smallest text 6.7 pt" in browser_check.figure_font_problems([{**s, "width": 672}], 1280)[0]

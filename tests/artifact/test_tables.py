@@ -44,12 +44,22 @@ def test_html_wraps_and_escapes():
     t = tables.show_table([["<b>", "`code` and **bold**"]], ["h1", "h2"], name="08_x", caption="c",
                           display=False)
     h = t._repr_html_()
-    assert "width:100%" in h and "max-width:100%" in h and "overflow-wrap:anywhere" in h
+    assert "width:100%" in h and "max-width:100%;overflow-x:auto" in h  # scrolls in its wrapper if it must
+    assert "overflow-wrap:anywhere" not in h  # short words and headers break at spaces only
     assert "&lt;b&gt;" in h and "`code`" in h  # no markup unless asked
     h = tables.show_table([["`code` and **bold**"]], ["h"], name="08_y", caption="c", markup=True,
                           display=False)._repr_html_()
     assert "<code>code</code>" in h and "<strong>bold</strong>" in h
     assert "<caption" in h and "Table 8.2: c" in h
+    h = tables.show_table([["results/04_audit_figure2/a_very_long_file_name.json"]], ["Clopper-Pearson intervals"],
+                          name="08_z", caption="c", display=False)._repr_html_()
+    th, td = h.split("<th ")[1].split(">")[0], h.split("<td ")[1].split(">")[0]
+    assert "overflow-wrap:break-word" in th and "overflow-wrap:anywhere" in td  # only a path may break anywhere
+    h = tables.show_table([[1.0]], ["ε_L chi2/probability/ties=½"], name="08_w", caption="c",
+                          display=False)._repr_html_()
+    assert ">ε_L chi2/<wbr>probability/<wbr>ties=½</th>" in h  # a header may break at its slashes
+    h = tables.show_table([["x"]], ["`a/b` code"], name="08_v", caption="c", markup=True, display=False)._repr_html_()
+    assert "<code>a/<wbr>b</code> code</th>" in h  # never inside a closing tag
 
 
 def test_table_like_objects_and_bad_input():
@@ -72,4 +82,4 @@ def test_markdown_table_html_wraps_too():
     from paperlib.artifact.figures import markdown_table
 
     h = markdown_table(["a", "b"], [[1.23456, "x"]])._repr_html_()
-    assert "overflow-wrap:anywhere" in h and ">1.235<" in h
+    assert "overflow-x:auto" in h and "white-space:nowrap" in h and ">1.235<" in h
