@@ -328,6 +328,7 @@ def _api_rows():
     from paperlib import audit_worst_case, check_run, curve, guarantee, sgm_claim, upper_bound
     from paperlib.implementations.datasets import load_points
     from paperlib.implementations.real_audit import audit_implementation
+    from paperlib.implementations.runners import step_device
     from paperlib.mechanisms.accountants import sgm_claim_epsilon
     from paperlib.fdp.validation import check_seed
 
@@ -371,6 +372,12 @@ def _api_rows():
                                                          trials=100, mode="medium"), ValueError, "mode"),
         ("real-audit-dataset", lambda: audit_implementation("dpsur", "tiny", "svhn", N=4, q=0.5, sigma=1.0, C=1.0,
                                                             trials=100), ValueError, "dataset"),
+        ("real-audit-workers", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
+                                                            C=1.0, trials=100, workers=0), ValueError, "workers"),
+        ("real-audit-scheduler", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
+                                                              C=1.0, trials=100, scheduler="localhost:8786"),
+         ValueError, "scheduler"),
+        ("run-steps-device", lambda: step_device("tpu"), ValueError, "device"),
     ]
 
 
@@ -379,7 +386,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
            "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
-           "real-audit-seed", "real-audit-mode", "real-audit-dataset"]
+           "real-audit-seed", "real-audit-mode", "real-audit-dataset", "real-audit-workers", "real-audit-scheduler",
+           "run-steps-device"]
 
 
 @pytest.mark.parametrize("row", API_IDS)
@@ -1075,6 +1083,10 @@ MAKE_ROWS = [
     ("SEED-2^63-1-ok", [f"SEED={2**63 - 1}"], 0, None),
     ("SEED-zero-ok", ["SEED=0"], 0, None),
     ("DEVICE-cpu-ok", ["DEVICE=cpu", "SEED=7"], 0, None),
+    ("WORKERS-zero", ["WORKERS=0"], 2, "WORKERS"),
+    ("WORKERS-word", ["WORKERS=two"], 2, "WORKERS"),
+    ("DASK_SCHEDULER-no-protocol", ["DASK_SCHEDULER=localhost:8786"], 2, "DASK_SCHEDULER"),
+    ("WORKERS-scheduler-ok", ["WORKERS=3", "DASK_SCHEDULER=tcp://127.0.0.1:8786"], 0, None),
 ]
 
 
@@ -1082,7 +1094,7 @@ def _make(*variables):
     if shutil.which("make") is None:
         pytest.skip("GNU make is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SEED", "DEVICE",
-                                                             "MODE")}
+                                                             "MODE", "WORKERS", "DASK_SCHEDULER")}
     return subprocess.run(["make", "--no-print-directory", "-n", "help", *variables], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
