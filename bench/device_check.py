@@ -55,7 +55,9 @@ comparisons run and can fail; the report names every path and says it *would* ru
 
 Environment (as the other bench scripts): ``MODE`` (smoke|quick|full, default full),
 ``DEVICE`` (cpu|cuda, default cuda when available, else cpu), ``SEED`` (default 0),
-``DEVICE_CHECK_DOWNLOAD=1`` (let the old Opacus releases be downloaded when they are not
+``DEVICE_CHECK_BUDGET_S`` (seconds after which the remaining paths are skipped, default the
+mode's ``budget_s``; the tests set it far above any run, so the paths checked never depend on
+the machine's speed), ``DEVICE_CHECK_DOWNLOAD=1`` (let the old Opacus releases be downloaded when they are not
 in the release cache; by default the check never touches the network and reports them
 as skipped). ``--counts`` prints the full-mode work table as JSON and exits;
 ``--self-test`` shows that each comparison rejects a planted discrepancy.
@@ -242,6 +244,15 @@ def _env_settings():
         _refuse(f"SEED={os.environ.get('SEED')!r} must be an integer")
     import torch
 
+    budget = os.environ.get("DEVICE_CHECK_BUDGET_S") or None
+    if budget is not None:
+        try:
+            budget = float(budget)
+        except ValueError:
+            budget = -1.0
+        if not (math.isfinite(budget) and budget > 0):
+            _refuse(f"DEVICE_CHECK_BUDGET_S={os.environ.get('DEVICE_CHECK_BUDGET_S')!r} must be a number of seconds > 0")
+        SIZES[mode]["budget_s"] = budget
     dev = dev or ("cuda" if torch.cuda.is_available() else "cpu")
     if dev == "cuda" and not torch.cuda.is_available():
         _refuse("DEVICE=cuda but torch.cuda.is_available() is False (no usable GPU); use DEVICE=cpu")
