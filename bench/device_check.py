@@ -762,6 +762,8 @@ def _points(model: str, k: int, seed: int):
 
 def _accepted_rules(documented: str, candidates: dict) -> set:
     acc = {documented}
+    if documented == "|B'|":  # DPSUR: detect_normaliser's rules are of the batch; |B'| has |B|'s law
+        acc.add("|B|")
     if documented in ("Nq", "floor(Nq)") and candidates.get("Nq") == candidates.get("floor(Nq)"):
         acc |= {"Nq", "floor(Nq)"}
     return acc

@@ -48,7 +48,9 @@
 #
 # **Modes.** In `full` mode every round — calibration and counted, on $D$ and on $D'$ — is
 # one step of the implementation. In `quick` and `smoke` mode only the first
-# `CHECK_TRIALS` steps per dataset come from the implementation; they must pass a
+# `CHECK_TRIALS` steps per dataset come from the implementation; every one of them must
+# divide as the substituted mechanism does for its batch (for DPSUR, its own rule, with
+# its draws replayed: divisor and update), and together they must pass a
 # Kolmogorov-Smirnov check (every projected coordinate and the residual norm, against the
 # batched mechanism with the same gradients, Bonferroni at family level
 # {glue:text}`nb06_check_level`) before the remaining rounds are drawn from the batched
@@ -87,10 +89,31 @@ TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)  # counted rounds
 CHECK_TRIALS = pf.pick(MODE, smoke=20, quick=30, full=None)  # implementation steps per dataset (quick check)
 N, SIGMA, C, DELTA = 4, 10.0, 0.1, 1e-5
 DATASETS = {"mnist": "MNIST", "fmnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
-MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10"}
+MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10"}  # DPSGD-HF's and DPSUR's CNNs
+# DP-FETA and PrivImage are audited with their own MNIST/FMNIST denoisers (paperlib.implementations.paper_models:
+# 1,485,217 and 1,753,345 parameters) on the 28x28 panels; on CIFAR-10 their models are not built, so the
+# CNN row stands for all three there. A denoiser step costs ~40x a CNN step on the CPU, so quick mode audits
+# them on the MNIST panel only and with CHECK_TRIALS_BIG real steps per dataset (the table counts them).
+PAPER_MODEL_OF = {"DP-FETA": "dpfeta-mnist", "PrivImage": "privimage-mnist"}
+PAPER_MODEL_PANELS = pf.pick(MODE, smoke=("mnist",), quick=("mnist",), full=("mnist", "fmnist"))
+CHECK_TRIALS_BIG = pf.pick(MODE, smoke=10, quick=10, full=None)  # 10 is audit_implementation's least
 METHODS = [("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005),
            ("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5),
+           ("DPSGD-HF", "opacus-0.15.0", 0.005), ("DPSGD-HF", "opacus-0.15.0", 0.5),
+           ("DP-FETA", "opacus-0.15.0", 0.005), ("DP-FETA", "opacus-0.15.0", 0.5),
+           ("PrivImage", "opacus-0.15.0", 0.005), ("PrivImage", "opacus-0.15.0", 0.5),
            ("DPSUR", "dpsur", 0.7), ("DPSUR", "dpsur", 0.8)]
+
+
+def model_for(panel, method):
+    """The model ``method`` is audited with on ``panel`` (None: not audited there)."""
+    if method in PAPER_MODEL_OF:
+        return PAPER_MODEL_OF[method] if panel in PAPER_MODEL_PANELS else None
+    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != (panel in PAPER_MODEL_PANELS):
+        return None  # the CNN row stands for all three only where the denoisers are not audited
+    return MODEL_OF[panel]
+
+
 glue("nb06_mode", MODE, display=False)
 glue("nb06_check_level", f"{RA.CHECK_LEVEL:g}", display=False)
 glue("nb06_trials", f"{TRIALS:,}", display=False)
@@ -122,14 +145,20 @@ SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DA
 rows = []
 for name, (used, root, source) in SOURCES.items():
     for label, impl, q in METHODS:
+        model = model_for(name, label)
+        if model is None:
+            continue
+        big = model in PAPER_MODEL_OF.values()
         try:
-            r = RA.audit_implementation(impl, MODEL_OF[name], used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
-                                        seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS, delta=DELTA,
+            r = RA.audit_implementation(impl, model, used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
+                                        seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS_BIG if big else
+                                        CHECK_TRIALS, delta=DELTA,
                                         progress=False, data_root=root, cache=pv.ResultCache(MODE),
                                         points="bundled" if source == DS.SOURCE_BUNDLED else "folder")
-            rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": r, "error": None})
+            rows.append({"panel": name, "method": label, "impl": impl, "q": q, "model": model, "result": r,
+                         "error": None})
         except (RuntimeError, ValueError) as exc:  # ImplementationMismatch, ReleaseNotAvailable, ...
-            rows.append({"panel": name, "method": label, "impl": impl, "q": q, "result": None,
+            rows.append({"panel": name, "method": label, "impl": impl, "q": q, "model": model, "result": None,
                          "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"})
 
 OPT, NORM = "optimal", "normality[chi2,weighted]"
@@ -148,17 +177,17 @@ table = []
 for row in rows:
     r = row["result"]
     if r is None:
-        table.append({"panel": DATASETS[row["panel"]], "method": row["method"], "q": row["q"],
-                      "normaliser": "not audited", "opt": None, "norm": None, "claim": None,
+        table.append({"panel": DATASETS[row["panel"]], "method": f"{row['method']} [{row['model']}]", "q": row["q"],
+                      "normaliser": "not audited", "opt": None, "norm": None, "claim": None, "disagree": None,
                       "real": row["error"]})
         continue
-    table.append({"panel": DATASETS[row["panel"]], "method": row["method"], "q": row["q"],
+    table.append({"panel": DATASETS[row["panel"]], "method": f"{row['method']} [{row['model']}]", "q": row["q"],
                   "normaliser": r["normaliser_found"], "opt": r["eps_lower"][OPT], "norm": r["eps_lower"][NORM],
-                  "claim": r["eps_claimed"],
+                  "claim": r["eps_claimed"], "disagree": r["real_steps_disagreeing"],
                   "real": f"{r['inputs']['real_rounds']:,} of {r['inputs']['rounds']:,}"})
 show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "normaliser": "normaliser found",
                    "opt": "ε_L optimal", "norm": "ε_L normality", "claim": "ε SGM claim",
-                   "real": "real steps / rounds"},
+                   "disagree": "real steps disagreeing", "real": "real steps / rounds"},
            name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
            "both distinguishers, against the SGM claim; the last column counts the rounds that were real "
            "implementation steps.", formats={"opt": ".2f", "norm": ".2f", "claim": ".3f", "q": "g"})
@@ -202,7 +231,7 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 #
 # The paper's Figure 4, regenerated on {glue:text}`nb06_data`: audited $\varepsilon_L$ of
 # one step of the EASGM code path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and
-# PrivImage) at $q = 0.005, 0.5$ and of DPSUR's ASGM step at $q = 0.7, 0.8$, with
+# PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$, with
 # $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$; bars: the two
 # distinguishers; black ticks: the SGM claim's $\varepsilon$. Of the
 # {glue:text}`nb06_rounds` rounds of each audit, {glue:text}`nb06_real_rounds` were real
@@ -249,7 +278,7 @@ _saved = save_result(
 # path and, for DPSUR, the size of its separate draw), and for the normalised mechanisms the SGM claim
 # is not a valid guarantee. The gap is large for the EASGM path: dividing by $Nq$ with
 # $N = 4$ and $N+1 = 5$ gives outputs of visibly different scale on $D$ and $D'$, whatever
-# the batch. For DPSUR's ASGM step the paper finds the gap smaller, and larger at $q = 0.8$
+# the batch. For DPSUR's step (analysed as ASGM there) the paper finds the gap smaller, and larger at $q = 0.8$
 # than at $q = 0.7$; here it is larger at $q = 0.8$ in {glue:text}`nb06_asgm_up` of the {glue:text}`nb06_n_panels`
 # panels (optimal distinguisher). Where the normality distinguisher finds less, this is
 # the price of its voting rule, not evidence of privacy: the optimal distinguisher bounds

@@ -104,8 +104,8 @@ AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)
 CHECK_TRIALS = pf.pick(MODE, smoke=10, quick=30, full=None)  # real steps per dataset (quick: chapter 7's)
 N, Q, SIGMA, C, DELTA = 3, 0.5, 10.0, 0.1, 1e-5
-# chapter 7's model (1,485,217 parameters); smoke mode takes the 26,010-parameter CNN to stay short
-MODEL = pf.pick(MODE, smoke="cnn-mnist", quick="large-mnist", full="large-mnist")
+# chapter 7's model (DP-FETA's denoiser, 1,485,217 parameters); smoke mode takes the 26,010-parameter CNN
+MODEL = pf.pick(MODE, smoke="cnn-mnist", quick="dpfeta-mnist", full="dpfeta-mnist")
 BATCH_SIZE = 2  # the configured batch size: make_private samples at 1/ceil(N/B) = 1/2 on both datasets
 DATASET, ROOT, SOURCE = DS.resolve_dataset("mnist", N + 1, SEED, mode=MODE)
 POINTS = "bundled" if SOURCE == DS.SOURCE_BUNDLED else "folder"

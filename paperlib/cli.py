@@ -462,9 +462,11 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
     # metavar given: argparse would otherwise list the (lazy) choices while building the parser
     a.add_argument("--implementation", required=True, choices=IMPLEMENTATION_CHOICES, metavar="IMPLEMENTATION",
                    help="one of %(choices)s; whose DP-SGD step: opacus-installed (v1.x, FEASGM), opacus-1.0.2 (FEASGM, the v1.0 line the "
-                        "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), dpsur (ASGM), "
+                        "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), "
+                        "dpsur (DPSUR's rule: a separate draw's size), "
                         "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
-    a.add_argument("--model", required=True, choices=("cnn-mnist", "cnn-cifar10", "large-mnist"),
+    a.add_argument("--model", required=True,
+                   choices=("cnn-mnist", "cnn-cifar10", "large-mnist", "dpfeta-mnist", "privimage-mnist"),
                    help="model at fixed parameters theta_0 (built from --seed)")
     a.add_argument("--dataset", required=True, choices=DATASET_CHOICES, metavar="DATASET",
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
@@ -557,8 +559,9 @@ def run_audit_implementation(args) -> dict:
     except datasets.DatasetUnavailable as exc:
         raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
-            "mode", "path", "normaliser_found", "fpr", "fnr", "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed",
-            "violation", "trials", "calibration_trials", "seconds", "seconds_per_step", "full_mode_estimate_s")
+            "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
+            "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
+            "seconds_per_step", "full_mode_estimate_s")
     out = {"command": "audit-implementation"}
     out.update({k: r.get(k) for k in keys})
     if args.batch_size is not None:
@@ -568,7 +571,8 @@ def run_audit_implementation(args) -> dict:
     if r.get("inputs"):
         out["inputs"] = r["inputs"]
     if r.get("check"):
-        out["check"] = {k: r["check"][k] for k in ("passed", "min_p", "threshold", "tests", "trials")}
+        out["check"] = {k: r["check"].get(k) for k in ("passed", "min_p", "threshold", "tests", "trials",
+                                                       "min_detectable_ks_distance", "power")}
     return out
 
 

@@ -327,9 +327,12 @@ def test_cli_audit_out_of_memory_names_the_size_parameter(exc, param, capsys, mo
 def _api_rows():
     from paperlib import audit_worst_case, check_run, curve, guarantee, sgm_claim, upper_bound
     from paperlib.implementations.datasets import load_points
-    from paperlib.implementations.real_audit import audit_implementation
+    import torch
+
+    from paperlib.implementations.real_audit import audit_implementation, check_steps
     from paperlib.implementations.runners import step_device
     from paperlib.mechanisms.accountants import sgm_claim_epsilon
+    from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)
@@ -372,6 +375,18 @@ def _api_rows():
                                                          trials=100, mode="medium"), ValueError, "mode"),
         ("real-audit-dataset", lambda: audit_implementation("dpsur", "tiny", "svhn", N=4, q=0.5, sigma=1.0, C=1.0,
                                                             trials=100), ValueError, "dataset"),
+        ("step-check-mechanism", lambda: check_steps(np.zeros((2, 5)), np.ones((3, 5)), "asgmx", 0.5, 1.0, 1.0,
+                                                     batch_sizes=[1, 1]), ValueError, "mechanism"),
+        ("step-check-shapes", lambda: check_steps(np.zeros((2, 5)), np.ones((3, 4)), "asgm", 0.5, 1.0, 1.0,
+                                                  batch_sizes=[1, 1]), ValueError, "updates"),
+        ("step-check-batch_sizes", lambda: check_steps(np.zeros((2, 5)), np.ones((3, 5)), "asgm", 0.5, 1.0, 1.0),
+         ValueError, "batch_sizes"),
+        ("step-check-draws", lambda: check_steps(np.zeros((2, 5)), np.ones((3, 5)), "dpsur", 0.5, 1.0, 1.0,
+                                                 draws={"batch_masks": np.ones((2, 2), bool),
+                                                        "divisor_masks": np.ones((2, 3), bool),
+                                                        "noise": np.zeros((2, 5))}), ValueError, "draws"),
+        ("sampler-divisor_masks", lambda: apply_round("dpsur", torch.eye(3), torch.ones(2, 3, dtype=torch.bool),
+                                                      torch.zeros(2, 3), 0.5, 1.0, 1.0), ValueError, "divisor_masks"),
         ("real-audit-workers", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
                                                             C=1.0, trials=100, workers=0), ValueError, "workers"),
         ("real-audit-scheduler", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
@@ -386,8 +401,9 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "accountant-unknown", "audit-seed-negative", "audit-seed-2^63", "audit-trials-one", "audit-N-13",
            "audit-C-zero", "practitioner-prv-9-TiB", "practitioner-dataset_size", "practitioner-delta",
            "practitioner-version", "check-seed-bool", "load-points-name", "load-points-k", "load-points-seed",
-           "real-audit-seed", "real-audit-mode", "real-audit-dataset", "real-audit-workers", "real-audit-scheduler",
-           "run-steps-device"]
+           "real-audit-seed", "real-audit-mode", "real-audit-dataset", "step-check-mechanism", "step-check-shapes",
+           "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks", "real-audit-workers",
+           "real-audit-scheduler", "run-steps-device"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy import stats
 
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
@@ -96,12 +97,19 @@ def _merge(keys: np.ndarray, logw: np.ndarray, extra: np.ndarray | None = None):
     return first, lw, counts
 
 
+def _prob(logw: float) -> float:
+    return float(math.exp(logw)) if math.isfinite(logw) else 0.0
+
+
 class WhiteBoxModel:
     """Both output mixtures of one round of ``mechanism`` on given per-example vectors.
 
     Parameters
     ----------
-    mechanism : {"sgm", "easgm", "asgm", "feasgm"}
+    mechanism : {"sgm", "easgm", "asgm", "feasgm", "dpsur"}
+        (``"dpsur"``: DPSUR's rule, whose empty batch is an exact-zero release, the atom
+        :attr:`atom_logw`; its Gaussian parts are mixed over the separate draw's size, see
+        :meth:`_dpsur`.)
     vectors : array (N+1, n); rows 0..N-1 are D, row N the added point (clipped here).
     q, sigma, C : sampling rate in (0, 1], noise multiplier > 0, clipping norm > 0.
     max_N : enumeration limit (default :data:`MAX_N_EXACT`).
@@ -111,7 +119,7 @@ class WhiteBoxModel:
     """
 
     def __init__(self, mechanism: str, vectors, q: float, sigma: float, C: float, max_N: int = MAX_N_EXACT):
-        mechanism = Mechanism.parse(mechanism)
+        mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
         self.mechanism = mechanism
         self.q = q = check_rate(q)
         self.sigma = sigma = check_positive(sigma, "sigma")
@@ -122,7 +130,7 @@ class WhiteBoxModel:
             raise ValueError(
                 f"N = {N} > {max_N}: the exact distinguishers enumerate the 2^N subsets of D; use N <= {max_N}"
             )
-        if Mechanism.parse(mechanism).divides_by_zero(N, q):
+        if mechanism.divides_by_zero(N, q):
             raise ValueError(
                 f"q: floor(N*q) = floor({N}*{q}) = 0, so FEASGM divides by zero on D (as Opacus v1.x: inf/nan "
                 "outputs); there is no output density to audit. Choose N*q >= 1"
@@ -147,23 +155,80 @@ class WhiteBoxModel:
         sums = masks @ gc[:N]  # (2^N, r)
         sc = sigma * C
 
-        nu_p = np.asarray(Mechanism.parse(mechanism).normaliser(N, k, q), dtype=float)
-        p_coords, p_scale = sums / nu_p[:, None], sc / nu_p
-        q_coords, q_scale, q_logw, pair_logw = [], [], [], []
-        for b in (0, 1):
-            nu_q = np.asarray(Mechanism.parse(mechanism).normaliser(N + 1, k + b, q), dtype=float)
-            q_coords.append((sums + b * gc[N][None, :]) / nu_q[:, None])
-            q_scale.append(sc / nu_q)
-            q_logw.append(logw_b + (lq if b else l1q))
-        q_coords = np.concatenate(q_coords)
-        q_scale = np.concatenate(q_scale)
-        q_logw = np.concatenate(q_logw)
+        #: log-probability of an exact-zero release (no step: DPSUR's empty batch) on D and D'; -inf otherwise
+        self.atom_logw = {"D": -math.inf, "D'": -math.inf}
+        if mechanism.draws_divisor:
+            self._dpsur(masks, k, logw_b, sums, gc, lq, l1q, sc)
+        else:
+            nu_p = np.asarray(mechanism.normaliser(N, k, q), dtype=float)
+            p_coords, p_scale = sums / nu_p[:, None], sc / nu_p
+            q_coords, q_scale, q_logw = [], [], []
+            for b in (0, 1):
+                nu_q = np.asarray(mechanism.normaliser(N + 1, k + b, q), dtype=float)
+                q_coords.append((sums + b * gc[N][None, :]) / nu_q[:, None])
+                q_scale.append(sc / nu_q)
+                q_logw.append(logw_b + (lq if b else l1q))
+            q_coords = np.concatenate(q_coords)
+            q_scale = np.concatenate(q_scale)
+            q_logw = np.concatenate(q_logw)
 
-        self.P = self._mixture(p_coords, p_scale, logw_b)
-        self.Q = self._mixture(q_coords, q_scale, q_logw)
-        self.pairs = self._pairs(np.concatenate([p_coords, p_coords]), np.concatenate([p_scale, p_scale]),
-                                 q_coords, q_scale, q_logw)
+            self.P = self._mixture(p_coords, p_scale, logw_b)
+            self.Q = self._mixture(q_coords, q_scale, q_logw)
+            self.pairs = self._pairs(np.concatenate([p_coords, p_coords]), np.concatenate([p_scale, p_scale]),
+                                     q_coords, q_scale, q_logw)
         self._device_cache: dict = {}
+
+    def _dpsur(self, masks, k, logw_b, sums, gc, lq, l1q, sc):
+        """DPSUR's rule (THEORY.md §2, ``algorithm/DPSUR.py:145-146``): components ``(B, m)``.
+
+        On D a non-empty batch ``B`` is divided by ``nu(m)``, ``m ~ Binomial(N, q)`` the size of
+        the separate draw, independent of ``B`` (``nu(0) = N q``); on D' the batch is ``B + b``
+        (``b``: the added record sampled) and ``m' ~ Binomial(N + 1, q)``. An empty batch is the
+        atom at 0 (:attr:`atom_logw`), outside the Gaussian mixtures. The pairs couple the two
+        separate draws as ``m' = m + e`` (``e``: the added record in ``B'``), so each pair is one
+        joint draw of ``(B, b, B', e)``; an atom side of a pair has scale 0.
+        """
+        N, q, mech = self.N, self.q, self.mechanism
+        with np.errstate(divide="ignore"):
+            lb_D = stats.binom.logpmf(np.arange(N + 1), N, q)
+            lb_Dp = stats.binom.logpmf(np.arange(N + 2), N + 1, q)
+        nu_D = np.asarray(mech.normaliser(N, np.arange(N + 1), q), dtype=float)
+        nu_Dp = np.asarray(mech.normaliser(N + 1, np.arange(N + 2), q), dtype=float)
+        empty = k == 0
+        self.atom_logw = {"D": float(logw_b[empty].sum()) if empty.any() else -math.inf,
+                          "D'": float(logw_b[empty][0] + l1q) if empty.any() else -math.inf}
+        # mixtures: every (B, m) with a non-empty batch
+        pc, ps, pw = [], [], []
+        for m in range(N + 1):
+            pc.append(sums[~empty] / nu_D[m])
+            ps.append(np.full(int((~empty).sum()), sc / nu_D[m]))
+            pw.append(logw_b[~empty] + lb_D[m])
+        qc, qs, qw = [], [], []
+        for b in (0, 1):
+            keep = (k + b) > 0
+            for m in range(N + 2):
+                qc.append((sums[keep] + b * gc[N][None, :]) / nu_Dp[m])
+                qs.append(np.full(int(keep.sum()), sc / nu_Dp[m]))
+                qw.append(logw_b[keep] + (lq if b else l1q) + lb_Dp[m])
+        self.P = self._mixture(np.concatenate(pc), np.concatenate(ps), np.concatenate(pw))
+        self.Q = self._mixture(np.concatenate(qc), np.concatenate(qs), np.concatenate(qw))
+        # pairs: (B, m) on D with (B + b, m + e) on D'; atoms get coords 0 and scale 0
+        a_pc, a_ps, a_qc, a_qs, a_w = [], [], [], [], []
+        with np.errstate(divide="ignore"):
+            lbin = {0: math.log1p(-q) if q < 1 else -math.inf, 1: math.log(q)}
+        for m in range(N + 1):
+            p_c = np.where(empty[:, None], 0.0, sums / nu_D[m])
+            p_s = np.where(empty, 0.0, sc / nu_D[m])
+            for b in (0, 1):
+                for e in (0, 1):
+                    q_empty = (k + b) == 0
+                    a_pc.append(p_c)
+                    a_ps.append(p_s)
+                    a_qc.append(np.where(q_empty[:, None], 0.0, (sums + b * gc[N][None, :]) / nu_Dp[m + e]))
+                    a_qs.append(np.where(q_empty, 0.0, sc / nu_Dp[m + e]))
+                    a_w.append(logw_b + lbin[b] + lb_D[m] + lbin[e])
+        self.pairs = self._pairs(np.concatenate(a_pc), np.concatenate(a_ps), np.concatenate(a_qc),
+                                 np.concatenate(a_qs), np.concatenate(a_w))
 
     # ------------------------------------------------------------------ construction
     def _key(self, *cols):
@@ -212,6 +277,10 @@ class WhiteBoxModel:
             res = torch.zeros_like(res)
         return Projection(y=y, sq_norm_y=sy, residual=res)
 
+    def is_atom(self, proj: Projection) -> torch.Tensor:
+        """Bool (m,): the output is exactly 0 (DPSUR's no-step release; never for the other mechanisms)."""
+        return (proj.sq_norm_y == 0) & (proj.residual == 0)
+
     def sq_dist(self, proj: Projection, coords: torch.Tensor, sq_coords: torch.Tensor) -> torch.Tensor:
         """``||x - m_c||^2`` for every trial and component: ``(m, K)``."""
         return (proj.sq_norm_y[:, None] - 2.0 * (proj.y @ coords.T) + sq_coords[None, :]
@@ -222,6 +291,8 @@ class WhiteBoxModel:
         return coords @ self.basis.T
 
     def describe(self) -> dict:
-        return {"N": self.N, "n": self.n, "r": self.r, "components_D": self.P.size,
+        extra = ({"atom_D": _prob(self.atom_logw["D"]), "atom_Dprime": _prob(self.atom_logw["D'"])}
+                 if self.mechanism.skips_empty_batch else {})
+        return {**extra, "N": self.N, "n": self.n, "r": self.r, "components_D": self.P.size,
                 "components_Dprime": self.Q.size, "pairs": self.pairs.size,
                 "identical_pairs": int(self.pairs.identical.sum())}

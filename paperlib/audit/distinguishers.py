@@ -130,7 +130,13 @@ class OptimalDistinguisher(Distinguisher):
 
     def score(self, x, proj, rng=None) -> np.ndarray:
         lp, lq = self.log_densities(x, proj)
-        return (lq - lp).cpu().numpy().astype(np.float64)
+        out = (lq - lp).cpu().numpy().astype(np.float64)
+        if self.model.mechanism.skips_empty_batch:
+            # an exact-zero release (no step) has no density: its ratio is that of the atoms' probabilities
+            # (dominating measure Lebesgue + the point mass at 0, so Neyman-Pearson still holds)
+            atom = self.model.is_atom(proj).cpu().numpy()
+            out[atom] = self.model.atom_logw["D'"] - self.model.atom_logw["D"]
+        return out
 
 
 class NormalityDistinguisher(Distinguisher):
@@ -189,7 +195,7 @@ class NormalityDistinguisher(Distinguisher):
         sq = (c * c).sum(dim=1)
         stat = self.model.sq_dist(proj, c, sq) / torch.as_tensor(scale, device=dev, dtype=dt)[None, :] ** 2
         lo, hi = crit
-        return ((stat >= lo) & (stat <= hi)).cpu().numpy()
+        return _atoms_pass(self.model, proj, scale, ((stat >= lo) & (stat <= hi)).cpu().numpy())
 
     def _passes_full(self, x, coords, scale, crit):
         """KS / D'Agostino-Pearson on the full standardised vectors, in blocks."""
@@ -199,6 +205,7 @@ class NormalityDistinguisher(Distinguisher):
         means = torch.as_tensor(self.model.full_means(coords), device=x.device, dtype=x.dtype)  # (K, n)
         sc = torch.as_tensor(scale, device=x.device, dtype=x.dtype)
         out = np.empty((m, K), dtype=bool)
+        sc = torch.where(sc > 0, sc, torch.ones_like(sc))  # atoms (scale 0) are decided by _atoms_pass
         kb = max(1, min(K, _BLOCK // max(1, n)))
         mb = max(1, _BLOCK // max(1, kb * n))
         i = torch.arange(1, n + 1, device=x.device, dtype=x.dtype)
@@ -213,7 +220,7 @@ class NormalityDistinguisher(Distinguisher):
                 else:
                     k2 = stats.normaltest(z.cpu().numpy(), axis=-1).statistic
                     out[s:s + mb, k0:k0 + kb] = k2 <= crit
-        return out
+        return _atoms_pass(self.model, self.model.project(x), scale, out)
 
     def passes(self, x, proj, coords, scale) -> np.ndarray:
         """Boolean (trials, pairs): does the output standardised by (coords, scale) pass the test?"""
@@ -253,6 +260,16 @@ class NormalityDistinguisher(Distinguisher):
         return (v @ w) / p["weight"].sum()
 
 
+def _atoms_pass(model: WhiteBoxModel, proj: Projection, scale, passes: np.ndarray) -> np.ndarray:
+    """Where a pair's side is DPSUR's atom at 0 (scale 0), an output passes exactly when it is 0."""
+    atom_cols = np.asarray(scale) == 0
+    if not atom_cols.any():
+        return passes
+    is0 = model.is_atom(proj).cpu().numpy()
+    passes[:, atom_cols] = is0[:, None]
+    return passes
+
+
 def make_distinguisher(spec) -> Distinguisher:
     """``"optimal"``, ``"normality"``, a dict ``{"name": "normality", "test": ..., ...}``, or an instance."""
     if isinstance(spec, Distinguisher):
@@ -282,19 +299,52 @@ def brute_force_llr(mechanism: str, vectors, q: float, sigma: float, C: float, x
     g = mech_mod.clip(torch.as_tensor(v), C).numpy()
     N = g.shape[0] - 1
     x = np.atleast_2d(np.asarray(x, dtype=float))
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    if mech.draws_divisor:
+        return _brute_force_llr_dpsur(g, N, q, sigma, C, x)
     lp_terms, lq_terms = [], []
     for mask in itertools.product((0, 1), repeat=N):
         m = np.array(mask, dtype=bool)
         k = int(m.sum())
         w = q**k * (1 - q) ** (N - k)
         sb = g[:N][m].sum(axis=0)
-        nu = float(Mechanism.parse(mechanism).normaliser(N, k, q))
+        nu = float(mech.normaliser(N, k, q))
         lp_terms.append(math.log(w) + stats.norm.logpdf(x, sb / nu, sigma * C / nu).sum(axis=1) if w > 0
                         else np.full(x.shape[0], -np.inf))
         for b in (0, 1):
             wb = w * (q if b else 1 - q)
-            nu = float(Mechanism.parse(mechanism).normaliser(N + 1, k + b, q))
+            nu = float(mech.normaliser(N + 1, k + b, q))
             mean = (sb + b * g[N]) / nu
             lq_terms.append(math.log(wb) + stats.norm.logpdf(x, mean, sigma * C / nu).sum(axis=1) if wb > 0
                             else np.full(x.shape[0], -np.inf))
     return special.logsumexp(np.array(lq_terms), axis=0) - special.logsumexp(np.array(lp_terms), axis=0)
+
+
+def _brute_force_llr_dpsur(g, N, q, sigma, C, x) -> np.ndarray:
+    """DPSUR's rule by enumeration: each record of D' in or out of the batch and of the separate draw.
+
+    Every joint draw ``(B, B')`` of the ``N + 1`` records (``4^(N+1)`` of them, the last record
+    absent on D) is its own component: an exact-zero release when ``B`` is empty, else
+    ``N(S_B / nu(|B'|), (sigma C / nu)^2 I_n)``. No use of the binomial law of ``|B'|``.
+    """
+    atom = np.all(x == 0, axis=1)
+
+    def side(N_data):
+        terms, atom_p = [], 0.0
+        for bits in itertools.product((0, 1), repeat=2 * N_data):
+            b = np.array(bits[:N_data], dtype=bool)
+            d = np.array(bits[N_data:], dtype=bool)
+            w = q ** (b.sum() + d.sum()) * (1 - q) ** (2 * N_data - b.sum() - d.sum())
+            if w == 0:
+                continue
+            if not b.any():
+                atom_p += w
+                continue
+            nu = float(Mechanism.DPSUR.normaliser(N_data, int(d.sum()), q))
+            terms.append(math.log(w) + stats.norm.logpdf(x, g[:N_data][b].sum(axis=0) / nu,
+                                                         sigma * C / nu).sum(axis=1))
+        return special.logsumexp(np.array(terms), axis=0), math.log(atom_p) if atom_p > 0 else -math.inf
+
+    lp, ap = side(N)
+    lq, aq = side(N + 1)
+    return np.where(atom, aq - ap, lq - lp)

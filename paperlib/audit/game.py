@@ -320,7 +320,7 @@ def _eps_for_delta(eps_claimed: float, eps_for_delta, objective: str) -> float:
 
 
 def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
-    mechanism = Mechanism.parse(mechanism)
+    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")
@@ -386,8 +386,9 @@ def _run_side(model, dists, mechanism, vectors_t, q, sigma, C, dataset, count, g
         def _loop():
             for _ in range(count):
                 mask = torch.rand((1, N_data), generator=gen, device=device, dtype=torch.float64) < q
+                dmask = mech_mod._divisor_draw(mechanism, 1, N_data, q, gen, device)  # DPSUR's B' (else None)
                 noise = torch.randn((1, n), generator=gen, device=device, dtype=dtype)
-                yield mech_mod.apply_round_loop(mechanism, rows, mask, noise, q, sigma, C), None
+                yield mech_mod.apply_round_loop(mechanism, rows, mask, noise, q, sigma, C, dmask), None
 
         chunks = _loop()
     for x, proj in chunks:

@@ -4,7 +4,7 @@
   starting parameters;
 * :mod:`.runners` -- one DP-SGD step (Poisson sampling, ``loss_reduction="mean"``) of
   the installed Opacus (v1.x, FEASGM), of old Opacus releases run from the release cache
-  in a subprocess (v0.15.0 EASGM, v0.13.0 ASGM) and of the DPSUR-style ASGM step,
+  in a subprocess (v0.15.0 EASGM, v0.13.0 ASGM) and of DPSUR's step (its own rule),
   returning the parameter updates; per-example gradients at ``theta_0``; and
   :func:`~.runners.detect_normaliser`, which reads the normaliser off the updates;
 * :mod:`.dpsur` -- DPSUR's step, re-implemented line by line from DPSUR's source at a pinned

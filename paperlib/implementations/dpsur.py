@@ -63,7 +63,10 @@ batch's exact ``0`` (probability ``(1 - q)^N`` on ``D``) looks, to that model, l
 largest divisor, i.e. like ``D'``; it floors the false-positive rate and lowers the audited
 ``eps_L`` against ASGM's (measured with ``N = 4``, ``sigma = 10``, ``C = 0.1``,
 ``cnn-mnist``, 10,000 rounds: 2.7 instead of 5.4 at ``q = 0.7``, 4.7 instead of 6.1 at
-``q = 0.8``; both far above the SGM claim).
+``q = 0.8``; both far above the SGM claim). The audits therefore score DPSUR's steps with
+DPSUR's own rule (:attr:`paperlib.mechanisms.core.Mechanism.DPSUR`: the separate draw, the
+no-step atom at 0) and check every real step against it
+(:func:`paperlib.implementations.real_audit.check_steps`).
 
 Random draws, in DPSUR's order, per round (DPSUR draws from torch's global generator;
 here from the ``generator`` passed in, which gives the same numbers for the same seed):

@@ -33,9 +33,18 @@ parameters, asserted exactly by ``tests/test_models.py``):
     that makes this layout hit 1,485,217 exactly.)
 ``"tiny"`` -- 430 parameters, input 1x28x28, for fast tests:
     conv 1->2 k7 s3 (2x8x8), tanh, maxpool 2 stride 2 (2x4x4), flatten, linear 32->10.
+``"dpfeta-mnist"`` -- 1,485,217 parameters, input 1x28x28: DP-FETA's MNIST denoiser
+    (EDM-preconditioned NCSN++), rebuilt from its code at a pinned commit.
+``"privimage-mnist"`` -- 1,753,345 parameters, input 1x28x28: PrivImage's MNIST denoiser
+    (same network family, its own MNIST config). Both in
+    :mod:`paperlib.implementations.paper_models` (sources, sha256, ``file:line`` citations).
 
-All models output 10 logits; the loss everywhere is the cross-entropy
-(``torch.nn.functional.cross_entropy``, mean over the batch).
+The classifiers output 10 logits and their loss is the cross-entropy
+(``torch.nn.functional.cross_entropy``, mean over the batch). The two denoisers output
+each example's EDM denoising loss (their code's training loss, with per-record draws;
+:class:`paperlib.implementations.paper_models.EDMLossModel`), and the batch loss is
+the mean. :func:`training_loss` is the one place that tells the two apart; the runners
+and :func:`per_example_grads` go through it.
 """
 
 from __future__ import annotations
@@ -45,14 +54,19 @@ from typing import Callable
 import torch
 from torch import nn
 
+from paperlib.implementations.paper_models import (PAPER_MODELS, build_paper_model, loss_draws,
+                                                   paper_model_info)
+
 __all__ = ["MODEL_INPUT", "MODEL_PARAMETERS", "MODEL_NAMES", "build_model", "count_parameters",
-           "flat_parameters", "per_example_grads"]
+           "flat_parameters", "per_example_grads", "training_loss", "model_info"]
 
 MODEL_INPUT: dict[str, tuple[int, int, int]] = {
     "cnn-mnist": (1, 28, 28),
     "cnn-cifar10": (3, 32, 32),
     "large-mnist": (1, 28, 28),
     "tiny": (1, 28, 28),
+    "dpfeta-mnist": (1, 28, 28),
+    "privimage-mnist": (1, 28, 28),
 }
 # the documented counts (asserted by the tests)
 MODEL_PARAMETERS: dict[str, int] = {
@@ -60,6 +74,8 @@ MODEL_PARAMETERS: dict[str, int] = {
     "cnn-cifar10": 550_570,
     "large-mnist": 1_485_217,
     "tiny": 430,
+    "dpfeta-mnist": 1_485_217,
+    "privimage-mnist": 1_753_345,
 }
 MODEL_NAMES = tuple(MODEL_INPUT)
 
@@ -112,6 +128,8 @@ _BUILDERS: dict[str, Callable[[], nn.Module]] = {
     "cnn-cifar10": _cnn_cifar10,
     "large-mnist": _large_mnist,
     "tiny": _tiny,
+    "dpfeta-mnist": lambda: build_paper_model("dpfeta-mnist"),
+    "privimage-mnist": lambda: build_paper_model("privimage-mnist"),
 }
 
 
@@ -139,24 +157,79 @@ def flat_parameters(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in model.parameters() if p.requires_grad])
 
 
+def model_info(name: str) -> dict:
+    """What a result file records of model ``name``: ``name``, ``parameters`` (``n``),
+    ``architecture`` (one line) and ``source`` (``repository@commit config`` for the paper's
+    models, ``"paperlib.implementations.models"`` for the others); the paper's models add
+    ``method``, ``loss`` and ``substitutions``. ValueError for an unknown name."""
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_BUILDERS)}")
+    if name in PAPER_MODELS:
+        p = paper_model_info(name)
+        return {"name": name, "parameters": MODEL_PARAMETERS[name], "architecture": p["architecture"],
+                "source": f"{p['repository']}@{p['commit'][:7]} {p['config']}", "method": p["method"],
+                "loss": p["loss"], "substitutions": p["substitutions"]}
+    line = (__doc__ or "").split(f'``"{name}"`` --', 1)[1].split("\n``", 1)[0]
+    return {"name": name, "parameters": MODEL_PARAMETERS[name], "architecture": " ".join(line.split()),
+            "source": "paperlib.implementations.models", "loss": "cross-entropy"}
+
+
+def _base(model: nn.Module) -> nn.Module:
+    """The module under an Opacus wrapper (``GradSampleModule._module``), else ``model``."""
+    return getattr(model, "_module", model)
+
+
+def _loss_inputs(base: nn.Module, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    if getattr(base, "loss_kind", None) == "edm":
+        return (X, *loss_draws(X, y))
+    return (X, y)
+
+
+def _batch_loss(forward: Callable, kind: str | None, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    if kind == "edm":  # the model's output is each example's EDM loss; mean over the batch
+        return forward(*inputs).mean()
+    X, y = inputs
+    return nn.functional.cross_entropy(forward(X), y)
+
+
+def training_loss(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The batch's training loss (a scalar; mean over the batch, ``loss_reduction="mean"``).
+
+    ``model``: a model of :func:`build_model`, or the Opacus wrapper around one (its forward
+    is the one called, so Opacus's hooks see the layers). Cross-entropy of the logits for
+    the classifiers; for the denoisers the mean of the per-example EDM losses with each
+    record's fixed draws (:func:`paperlib.implementations.paper_models.loss_draws`). An
+    empty batch gives a zero that still depends on the parameters (Opacus needs a backward
+    pass through the model)."""
+    base = _base(model)
+    kind = getattr(base, "loss_kind", None)
+    inputs = _loss_inputs(base, X, y)
+    if len(X) == 0:
+        out = model(*inputs) if kind == "edm" else model(X)
+        return out.sum() * 0.0
+    return _batch_loss(model, kind, inputs)
+
+
 def per_example_grads(model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, chunk: int = 64) -> torch.Tensor:
-    """Unclipped per-example gradients ``[len(X), n]`` of the cross-entropy loss at the
-    model's current parameters, by ``torch.func.vmap(torch.func.grad(...))``; rows in the
-    order of ``X``, columns in :func:`flat_parameters` order."""
+    """Unclipped per-example gradients ``[len(X), n]`` of the model's training loss
+    (:func:`training_loss` on one example) at the model's current parameters, by
+    ``torch.func.vmap(torch.func.grad(...))``; rows in the order of ``X``, columns in
+    :func:`flat_parameters` order."""
     from torch.func import functional_call, grad, vmap
 
     names = [k for k, p in model.named_parameters() if p.requires_grad]
     params = {k: p.detach() for k, p in model.named_parameters() if p.requires_grad}
     buffers = {k: b.detach() for k, b in model.named_buffers()}
+    kind = getattr(model, "loss_kind", None)
+    inputs = _loss_inputs(model, torch.as_tensor(X), torch.as_tensor(y))
 
-    def loss(ps, x, t):
-        out = functional_call(model, (ps, buffers), (x.unsqueeze(0),))
-        return nn.functional.cross_entropy(out, t.unsqueeze(0))
+    def loss(ps, *one):
+        return _batch_loss(lambda *a: functional_call(model, (ps, buffers), a), kind, tuple(t.unsqueeze(0) for t in one))
 
-    g = vmap(grad(loss), in_dims=(None, 0, 0))
+    g = vmap(grad(loss), in_dims=(None,) + (0,) * len(inputs))
     rows = []
     for s in range(0, len(X), chunk):
-        gs = g(params, X[s:s + chunk], y[s:s + chunk])
+        gs = g(params, *(t[s:s + chunk] for t in inputs))
         rows.append(torch.cat([gs[k].reshape(gs[k].shape[0], -1) for k in names], dim=1))
     if not rows:
         return torch.zeros(0, count_parameters(model))

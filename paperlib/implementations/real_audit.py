@@ -6,7 +6,9 @@ the implementation's DP-SGD at ``lr = 1``. The adversary is white-box: it knows 
 per-example gradient at ``theta_0`` (:func:`paperlib.implementations.runners.per_example_gradients`),
 hence every Gaussian component of both output distributions of the mechanism the
 implementation documents (Opacus installed (v1.x) -> FEASGM, v0.15.0 -> EASGM,
-v0.13.0 -> ASGM, DPSUR's own step -> ASGM). The output of a step is the normalised
+v0.13.0 -> ASGM, DPSUR's own step -> DPSUR's rule, :attr:`Mechanism.DPSUR
+<paperlib.mechanisms.core.Mechanism.DPSUR>`: the size of a separate Poisson draw, no step on an
+empty batch; the paper analyses it as ASGM). The output of a step is the normalised
 noisy gradient ``(theta_0 - theta_1) / lr``; the optimal and the normality
 distinguishers (:mod:`paperlib.audit`) score it.
 
@@ -20,7 +22,12 @@ Two modes (:func:`audit_implementation`):
     Path ``"implementation"``.
 ``"quick"``
     The first ``check_trials`` steps per dataset come from the implementation and must
-    pass :func:`check_outputs`: two-sample Kolmogorov-Smirnov tests of every projected
+    pass two checks before they may stand for the mechanism's rounds. First, step by step
+    (:func:`check_steps`): the divisor read off *every* real step must be the mechanism's for
+    that step's batch (and, for DPSUR, whose draws are replayed from the step's seed, the update
+    the mechanism's output for the same batch and noise, relative tolerance :data:`STEP_RTOL`);
+    one disagreement raises :class:`ImplementationMismatch` naming the step. Second,
+    :func:`check_outputs` (its power is stated in the result's ``check["power"]``): two-sample Kolmogorov-Smirnov tests of every projected
     coordinate and of the squared residual norm against the batched mechanism
     (:func:`paperlib.mechanisms.sampler.sample_projected`) with the same gradients,
     Bonferroni-corrected at family level ``check_level`` (0.001). Only if they pass do
@@ -30,7 +37,10 @@ Two modes (:func:`audit_implementation`):
     :class:`ImplementationMismatch` (with the p-values) and audits nothing.
 
 Both modes also run :func:`runners.detect_normaliser` on the implementation's steps
-(which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by). Results are
+(which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by) and record the
+step-by-step check (``step_check``, ``real_steps_disagreeing``; in full mode nothing is
+substituted, so disagreements are counted, not refused); ``normaliser_found`` says what the
+code divides by (:func:`normaliser_found`). Results are
 cached in ``results/real_audit_<key>.json`` under a hash of every parameter, of the
 resolved data folder and of the points actually used (SHA-256 of the loaded images and
 labels; :func:`points_sha256`), so a rerun is instant and a result is never reused for
@@ -65,6 +75,11 @@ __all__ = [
     "MODES",
     "REAL_AUDIT_VERSION",
     "ImplementationMismatch",
+    "STEP_RTOL",
+    "SEPARATE_DRAW",
+    "replay_dpsur_draws",
+    "check_steps",
+    "normaliser_found",
     "white_box_basis",
     "project_outputs",
     "check_outputs",
@@ -80,18 +95,18 @@ PAPER_CODE = {
     "opacus-1.0.2": "DP-FETA's code path, built on Opacus v1.0 (FEASGM; Appendix A.3)",
     "opacus-0.15.0": "Opacus v0.15.0, the EASGM code path of DPSGD-HF, DP-FETA and PrivImage (Section 5.1)",
     "opacus-0.13.0": "Opacus v0.13.0, DPSGD-HF's release (ASGM; Table 2)",
-    "dpsur": "DPSUR's own code, from its public repository (ASGM; Section 5.1)",
+    "dpsur": "DPSUR's own code, from its public repository (which the paper analyses as ASGM; Section 5.1)",
 }
 #: implementations whose code is the code the paper ran (the old releases, installed on demand)
 _AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
-MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny")
+MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
-REAL_AUDIT_VERSION = 2  # 2: results record their inputs (r["inputs"]); bundled points
+REAL_AUDIT_VERSION = 3  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check
 #: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
 CHECK_LEVEL = 1e-3
 #: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
@@ -171,7 +186,7 @@ def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float
     Returns ``{"mechanism", "p_values": {ds: {test: p}}, "min_p", "tests", "level",
     "threshold", "passed", "trials": {ds: m}, "reference_trials"}``.
     """
-    mechanism = Mechanism.parse(mechanism)
+    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
     reference_trials = check_int(reference_trials, "reference_trials", 10)
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -202,8 +217,161 @@ def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float
     n_tests = sum(len(p) for p in pvals.values())
     min_p = min(min(p.values()) for p in pvals.values())
     thr = level / n_tests
+    # power: the KS distance (between the steps' law and the mechanism's, in one coordinate or the
+    # residual) that this many steps notice at the Bonferroni threshold; smaller differences pass
+    m_min = min(trials.values())
+    en = max(1, int(round(m_min * reference_trials / (m_min + reference_trials))))
+    d_min = float(sps.kstwo.isf(thr, en))
+    power = (f"KS tests of {m_min} steps against {reference_trials} mechanism rounds at family level {level:g} "
+             f"({n_tests} tests) notice only a KS distance of at least {d_min:.2f} between the laws; the "
+             "step-by-step check (step_check) is what refuses a substitution")
     return {"mechanism": mechanism, "p_values": pvals, "min_p": min_p, "tests": n_tests, "level": level,
-            "threshold": thr, "passed": bool(min_p >= thr), "trials": trials, "reference_trials": reference_trials}
+            "threshold": thr, "passed": bool(min_p >= thr), "trials": trials, "reference_trials": reference_trials,
+            "min_detectable_ks_distance": d_min, "power": power}
+
+
+# ---------------------------------------------------------------------------- step by step
+#: relative float tolerance of the replayed check: DPSUR steps in float32 (rounding ~1e-7 of the
+#: noise's scale) and clips with ``+1e-6`` in the denominator (``utils/dp_optimizer.py:36``, a relative
+#: change below 1e-5 at ``||g|| >= C >= 0.1``); a divisor off by one shows up to divisors of 10^4
+STEP_RTOL = 1e-4
+#: standard errors the residual read-off of a divisor may miss by (per step: a false alarm has
+#: probability 2e-9, so under 1e-4 for 40,000 steps)
+STEP_Z = 6.0
+#: what :func:`normaliser_found` writes for DPSUR's rule when every step matched it
+SEPARATE_DRAW = "size of a separate Poisson draw (|B'|)"
+
+
+def replay_dpsur_draws(model: str, N_data: int, q: float, sigma: float, C: float, seed: int, trials: int,
+                       model_seed: int) -> dict:
+    """The draws of ``trials`` DPSUR rounds that ``run_steps("dpsur", ..., seed=seed)`` made.
+
+    DPSUR draws from one generator seeded with ``seed``, round by round in the order of
+    :func:`paperlib.implementations.dpsur.dpsur_draw` (its own code and paperlib's re-implementation
+    alike; :mod:`paperlib.implementations.dpsur_source`). Returns ``{"batch_masks", "divisor_masks"}``
+    (bool ``(trials, N_data)``: ``B`` and the separate draw ``B'``) and ``"noise"`` (float64
+    ``(trials, n)``, standard normal ``G / (sigma C)`` as DPSUR drew it in float32; 0 where ``B`` is
+    empty, as DPSUR draws none).
+    """
+    from paperlib.implementations.dpsur import dpsur_draw
+    from paperlib.implementations.models import build_model
+
+    shapes = [tuple(p.shape) for p in build_model(model, seed=model_seed).parameters() if p.requires_grad]
+    n = sum(int(np.prod(s)) for s in shapes)
+    gen = torch.Generator().manual_seed(int(seed))
+    bm = np.zeros((trials, N_data), dtype=bool)
+    dm = np.zeros((trials, N_data), dtype=bool)
+    noise = np.zeros((trials, n), dtype=np.float64)
+    for t in range(trials):
+        d = dpsur_draw(N_data, q, shapes, sigma, C, gen)
+        bm[t], dm[t] = d.batch_mask.numpy(), d.divisor_mask.numpy()
+        if d.noise is not None:
+            noise[t] = d.noise.double().numpy() / (float(sigma) * float(C))
+    return {"batch_masks": bm, "divisor_masks": dm, "noise": noise}
+
+
+def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float, *, draws: dict | None = None,
+                batch_sizes=None) -> dict:
+    """Does every real step divide as ``mechanism`` does for that step's batch? (issue 20, Build 2).
+
+    ``updates`` ``(m, n)``: the steps' outputs (already multiplied by any public output scale);
+    ``grads_rows`` ``(N_data, n)``: the per-example gradients of the dataset stepped on (clipped here).
+
+    With ``draws`` (:func:`replay_dpsur_draws`: the steps' batch masks, separate draws and noise),
+    each step ``t`` is compared with the mechanism's output for the same batch and noise,
+    ``x_t = apply_round(mechanism, ...)`` (:func:`paperlib.mechanisms.sampler.apply_round`): the
+    divisor read off the step, ``nu_t = <S_B + G, u_t> / <u_t, u_t>`` (exact for
+    ``u_t = (S_B + G) / nu``), must equal the mechanism's within :data:`STEP_RTOL`, the update must
+    equal ``x_t`` within ``STEP_RTOL * max|x_t|``, and a no-step release (``u_t = 0``) must
+    happen exactly where the mechanism releases 0. Method ``"replayed draws"``.
+
+    Without ``draws`` (an Opacus release: its noise is drawn inside the library) the divisor is
+    read off the part of the step orthogonal to the gradients, which holds noise only:
+    ``nu_t = sigma C sqrt((n - r) / ||resid_t||^2)``, and must lie within :data:`STEP_Z`
+    standard errors (``nu / sqrt(2 (n - r))``) of the mechanism's divisor for the step's
+    realised batch size ``batch_sizes[t]``; the update is not compared. Method
+    ``"residual read-off"``; ``resolves_adjacent`` says whether that band separates the
+    divisors ``nu`` and ``nu + 1`` at the largest divisor seen.
+
+    Returns ``{"steps", "disagreeing", "first_disagreement" (None or {"step", "divisor_read",
+    "divisor_mechanism", "update_error"}), "method", "tolerance", "resolves_adjacent",
+    "divisor_is_not_batch_size" (steps whose divisor differs from their ``|B|``; replayed draws only)}``.
+    """
+    from paperlib.mechanisms import sampler as S
+
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    U = np.asarray(updates, dtype=np.float64)
+    R = np.asarray(grads_rows, dtype=np.float64)
+    if U.ndim != 2 or R.ndim != 2 or U.shape[1] != R.shape[1] or R.shape[0] < 1:
+        raise ValueError(f"updates must have shape (m, n) and grads_rows (N_data, n) with the same n, got "
+                         f"{U.shape} and {R.shape}")
+    rows = mech_mod.clip(torch.as_tensor(R), check_positive(C, "C"))
+    m, n = U.shape
+    N_data = rows.shape[0]
+    if draws is not None and any(np.shape(draws[k]) != (m, N_data if k != "noise" else n)
+                                 for k in ("batch_masks", "divisor_masks", "noise")):
+        raise ValueError(f"draws must hold batch_masks and divisor_masks of shape {(m, N_data)} and noise of "
+                         f"shape {(m, n)} (replay_dpsur_draws)")
+    bad, first = 0, None
+    if draws is not None:
+        bm = torch.as_tensor(draws["batch_masks"])
+        dm = torch.as_tensor(draws["divisor_masks"]) if mech.draws_divisor else None
+        z = torch.as_tensor(draws["noise"])
+        x = S.apply_round(mech, rows, bm, z, q, sigma, C, dm).numpy()
+        nu_m = np.asarray(S._divisor(mech, N_data, bm, dm, q), dtype=float) * np.ones(m)
+        noisy = (bm.double() @ rows).numpy() + float(sigma) * float(C) * draws["noise"]
+        uu = np.einsum("ij,ij->i", U, U)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu_read = np.where(uu > 0, np.einsum("ij,ij->i", noisy, U) / uu, np.nan)
+        scale = np.maximum(np.abs(x).max(axis=1), 1e-300)
+        err = np.abs(U - x).max(axis=1) / scale
+        zero_x, zero_u = ~np.any(x != 0, axis=1), uu == 0
+        ok_div = np.where(zero_x, zero_u, np.abs(nu_read / nu_m - 1) <= STEP_RTOL)
+        ok = ok_div & np.where(zero_x, zero_u, err <= STEP_RTOL)
+        sizes = bm.sum(dim=1).numpy()
+        not_b = int(np.sum(~zero_x & (np.abs(nu_m - np.maximum(sizes, 1)) > 0)))
+        method, tol, resolves = "replayed draws", f"relative {STEP_RTOL:g} (divisor and update)", True
+    else:
+        if batch_sizes is None:
+            raise ValueError("batch_sizes: the residual read-off needs each step's realised |B|")
+        basis = np.linalg.qr(rows.numpy().T, mode="reduced")[0]  # span of the dataset's clipped rows
+        r = basis.shape[1]
+        if n - r < 1:
+            raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
+        proj = project_outputs(U, basis)
+        res = np.maximum(proj["residual"], 1e-300)
+        nu_read = float(sigma) * float(C) * np.sqrt((n - r) / res)
+        nu_m = np.asarray(mech.normaliser(N_data, np.asarray(batch_sizes), q), dtype=float)
+        nu_m = nu_m * np.ones(m)
+        rel = STEP_Z / math.sqrt(2.0 * (n - r))
+        ok = np.abs(nu_read / nu_m - 1) <= rel
+        err = np.full(m, np.nan)
+        not_b = None
+        method, tol = "residual read-off", f"{STEP_Z:g} standard errors (relative {rel:.3g})"
+        resolves = bool(rel * (1 + float(np.nanmax(nu_m))) < 0.5)
+    bad = int((~ok).sum())
+    if bad:
+        t = int(np.flatnonzero(~ok)[0])
+        first = {"step": t, "divisor_read": _jsonnum(nu_read[t]), "divisor_mechanism": _jsonnum(nu_m[t]),
+                 "update_error": _jsonnum(err[t])}
+    return {"steps": int(m), "disagreeing": bad, "first_disagreement": first, "method": method,
+            "tolerance": tol, "resolves_adjacent": resolves, "divisor_is_not_batch_size": not_b}
+
+
+def _merge_step_checks(parts: list, offsets: list) -> dict:
+    """One summary of :func:`check_steps` over consecutive chunks (step numbers counted across them)."""
+    out = dict(parts[0])
+    out["steps"] = sum(p["steps"] for p in parts)
+    out["disagreeing"] = sum(p["disagreeing"] for p in parts)
+    out["resolves_adjacent"] = all(p["resolves_adjacent"] for p in parts)
+    nb = [p["divisor_is_not_batch_size"] for p in parts]
+    out["divisor_is_not_batch_size"] = None if any(v is None for v in nb) else int(sum(nb))
+    out["first_disagreement"] = None
+    for p, off in zip(parts, offsets):
+        if p["first_disagreement"] is not None:
+            out["first_disagreement"] = dict(p["first_disagreement"], step=off + p["first_disagreement"]["step"])
+            break
+    return out
 
 
 # ---------------------------------------------------------------------------- the audit
@@ -266,6 +434,37 @@ def _normaliser_summary(found: dict) -> str:
     if common == {"Nq", "floor(Nq)"}:
         return "Nq = floor(Nq)"
     return ", ".join(f"{ds}: {k}" for ds, k in kinds.items())
+
+
+def _fmt(x) -> str:
+    return "nothing (no step)" if x is None else f"{x:.6g}"
+
+
+def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, step_seed, model_seed, batch_sizes):
+    """:func:`check_steps` of one :func:`runners.run_steps` call (DPSUR's draws replayed from its seed).
+
+    One small function per chunk of real steps, so a parallel runner can call it where the steps ran."""
+    draws = None
+    if implementation == "dpsur":
+        draws = replay_dpsur_draws(model, rows.shape[0], q, sigma, C, step_seed, updates.shape[0], model_seed)
+    return check_steps(updates, rows, mechanism, q, sigma, C, draws=draws, batch_sizes=batch_sizes)
+
+
+def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
+    """What the code divides by, in words, for the result's ``normaliser_found``.
+
+    DPSUR's rule (:attr:`Mechanism.draws_divisor`) is named :data:`SEPARATE_DRAW` when every real
+    step's divisor, read off with the replayed draws, is that of the separate draw
+    (:func:`check_steps`); otherwise the rule :func:`runners.detect_normaliser` found (of ``N q``,
+    ``floor(N q)``, ``|B|``) on D and D', with the count of steps that disagree with ``mechanism``.
+    """
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    bad = sum(c["disagreeing"] for c in steps_check.values())
+    replayed = all(c["method"] == "replayed draws" for c in steps_check.values())
+    if mech.draws_divisor and replayed and bad == 0:
+        return SEPARATE_DRAW
+    found = _normaliser_summary(normaliser)
+    return found if bad == 0 else f"{found} ({bad} real steps disagree with {mech.title}'s rule)"
 
 
 def audit_implementation(implementation: str, model: str, dataset: str, *, N: int, q: float, sigma: float,
@@ -346,7 +545,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     from paperlib.implementations.runners import output_scale
 
     scale = output_scale(implementation, batch_size)  # 1 except for the fix (validates batch_size)
-    if Mechanism.parse(mechanism).divides_by_zero(N, q):
+    if mechanism.divides_by_zero(N, q):
         raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
     halves = {"cal": (trials // 2, trials - trials // 2), "count": (trials // 2, trials - trials // 2)}
@@ -416,6 +615,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         step_kw["batch_size"] = int(batch_size)
     impl_info: dict = {}
     impl_seconds, impl_steps = 0.0, 0
+    step_checks: dict = {"D": [], "D'": []}
+    step_offsets: dict = {"D": [], "D'": []}
     first_updates: dict = {}
     from tqdm import tqdm
 
@@ -433,18 +634,23 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         nonlocal impl_seconds, impl_steps
         from paperlib.implementations import parallel
 
-        labels = [(ds, index, part, min(chunk, count - done)) for index, (ds, count) in enumerate(counts.items())
+        # (dataset, its index, chunk number, first step of the chunk, steps in it)
+        labels = [(ds, index, part, done, min(chunk, count - done)) for index, (ds, count) in enumerate(counts.items())
                   for part, done in enumerate(range(0, count, chunk))]
         calls = [dict(implementation=implementation, model_name=model, X=X, y=y, dataset=ds_names[ds], trials=m,
                       seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False, **step_kw)
-                 for ds, index, part, m in labels]
+                 for ds, index, part, _, m in labels]
         blocks = {ds: [] for ds in counts}
-        for (ds, _, _, m), out in zip(labels, parallel.run_chunks(calls, workers=workers, scheduler=scheduler,
-                                                                  bar=bar)):
+        for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(calls, workers=workers,
+                                                                               scheduler=scheduler, bar=bar)):
             upd = np.asarray(out["updates"])
             if upd.shape != (m, n):
                 raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
             impl_seconds += float(out.get("seconds", 0.0))
+            step_checks[ds].append(_check_chunk(implementation, model, upd * scale if scale != 1.0 else upd,
+                                                grads[:N] if ds == "D" else grads, mechanism, q, sigma, C,
+                                                _sub_seed(seed, index, part), int(seed), out.get("batch_sizes")))
+            step_offsets[ds].append(done)
             impl_steps += m
             for k in ("implementation", "version", "normaliser_rule", "notes"):
                 impl_info.setdefault(k, out.get(k))
@@ -479,6 +685,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         finally:
             bar.close()
         normaliser = {ds: detect(ds) for ds in ("D", "D'")}
+        steps_check = {ds: _merge_step_checks(step_checks[ds], step_offsets[ds]) for ds in ("D", "D'")}
         path = "implementation"
     else:
         try:
@@ -486,6 +693,15 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         finally:
             bar.close()
         normaliser = {ds: detect(ds) for ds in ("D", "D'")}
+        steps_check = {ds: _merge_step_checks(step_checks[ds], step_offsets[ds]) for ds in ("D", "D'")}
+        for ds in ("D", "D'"):  # first check: every real step divides as the substituted mechanism does
+            f = steps_check[ds]["first_disagreement"]
+            if f is not None:
+                raise ImplementationMismatch(
+                    f"{implementation}: real step {f['step']} on {ds} divides by {_fmt(f['divisor_read'])}, "
+                    f"{mechanism.title}'s rule by {_fmt(f['divisor_mechanism'])} for that step's batch "
+                    f"({steps_check[ds]['disagreeing']} of {steps_check[ds]['steps']} steps disagree); "
+                    "substitution refused, not audited", check={"steps": steps_check}, normaliser=normaliser)
         check = check_outputs(impl_blocks, grads, mechanism, q, sigma, C, reference_trials=reference_trials,
                               level=check_level, seed=_sub_seed(seed, 7))
         if not check["passed"]:
@@ -507,6 +723,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     res = audit_outputs(grads, mechanism, q, sigma, C, outputs, distinguishers=dists, delta=delta, seed=seed,
                         data=f"{dataset} ({model} gradients at theta_0)", source=path)
+    from paperlib.implementations.models import model_info
+
     wall = time.perf_counter() - t0
     per_step = impl_seconds / impl_steps if impl_steps else float("nan")
     full_rounds = 2 * trials  # calibration + counted, both datasets
@@ -514,10 +732,14 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     data = {
         "implementation": implementation, "version": impl_info.get("version"), "model": model, "dataset": dataset,
+        "model_info": model_info(model),  # size, architecture and its source, for the grade
         "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
         "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
         "implementation_notes": impl_info.get("notes"),
-        "normaliser": normaliser, "normaliser_found": _normaliser_summary(normaliser),
+        "normaliser": normaliser, "normaliser_found": normaliser_found(mechanism, normaliser, steps_check),
+        "step_check": steps_check,
+        "real_steps_disagreeing": int(sum(c["disagreeing"] for c in steps_check.values())),
+        "claim": "SGM (the privacy analysis at q, sigma and delta, which every audited code relies on)",
         "path": path, "check": check, "trials": trials, "calibration_trials": trials,
         "implementation_steps": impl_steps,
         "fpr": {k: r["fpr"] for k, r in results.items()}, "fnr": {k: r["fnr"] for k, r in results.items()},

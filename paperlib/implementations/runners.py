@@ -52,7 +52,7 @@ Implementations (:data:`IMPLEMENTATIONS`)
     ``PrivacyEngine._generate_noise`` (std ``sigma C``) and divided by 1 (THEORY.md
     section 0's zero-normaliser convention for ASGM); it is reported in ``notes``.
     The releases' noise RNG is seeded with ``PrivacyEngine._set_seed`` so runs repeat.
-``"dpsur"`` (ASGM, ``nu = |B|``)
+``"dpsur"`` (DPSUR's rule, ``nu = |B'|`` of a separate Poisson draw, no step on an empty batch)
     :mod:`paperlib.implementations.dpsur`, in process and batched over trials.
 ``"opacus-installed+fix"`` (SGM divided by a public constant, ``nu = batch_size``)
     The ``"opacus-installed"`` step with :func:`paperlib.practitioner.fix.fix_normaliser` applied to
@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from paperlib.implementations.models import build_model, per_example_grads
+from paperlib.implementations.models import build_model, per_example_grads, training_loss
 from paperlib.mechanisms.core import Mechanism
 
 __all__ = [
@@ -117,7 +117,7 @@ IMPLEMENTATION_MECHANISM = {
     "opacus-1.0.2": Mechanism.FEASGM,
     "opacus-0.15.0": Mechanism.EASGM,
     "opacus-0.13.0": Mechanism.ASGM,
-    "dpsur": Mechanism.ASGM,
+    "dpsur": Mechanism.DPSUR,  # |B'|: a separate Poisson draw's size; no step on an empty batch
     "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.practitioner.fix)
 }
 #: implementations with the fix of :mod:`paperlib.practitioner.fix` (divide by the configured batch size)
@@ -246,8 +246,7 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
                     p.grad_sample = torch.zeros((1, *p.shape), dtype=p.dtype, device=dev)
                 opt.step()
             else:
-                logits = gsm(Xd[idx])
-                loss = torch.nn.functional.cross_entropy(logits, yd[idx]) if len(idx) else logits.sum() * 0.0
+                loss = training_loss(gsm, Xd[idx], yd[idx])  # the model's own loss (0 with a graph when empty)
                 loss.backward()
                 opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
@@ -341,7 +340,7 @@ def _legacy_worker(spec_path: str) -> None:
                     p.grad = p.grad + engine._generate_noise(C, p) / 1.0
                 opt.original_step()
         else:
-            loss = torch.nn.functional.cross_entropy(model(Xd[idx]), yd[idx])
+            loss = training_loss(model, Xd[idx], yd[idx])
             loss.backward()
             opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
@@ -588,8 +587,8 @@ def output_scale(implementation: str, batch_size: int | None = None) -> float:
 
 
 def per_example_gradients(model_name: str, X, y, seed: int = DEFAULT_MODEL_SEED) -> np.ndarray:
-    """Unclipped per-example gradients ``[len(X), n]`` (float64) of the cross-entropy loss
-    at ``theta_0 = build_model(model_name, seed)``, in the runners' parameter order.
+    """Unclipped per-example gradients ``[len(X), n]`` (float64) of the model's training loss
+    (:func:`paperlib.implementations.models.training_loss`) at ``theta_0 = build_model(model_name, seed)``, in the runners' parameter order.
     (``seed`` here is the *model* seed, ``model_seed`` of :func:`run_steps`.)"""
     model = build_model(model_name, seed=seed)
     X = torch.as_tensor(X, dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""One round of SGM, EASGM, ASGM and FEASGM as batched torch code (THEORY.md section 2).
+"""One round of SGM, EASGM, ASGM, FEASGM and DPSUR's rule as batched torch code (THEORY.md section 2).
 
 The input is a fixed matrix of per-example vectors (the white-box audit setting:
 the model's starting point is fixed, so every per-example gradient is known)::
@@ -20,7 +20,14 @@ is, per trial:
    EASGM     ``N_data * q``      Opacus v0.14-v0.15 (Poisson, mean)
    ASGM      ``|B|`` (1 if empty) Opacus v0.12-v0.13; DPSUR as modelled (see implementations.dpsur)
    FEASGM    ``floor(N_data q)`` Opacus v1.x (``int(len(dataset) * q)``)
+   DPSUR     ``|B'|``            DPSUR's own code (separate draw ``B'``, below)
    ========  ==================  =========================================
+
+DPSUR's rule (``algorithm/DPSUR.py:145-146`` at the pinned commit; see
+:mod:`paperlib.implementations.dpsur`) draws, per trial, the batch mask, then the mask of the
+separate draw ``B'`` (``rand(N_data) < q`` again), then the noise; the divisor is ``|B'|``
+(``N_data q`` when ``B'`` is empty), so Binomial(N, q) on D and Binomial(N + 1, q) on D',
+independent of the batch; a trial whose batch is empty releases exactly 0 (no step).
 
 FEASGM with ``floor(N_data q) = 0`` divides by zero exactly as Opacus v1.x does:
 the outputs are ``inf``/``nan``, and a :class:`ZeroNormaliserWarning` says so
@@ -171,30 +178,63 @@ def _rows_for(vectors: torch.Tensor, dataset: str) -> torch.Tensor:
     return vectors[:-1] if dataset == "D" else vectors
 
 
+def _divisor_draw(mechanism, m: int, N_data: int, q: float, generator: torch.Generator, device):
+    """DPSUR's separate Poisson(q) draw ``B'`` of each of ``m`` trials, drawn right after the batch masks
+    (``None`` for the other mechanisms, which draw nothing more)."""
+    if not Mechanism.parse(mechanism, tuple(Mechanism)).draws_divisor:
+        return None
+    return torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
+
+
 def apply_round(mechanism: str, clipped_rows: torch.Tensor, masks: torch.Tensor, noise: torch.Tensor,
-                q: float, sigma: float, C: float) -> torch.Tensor:
+                q: float, sigma: float, C: float, divisor_masks: torch.Tensor | None = None) -> torch.Tensor:
     """Batched round with explicit draws.
 
     ``clipped_rows`` (N_data, n) already clipped; ``masks`` (trials, N_data) bool;
     ``noise`` (trials, n) standard normal (scaled here by ``sigma C``). Returns
     ``(masks @ rows + sigma C noise) / normaliser`` of shape (trials, n).
+    ``divisor_masks`` (trials, N_data) bool: DPSUR's separate Poisson draw ``B'``, required for
+    :attr:`Mechanism.DPSUR <paperlib.mechanisms.core.Mechanism.DPSUR>` (refused otherwise): its
+    size is the divisor (``N_data q`` when empty) and a trial with an empty batch releases 0
+    (no step; ``algorithm/DPSUR.py:145-146``, ``train_with_dp.py:16``).
     """
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
     N_data = clipped_rows.shape[0]
     # sigma C noise + masks @ rows in one pass (the sum of the kept clipped rows, plus noise)
     noisy = torch.addmm(noise.to(clipped_rows.dtype), masks.to(clipped_rows.dtype), clipped_rows, beta=sigma * C)
-    fixed = Mechanism.parse(mechanism).fixed_normaliser(N_data, q)
+    nu = _divisor(mech, N_data, masks, divisor_masks, q)
+    if isinstance(nu, float):
+        return noisy.div_(nu)
+    out = noisy.div_(nu.to(noisy.dtype)[:, None])
+    if mech.skips_empty_batch:
+        out[~masks.any(dim=1)] = 0.0
+    return out
+
+
+def _divisor(mech: Mechanism, N_data: int, masks: torch.Tensor, divisor_masks, q: float):
+    """The divisor of each trial: a float when fixed, else a (trials,) tensor (ASGM ``|B|``, DPSUR ``|B'|``)."""
+    if mech.draws_divisor:
+        if divisor_masks is None or tuple(divisor_masks.shape) != tuple(masks.shape):
+            raise ValueError(f"divisor_masks: {mech.value} divides by the size of a separate Poisson draw; give "
+                             f"its (trials, N_data) = {tuple(masks.shape)} mask")
+        return mech.normaliser(N_data, divisor_masks.sum(dim=1), q)
+    if divisor_masks is not None:
+        raise ValueError(f"divisor_masks: only dpsur draws its divisor separately, not {mech.value}")
+    fixed = mech.fixed_normaliser(N_data, q)
     if fixed is not None:
-        return noisy.div_(fixed)
-    nu = Mechanism.parse(mechanism).normaliser(N_data, masks.sum(dim=1), q).to(noisy.dtype)
-    return noisy.div_(nu[:, None])
+        return fixed
+    return mech.normaliser(N_data, masks.sum(dim=1), q)
 
 
 def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Tensor, noise: torch.Tensor,
-                     q: float, sigma: float, C: float) -> torch.Tensor:
+                     q: float, sigma: float, C: float, divisor_masks: torch.Tensor | None = None) -> torch.Tensor:
     """Plain per-trial reference of :func:`apply_round` (rows are clipped inside every trial).
 
-    ``vectors_rows`` (N_data, n) *unclipped*. Loops over trials and records.
+    ``vectors_rows`` (N_data, n) *unclipped*. Loops over trials and records. ``divisor_masks``
+    as in :func:`apply_round` (DPSUR's separate draw, counted record by record here).
     """
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    _divisor(mech, vectors_rows.shape[0], masks, divisor_masks, q)  # validates divisor_masks
     trials = masks.shape[0]
     N_data, n = vectors_rows.shape
     out = torch.empty((trials, n), dtype=vectors_rows.dtype, device=vectors_rows.device)
@@ -207,13 +247,17 @@ def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Te
                 norm = float(torch.linalg.vector_norm(g))
                 s = s + g / max(1.0, norm / C)
                 k += 1
+        if mech.skips_empty_batch and k == 0:  # DPSUR: no step on an empty batch
+            out[t] = 0.0
+            continue
+        size = sum(bool(divisor_masks[t, i]) for i in range(N_data)) if mech.draws_divisor else k
         noisy = s + (sigma * C) * noise[t].to(vectors_rows.dtype)
-        out[t] = noisy / Mechanism.parse(mechanism).normaliser(N_data, k, q)
+        out[t] = noisy / mech.normaliser(N_data, size, q)
     return out
 
 
 def _prepare(mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype):
-    mechanism = Mechanism.parse(mechanism)
+    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")
@@ -250,7 +294,7 @@ def iter_samples(
 
     Parameters
     ----------
-    mechanism : {"sgm", "easgm", "asgm", "feasgm"}
+    mechanism : {"sgm", "easgm", "asgm", "feasgm", "dpsur"}
     vectors : array (N+1, n)
         Per-example vectors; rows 0..N-1 are D, row N the added point. Clipped here.
     q : float in (0, 1]; sigma : float > 0; C : float > 0
@@ -268,7 +312,7 @@ def iter_samples(
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     clipped = clip(rows, C)
     if chunk_size is None:
@@ -278,10 +322,11 @@ def iter_samples(
     while start < trials:
         m = min(chunk_size, trials - start)
         masks = torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        dmasks = _divisor_draw(mechanism, m, N_data, q, generator, device)
         noise = torch.randn((m, n), generator=generator, device=device, dtype=dtype)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            out = apply_round(mechanism, clipped, masks, noise, q, sigma, C)
+            out = apply_round(mechanism, clipped, masks, noise, q, sigma, C, dmasks)
         yield Chunk(outputs=out, batch_sizes=masks.sum(dim=1), start=start)
         start += m
 
@@ -316,16 +361,17 @@ def sample_loop(mechanism: str, vectors, q: float, sigma: float, C: float, datas
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     out = torch.empty((trials, n), dtype=dtype, device=device)
     bs = torch.empty(trials, dtype=torch.int64, device=device)
     for t in range(trials):
         mask = torch.rand((1, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        dmask = _divisor_draw(mechanism, 1, N_data, q, generator, device)
         noise = torch.randn((1, n), generator=generator, device=device, dtype=dtype)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            out[t] = apply_round_loop(mechanism, rows, mask, noise, q, sigma, C)[0]
+            out[t] = apply_round_loop(mechanism, rows, mask, noise, q, sigma, C, dmask)[0]
         bs[t] = int(mask.sum())
     return (out, bs) if return_batch_sizes else out
 
@@ -388,7 +434,8 @@ def _check_basis(basis, rows_clipped: torch.Tensor, C: float, device, dtype) -> 
 
 
 def apply_round_projected(mechanism: str, row_coords: torch.Tensor, masks: torch.Tensor, z: torch.Tensor,
-                          chi2: torch.Tensor, q: float, sigma: float, C: float):
+                          chi2: torch.Tensor, q: float, sigma: float, C: float,
+                          divisor_masks: torch.Tensor | None = None):
     """Projected round with explicit draws.
 
     ``row_coords`` (N_data, r) = clipped rows in the basis (``rows @ U``); ``masks``
@@ -397,18 +444,25 @@ def apply_round_projected(mechanism: str, row_coords: torch.Tensor, masks: torch
     ``||(I - U U^T) G||^2 / (sigma C)^2`` (chi-square with ``n - r`` degrees of freedom).
     Returns ``(coords, residual)``: ``(masks @ row_coords + sigma C z) / nu`` and
     ``(sigma C)^2 chi2 / nu^2`` — exactly ``U^T x`` and ``||(I - U U^T) x||^2`` of the
-    :func:`apply_round` output for the same draws.
+    :func:`apply_round` output for the same draws (``divisor_masks`` as there: DPSUR's
+    separate draw; an empty batch gives coordinates and residual 0).
     """
+    mech = Mechanism.parse(mechanism, tuple(Mechanism))
     N_data = row_coords.shape[0]
     dt = row_coords.dtype
     sc = sigma * C
     coords = torch.addmm(z.to(dt), masks.to(dt), row_coords, beta=sc)
     res = chi2.to(dt) * (sc * sc)
-    fixed = Mechanism.parse(mechanism).fixed_normaliser(N_data, q)
-    if fixed is not None:
-        return coords.div_(fixed), res.div_(fixed * fixed)
-    nu = Mechanism.parse(mechanism).normaliser(N_data, masks.sum(dim=1), q).to(dt)
-    return coords.div_(nu[:, None]), res.div_(nu * nu)
+    nu = _divisor(mech, N_data, masks, divisor_masks, q)
+    if isinstance(nu, float):
+        return coords.div_(nu), res.div_(nu * nu)
+    nu = nu.to(dt)
+    coords, res = coords.div_(nu[:, None]), res.div_(nu * nu)
+    if mech.skips_empty_batch:
+        empty = ~masks.any(dim=1)
+        coords[empty] = 0.0
+        res[empty] = 0.0
+    return coords, res
 
 
 def iter_projected(
@@ -450,7 +504,7 @@ def iter_projected(
     clipped = clip(rows, C)
     basis = _check_basis(basis, clipped, C, device, dtype)
     r = basis.shape[1]
-    if Mechanism.parse(mechanism).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     row_coords = clipped @ basis  # (N_data, r)
     if chunk_size is None:
@@ -461,6 +515,7 @@ def iter_projected(
     while start < trials:
         m = min(chunk_size, trials - start)
         masks = torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
+        dmasks = _divisor_draw(mechanism, m, N_data, q, generator, device)
         z = torch.randn((m, r), generator=generator, device=device, dtype=dtype)
         if dof > 0:
             alpha = torch.full((m,), 0.5 * dof, device=device, dtype=dtype)
@@ -469,7 +524,7 @@ def iter_projected(
             chi2 = torch.zeros(m, device=device, dtype=dtype)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            coords, res = apply_round_projected(mechanism, row_coords, masks, z, chi2, q, sigma, C)
+            coords, res = apply_round_projected(mechanism, row_coords, masks, z, chi2, q, sigma, C, dmasks)
         yield ProjectedChunk(coords=coords, residual=res, batch_sizes=masks.sum(dim=1), start=start)
         start += m
 

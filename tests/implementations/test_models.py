@@ -7,6 +7,7 @@ from paperlib.implementations.models import (MODEL_INPUT, MODEL_NAMES, MODEL_PAR
                                              count_parameters, flat_parameters, per_example_grads)
 
 EXPECTED = {"cnn-mnist": 26_010, "cnn-cifar10": 550_570, "large-mnist": 1_485_217, "tiny": 430}
+DENOISERS = {"dpfeta-mnist": 1_485_217, "privimage-mnist": 1_753_345}  # tests/implementations/test_models_paper.py
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -18,12 +19,12 @@ def test_parameter_count_exact(name):
 
 
 def test_names_and_inputs():
-    assert set(MODEL_NAMES) == set(EXPECTED)
+    assert set(MODEL_NAMES) == set(EXPECTED) | set(DENOISERS)
     assert MODEL_INPUT["cnn-mnist"] == (1, 28, 28) and MODEL_INPUT["cnn-cifar10"] == (3, 32, 32)
 
 
 def test_opacus_compatible_layers_only():
-    allowed = (torch.nn.Conv2d, torch.nn.Linear, torch.nn.GroupNorm)
+    allowed = (torch.nn.Conv2d, torch.nn.Linear, torch.nn.GroupNorm, torch.nn.Embedding)
     for name in MODEL_NAMES:
         for m in build_model(name).modules():
             if any(p.requires_grad for p in m.parameters(recurse=False)):
