@@ -22,6 +22,8 @@
 # Variables: MODE=smoke|quick|full (default: auto), DEVICE=cpu|cuda (default: auto; cuda only
 #            where torch sees a GPU), SEED=0 (an integer 0 <= SEED < 2^63),
 #            PYTEST_ARGS= (extra pytest options for make test, e.g. --durations=30),
+#            WORKERS=<cores> (Dask workers for real implementation steps; 1: in process),
+#            DASK_SCHEDULER= (tcp://host:8786: an existing Dask cluster runs those steps),
 #            PYTHON=python3 (interpreter used to create .venv).
 # With no virtualenv/conda env active, everything runs in ./.venv, created from
 # requirements-lock.txt on first use. With one active, its python is used.
@@ -119,6 +121,30 @@ else ifeq ($(SEED_LENGTH),19)
     $(SEED_ERROR)
   endif
 endif
+
+# WORKERS: Dask workers for the real implementation steps of notebooks 06, 07 and 11
+# (paperlib.implementations.parallel; default one per core, WORKERS=1 runs them in process with
+# no Dask); DASK_SCHEDULER=tcp://host:8786 sends them to an existing Dask cluster instead. The
+# results are bitwise the same for any value, so neither is in the params stamp or a cache key.
+ifeq ($(origin WORKERS),undefined)
+  WORKERS := $(shell nproc 2>/dev/null || echo 1)
+endif
+DASK_SCHEDULER ?=
+ifneq ($(words $(WORKERS)),1)
+  $(error WORKERS='$(WORKERS)' is not allowed: use an integer >= 1, e.g. WORKERS=4)
+else ifneq ($(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(WORKERS))))))))))),)
+  $(error WORKERS='$(WORKERS)' is not allowed: use an integer >= 1, e.g. WORKERS=4)
+else ifneq ($(filter 0%,$(WORKERS)),)
+  $(error WORKERS='$(WORKERS)' is not allowed: use an integer >= 1, e.g. WORKERS=4)
+endif
+ifneq ($(words $(DASK_SCHEDULER)),$(if $(strip $(DASK_SCHEDULER)),1,0))
+  $(error DASK_SCHEDULER='$(DASK_SCHEDULER)' is not allowed: use a Dask scheduler address such as tcp://host:8786)
+else ifneq ($(strip $(DASK_SCHEDULER)),)
+  ifeq ($(findstring ://,$(DASK_SCHEDULER)),)
+    $(error DASK_SCHEDULER='$(DASK_SCHEDULER)' is not allowed: use a Dask scheduler address such as tcp://host:8786)
+  endif
+endif
+PARALLEL_ENV = WORKERS=$(WORKERS) $(if $(strip $(DASK_SCHEDULER)),DASK_SCHEDULER=$(DASK_SCHEDULER))
 
 # ---------------------------------------------------------------- notebooks
 NB_SRC := $(sort $(wildcard notebooks/[0-9]*.py))
@@ -237,7 +263,7 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/artifact/booktags.py requirement
 	@$(JUPYTEXT) --quiet --to ipynb $< -o build/nb_in/$*.ipynb
 	@rm -f $(dir $@).$*.tmp.ipynb
 	@start=$$(date +%s); \
-	if env -u MPLBACKEND $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
+	if env -u MPLBACKEND $(PARALLEL_ENV) $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
 	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
 	  $(PY) -m paperlib.artifact.booktags $(dir $@).$*.tmp.ipynb; \
 	  mv -f $(dir $@).$*.tmp.ipynb $@; \

@@ -55,7 +55,9 @@ comparisons run and can fail; the report names every path and says it *would* ru
 
 Environment (as the other bench scripts): ``MODE`` (smoke|quick|full, default full),
 ``DEVICE`` (cpu|cuda, default cuda when available, else cpu), ``SEED`` (default 0),
-``DEVICE_CHECK_DOWNLOAD=1`` (let the old Opacus releases be downloaded when they are not
+``DEVICE_CHECK_BUDGET_S`` (seconds after which the remaining paths are skipped, default the
+mode's ``budget_s``; the tests set it far above any run, so the paths checked never depend on
+the machine's speed), ``DEVICE_CHECK_DOWNLOAD=1`` (let the old Opacus releases be downloaded when they are not
 in the release cache; by default the check never touches the network and reports them
 as skipped). ``--counts`` prints the full-mode work table as JSON and exits;
 ``--self-test`` shows that each comparison rejects a planted discrepancy.
@@ -72,6 +74,10 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
+
+from paperlib.implementations.costs import CPU_ONLY
 
 # ============================================================================ full-mode work
 # The parameters of each notebook's full mode, copied from the notebook (file and variable
@@ -238,6 +244,15 @@ def _env_settings():
         _refuse(f"SEED={os.environ.get('SEED')!r} must be an integer")
     import torch
 
+    budget = os.environ.get("DEVICE_CHECK_BUDGET_S") or None
+    if budget is not None:
+        try:
+            budget = float(budget)
+        except ValueError:
+            budget = -1.0
+        if not (math.isfinite(budget) and budget > 0):
+            _refuse(f"DEVICE_CHECK_BUDGET_S={os.environ.get('DEVICE_CHECK_BUDGET_S')!r} must be a number of seconds > 0")
+        SIZES[mode]["budget_s"] = budget
     dev = dev or ("cuda" if torch.cuda.is_available() else "cpu")
     if dev == "cuda" and not torch.cuda.is_available():
         _refuse("DEVICE=cuda but torch.cuda.is_available() is False (no usable GPU); use DEVICE=cpu")
@@ -773,7 +788,7 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
     for model in _models_for(ck, impl):
         X, y = _points(model, N + 1, _seed(ck.seed, 30))
         m = ck.sz["steps"][model]
-        kw = dict(dataset="D", q=q, sigma=SIGMA, C=C, seed=_seed(ck.seed, 31), download=_download())
+        kw = dict(dataset="D", q=q, sigma=SIGMA, C=C, seed=_seed(ck.seed, 31), download=_download(), device="cpu")
         try:
             t1 = None
             if ck.sz["fixed_cost"]:
@@ -821,6 +836,8 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
                             "per_example_gradients_s": t_grads, "project_per_step_s": t_proj, "how": how,
                             "n": int(out["n"]),
                             "version": out.get("version")}
+        if ck.cuda and impl not in CPU_ONLY:
+            per_model[model].update(_cuda_steps(runners, impl, model, X, y, m, kw))
         e["sizes"]["models"][model] = {"n": int(out["n"]), "steps": m}
     e["timing"] = {"models": per_model, "seconds": sum(v["m_step_call_s"] + (v["one_step_call_s"] or 0.0)
                                                        for v in per_model.values()),
@@ -829,9 +846,42 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
     e["comparison"] = {"passed": bool(all(d["passed"] for d in detections.values())),
                        "checks": [{"kind": "normaliser-detection", "passed": bool(all(d["passed"] for d in detections.values())),
                                    "detail": detections}],
-                       "note": "no device comparison: run_steps has no device parameter (CPU only); the "
-                               "normaliser read off the steps must be the documented one"}
+                       "note": ("CPU against CUDA at sigma = 0 (same masks, no noise: updates equal to "
+                                f"{CUDA_TOL:g} x max |u|) and the normaliser read off the CPU steps" if ck.cuda
+                                and impl not in CPU_ONLY else "no GPU here (or DPSUR, CPU only): the normaliser "
+                                "read off the steps must be the documented one")}
+    for model, pm in per_model.items():
+        if "cuda_vs_cpu" in pm:
+            e["comparison"]["checks"].append(pm["cuda_vs_cpu"])
+            e["comparison"]["passed"] = bool(e["comparison"]["passed"] and pm["cuda_vs_cpu"]["passed"])
     ck.measures[f"steps:{impl}"] = per_model
+
+
+#: the CPU-CUDA comparison of steps at sigma = 0: max |u_cpu - u_cuda| <= CUDA_TOL * max |u_cpu| (float32 steps)
+CUDA_TOL = 1e-4
+
+
+def _cuda_steps(runners, impl, model, X, y, m, kw) -> dict:
+    """Per-step cost on CUDA (a + k b fitted as on the CPU) and the sigma = 0 comparison with the CPU."""
+    ckw = {**kw, "device": "cuda"}
+    t0 = time.perf_counter()
+    runners.run_steps(impl, model, X, y, trials=1, **ckw)
+    t1 = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    runners.run_steps(impl, model, X, y, trials=m, **ckw)
+    tm = time.perf_counter() - t0
+    b = max((tm - t1) / max(m - 1, 1), 0.0)
+    k = min(m, 8)
+    z = {**kw, "sigma": 0.0}
+    cpu = runners.run_steps(impl, model, X, y, trials=k, **z)
+    gpu = runners.run_steps(impl, model, X, y, trials=k, **{**z, "device": "cuda"})
+    scale = float(np.abs(cpu["updates"]).max()) or 1.0
+    diff = float(np.abs(cpu["updates"] - gpu["updates"]).max())
+    same_masks = bool(np.array_equal(cpu["batch_sizes"], gpu["batch_sizes"]))
+    return {"cuda_per_step_s": b, "cuda_per_call_s": max(t1 - b, 0.0), "cuda_m_step_call_s": tm,
+            "cuda_vs_cpu": {"kind": "cpu-cuda-sigma0", "model": model, "steps": k, "max_abs_diff": diff,
+                            "max_abs_update": scale, "tolerance": CUDA_TOL * scale, "same_batch_sizes": same_masks,
+                            "passed": bool(same_masks and diff <= CUDA_TOL * scale)}}
 
 
 def path_real_audit(ck: Check, e: dict, nb: str, impl: str, model_full: str, N: int, q: float) -> None:
@@ -973,6 +1023,59 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
     return notebooks, per_path
 
 
+#: the machine full mode is written for (issue 20): 16 CPU workers and one data-centre GPU, 30 minutes
+PARALLEL_WORKERS, PARALLEL_GPUS, FULL_BUDGET_S = 16, 1, 1800
+
+
+def parallel_estimate(ck: Check) -> dict:
+    """Full mode's real steps (notebooks 06 and 07) on PARALLEL_WORKERS workers and PARALLEL_GPUS GPUs
+    (:func:`paperlib.implementations.costs.full_mode_estimate`), from the costs measured here.
+
+    Per step on one worker: the run_steps cost (per step, plus the per-call cost spread over a chunk)
+    on the CPU, or on CUDA where this run measured it (else ``gpus`` is 0: CPU workers only). The
+    projection of each step on the white-box basis and each audit's fixed cost run in the parent
+    process, one after another: they are the ``overhead_s`` of the estimate."""
+    from paperlib.implementations.costs import full_mode_estimate
+    from paperlib.implementations.models import MODEL_PARAMETERS
+
+    work = full_mode_work()
+    items, cpu, gpu, serial, missing = [], {}, {}, 0.0, []
+    for nb in ("06_audit_real_figure4", "07_opacus_feasgm_figure6"):
+        ra = ck.measures.get(f"real-audit:{nb}") or {}
+        for it in work[nb]:
+            impl, model = it["implementation"], it["model"]
+            steps = ck.measures.get(f"steps:{impl}") or {}
+            mm = model if model in steps else ("tiny" if "tiny" in steps else None)
+            if mm is None:
+                missing.append(it["what"])
+                continue
+            s = steps[mm]
+            calls = _calls_per_point(MODEL_PARAMETERS[model], it["rounds_per_point"])
+            per_call = calls / it["rounds_per_point"]  # calls per step
+            cpu[(impl, model)] = s["per_step_s"] + per_call * s["per_call_s"]
+            if "cuda_per_step_s" in s:
+                gpu[(impl, model)] = s["cuda_per_step_s"] + per_call * s["cuda_per_call_s"]
+            items.append({"implementation": impl, "model": model, "points": it["points"],
+                          "steps_per_point": it["rounds_per_point"]})
+            serial += it["points"] * (it["rounds_per_point"] * s["project_per_step_s"] + ra.get("fixed_s", 0.0))
+    from paperlib.implementations.costs import CPU_ONLY as _cpu_only
+
+    have_gpu = bool(items) and all((i["implementation"], i["model"]) in gpu for i in items
+                                   if i["implementation"] not in _cpu_only)
+    gpus = PARALLEL_GPUS if have_gpu else 0
+    est = full_mode_estimate(items, cpu, workers=PARALLEL_WORKERS, gpus=gpus, gpu_step_costs=gpu if gpus else None,
+                             overhead_s=serial)
+    cpu_only = full_mode_estimate(items, cpu, workers=PARALLEL_WORKERS, overhead_s=serial)
+    sec = est["seconds"]
+    return {"workers": PARALLEL_WORKERS, "gpus": gpus, "estimate": est, "cpu_workers_only": cpu_only,
+            "missing": missing, "budget_s": FULL_BUDGET_S, "meets_budget": (not missing) and sec <= FULL_BUDGET_S,
+            "over_budget_s": max(sec - FULL_BUDGET_S, 0.0), "representative": ck.mode == "full",
+            "note": ("GPU per-step costs measured in this run" if gpus else
+                     f"no GPU measured in this run: the estimate is for {PARALLEL_WORKERS} CPU workers only; "
+                     "run make device-check on a GPU machine for the one-GPU estimate")
+                    + ("" if ck.mode == "full" else f"; from {ck.mode}-mode sizes, not representative")}
+
+
 def _recorded_full(name: str):
     """Wall time of the last MODE=full run of a notebook, from the run log (results/runs), or None."""
     try:
@@ -1020,7 +1123,8 @@ def _paths(ck: Check):
     real_nb = {"opacus-installed": ["07_opacus_feasgm_figure6"], "opacus-1.0.2": ["07_opacus_feasgm_figure6"],
                "opacus-0.15.0": ["06_audit_real_figure4"],
                "opacus-0.13.0": [], "dpsur": ["06_audit_real_figure4"]}
-    why = "runners.run_steps takes no device: the steps run on the CPU whatever DEVICE says"
+    why = ("timed on the CPU (no device comparison of the audit itself); in a GPU run run_steps also times its "
+           "steps on cuda and compares them with the CPU's at sigma = 0 (dpsur: CPU only)")
     def steps(impl):
         return ({"id": f"implementations.runners.run_steps[{impl}]", "functions": ["run_steps", "detect_normaliser"],
                  "notebooks": real_nb[impl], "device_support": cpu, "cpu_only_reason": why,
@@ -1095,6 +1199,17 @@ def tables(report: dict) -> str:
           + (f" (partial: {_fmt_s(tot['partial_estimate_s'])} for the notebooks above; not measured: "
              + ", ".join(tot["not_measured"]) + ")" if tot["not_measured"] else "")
           + ("" if tot["representative"] else f" — from {report['mode']}-mode sizes, not representative"), ""]
+    par = report.get("full_mode_parallel")
+    if par:
+        est = par["estimate"]
+        L += [f"Real steps of notebooks 06 and 07 in full mode on {par['workers']} workers and {par['gpus']} GPU(s) "
+              f"(paperlib.implementations.costs.full_mode_estimate): {_fmt_s(est['seconds'])} "
+              f"(CPU part {_fmt_s(est['cpu_seconds'])}, GPU part {_fmt_s(est['gpu_seconds'])}, serial projection "
+              f"and per-audit work {_fmt_s(est['overhead_s'])}; {par['workers']} CPU workers alone: "
+              f"{_fmt_s(par['cpu_workers_only']['seconds'])}); budget {_fmt_s(par['budget_s'])}: "
+              + ("met" if par["meets_budget"] else f"not met, over by {_fmt_s(par['over_budget_s'])}"
+                 + (f" (not measured: {', '.join(par['missing'])})" if par["missing"] else ""))
+              + f". {par['note']}.", ""]
     return "\n".join(L)
 
 
@@ -1118,6 +1233,7 @@ def main(argv=None) -> int:
     for entry, fn in _paths(ck):
         ck.run(entry, fn)
     notebooks, per_path = extrapolate(ck)
+    par = parallel_estimate(ck)
     for e in ck.entries:
         rounds = per_path.get(e["id"] + "#rounds")
         if e["id"] in per_path:
@@ -1164,6 +1280,7 @@ def main(argv=None) -> int:
                           "not_measured": not_measured, "representative": mode == "full",
                           "note": "notebook compute only (not the book build); GPU times read 'not measured' until "
                                   "this check has run with MODE=full DEVICE=cuda on a GPU"},
+        "full_mode_parallel": par,
         "failed": failed, "passed": not failed,
         "provenance": provenance_block({"mode": mode, "device": dev_name, "seed": seed}, mode=mode, seed=seed,
                                        wall_time=wall),

@@ -330,6 +330,7 @@ def _api_rows():
     import torch
 
     from paperlib.implementations.real_audit import audit_implementation, check_steps
+    from paperlib.implementations.runners import step_device
     from paperlib.mechanisms.accountants import sgm_claim_epsilon
     from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
@@ -412,6 +413,12 @@ def _api_rows():
         ("figure-legend-ncol", lambda: legend("figure_legend", ncol=0), ValueError, "ncol"),
         ("legend-below-ncol", lambda: legend("legend_below", ncol=1.5), ValueError, "ncol"),
         ("figure-legend-empty", lambda: legend("figure_legend", empty=True), ValueError, "handles"),
+        ("real-audit-workers", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
+                                                            C=1.0, trials=100, workers=0), ValueError, "workers"),
+        ("real-audit-scheduler", lambda: audit_implementation("dpsur", "tiny", "synthetic", N=4, q=0.5, sigma=1.0,
+                                                              C=1.0, trials=100, scheduler="localhost:8786"),
+         ValueError, "scheduler"),
+        ("run-steps-device", lambda: step_device("tpu"), ValueError, "device"),
     ]
 
 
@@ -424,7 +431,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "real-audit-seed", "real-audit-mode", "real-audit-dataset", "step-check-mechanism", "step-check-shapes",
            "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks",
            "prose-relation-nan", "prose-relation-far",
-           "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty"]
+           "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty",
+           "real-audit-workers", "real-audit-scheduler", "run-steps-device"]
 
 
 @pytest.mark.parametrize("row", API_IDS)
@@ -1120,6 +1128,10 @@ MAKE_ROWS = [
     ("SEED-2^63-1-ok", [f"SEED={2**63 - 1}"], 0, None),
     ("SEED-zero-ok", ["SEED=0"], 0, None),
     ("DEVICE-cpu-ok", ["DEVICE=cpu", "SEED=7"], 0, None),
+    ("WORKERS-zero", ["WORKERS=0"], 2, "WORKERS"),
+    ("WORKERS-word", ["WORKERS=two"], 2, "WORKERS"),
+    ("DASK_SCHEDULER-no-protocol", ["DASK_SCHEDULER=localhost:8786"], 2, "DASK_SCHEDULER"),
+    ("WORKERS-scheduler-ok", ["WORKERS=3", "DASK_SCHEDULER=tcp://127.0.0.1:8786"], 0, None),
 ]
 
 
@@ -1127,7 +1139,7 @@ def _make(*variables):
     if shutil.which("make") is None:
         pytest.skip("GNU make is not installed")
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SEED", "DEVICE",
-                                                             "MODE")}
+                                                             "MODE", "WORKERS", "DASK_SCHEDULER")}
     return subprocess.run(["make", "--no-print-directory", "-n", "help", *variables], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 

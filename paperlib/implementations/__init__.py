@@ -9,5 +9,7 @@
   :func:`~.runners.detect_normaliser`, which reads the normaliser off the updates;
 * :mod:`.dpsur` -- DPSUR's step, re-implemented line by line from DPSUR's source at a pinned
   commit; :mod:`.dpsur_source` -- that source fetched, sha256-verified and run in a subprocess;
-* :mod:`.datasets` -- dataset loading (MNIST, FMNIST, CIFAR-10).
+* :mod:`.datasets` -- dataset loading (MNIST, FMNIST, CIFAR-10);
+* :mod:`.parallel` -- the steps of an audit in chunks on Dask workers (bitwise the same for
+  any worker count); :mod:`.costs` -- full mode's time from measured per-step costs.
 """

@@ -472,7 +472,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          distinguishers=("optimal", "normality"), delta: float = 1e-5,
                          check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
                          check_level: float = CHECK_LEVEL, cache=None, data_root=None, points="folder",
-                         batch_size: int | None = None) -> dict:
+                         batch_size: int | None = None, workers: int | None = None,
+                         scheduler: str | None = None) -> dict:
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
     Parameters
@@ -506,6 +507,11 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         (:func:`runners.output_scale`) and the audit is that of SGM. The result then also
         holds ``batch_size`` and ``divisor_measured`` (the divisor read off the residual
         scale of the steps on D and D').
+    workers, scheduler : where the implementation steps run
+        (:func:`paperlib.implementations.parallel.run_chunks`: default ``$WORKERS`` or one
+        worker per core on a local Dask cluster; ``1`` in process; ``scheduler`` or
+        ``$DASK_SCHEDULER`` an existing Dask cluster). The result does not depend on them
+        (bitwise), so they are not part of the cache key.
 
     Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
     ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
@@ -553,6 +559,10 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     else:  # full mode checks nothing: every round is an implementation step
         check_trials = 0
     seed = check_seed(seed)
+    from paperlib.implementations import parallel
+
+    parallel.resolve_workers(workers)  # bad values fail here, before any work
+    parallel.resolve_scheduler(scheduler, dask_config=False)
     dists = list(distinguishers)
     from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
 
@@ -618,14 +628,21 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
                leave=False, file=sys.stderr)
 
-    def impl_steps_projected(ds: str, count: int, index: int) -> dict:
+    def impl_steps_projected(counts: dict) -> dict:
+        """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel
+        (paperlib.implementations.parallel: the same bits for any worker count)."""
         nonlocal impl_seconds, impl_steps
-        blocks, done, part = [], 0, 0
-        while done < count:
-            m = min(chunk, count - done)
-            out = runners.run_steps(implementation, model, X, y, dataset=ds_names[ds], trials=m,
-                                    seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False,
-                                    **step_kw)
+        from paperlib.implementations import parallel
+
+        # (dataset, its index, chunk number, first step of the chunk, steps in it)
+        labels = [(ds, index, part, done, min(chunk, count - done)) for index, (ds, count) in enumerate(counts.items())
+                  for part, done in enumerate(range(0, count, chunk))]
+        calls = [dict(implementation=implementation, model_name=model, X=X, y=y, dataset=ds_names[ds], trials=m,
+                      seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False, **step_kw)
+                 for ds, index, part, _, m in labels]
+        blocks = {ds: [] for ds in counts}
+        for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(calls, workers=workers,
+                                                                               scheduler=scheduler, bar=bar)):
             upd = np.asarray(out["updates"])
             if upd.shape != (m, n):
                 raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
@@ -642,11 +659,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
             if keep > 0:  # the first steps (up to 200) for detect_normaliser
                 first_updates[ds] = upd[:keep] if ds not in first_updates else np.concatenate(
                     [first_updates[ds], upd[:keep]])
-            blocks.append(project_outputs(upd * scale if scale != 1.0 else upd, basis))
-            done += m
-            part += 1
-            bar.update(m)
-        return _concat(blocks)
+            blocks[ds].append(project_outputs(upd * scale if scale != 1.0 else upd, basis))
+        return {ds: _concat(b) for ds, b in blocks.items()}
 
     def detect(ds):
         rows = grads[:N] if ds == "D" else grads
@@ -663,9 +677,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if mode == "full":
         outputs = {"cal": {}, "count": {}}
         try:
+            blks = impl_steps_projected({ds: halves["cal"][i] + halves["count"][i] for i, ds in enumerate(("D", "D'"))})
             for i, ds in enumerate(("D", "D'")):
-                cal_n, cnt_n = halves["cal"][i], halves["count"][i]
-                blk = impl_steps_projected(ds, cal_n + cnt_n, i)
+                cal_n, blk = halves["cal"][i], blks[ds]
                 outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
                 outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
         finally:
@@ -675,7 +689,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         path = "implementation"
     else:
         try:
-            impl_blocks = {ds: impl_steps_projected(ds, check_trials, i) for i, ds in enumerate(("D", "D'"))}
+            impl_blocks = impl_steps_projected({"D": check_trials, "D'": check_trials})
         finally:
             bar.close()
         normaliser = {ds: detect(ds) for ds in ("D", "D'")}

@@ -104,6 +104,8 @@ __all__ = [
     "RELEASES",
     "ReleaseNotAvailable",
     "run_steps",
+    "step_device",
+    "close_release_servers",
     "per_example_gradients",
     "detect_normaliser",
 ]
@@ -126,6 +128,29 @@ DEFAULT_MODEL_SEED = 0
 
 class ReleaseNotAvailable(RuntimeError):
     """An old Opacus release is not in the cache (offline) or does not run here."""
+
+
+def step_device(device=None) -> torch.device:
+    """The torch device real steps run on: the one place that chooses it.
+
+    ``None`` (default): ``"cuda"`` when torch sees a GPU, else ``"cpu"``; ``"cpu"``,
+    ``"cuda"`` or ``"cuda:<k>"`` to force one (a CUDA device without a visible GPU is a
+    ValueError naming ``device``). The batch masks are drawn on the CPU either way (the same
+    masks on every device); the noise comes from a generator on the device, so CPU and CUDA
+    runs of one seed differ in their noise draws (compared as distributions by
+    ``bench/device_check.py``).
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}") from exc
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} asked for, but torch sees no GPU here; use 'cpu' or leave it unset")
+    return dev
 
 
 def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
@@ -156,7 +181,8 @@ def _data(X, y, dataset):
 # ---------------------------------------------------------------------------- installed Opacus
 
 
-def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, fix_batch_size=None):
+def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, fix_batch_size=None,
+                   device="cpu"):
     import warnings
 
     import opacus
@@ -174,11 +200,13 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
     if ebs == 0:
         notes.append(f"floor(N q) = floor({N}*{q}) = 0: Opacus divides the noisy sum by zero "
                      "(DPOptimizer.scale_grad: p.grad /= expected_batch_size); the updates are inf/nan")
-    model = build_model(model_name, seed=model_seed)
+    dev = torch.device(device)
+    model = build_model(model_name, seed=model_seed).to(dev)
+    Xd, yd = Xd.to(dev), yd.to(dev)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gsm = GradSampleModule(model, loss_reduction="mean")
-        noise_gen = torch.Generator().manual_seed(seed + 1)
+        noise_gen = torch.Generator(device=dev).manual_seed(seed + 1)  # DPOptimizer draws noise on the parameters' device
         opt = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=lr), noise_multiplier=sigma, max_grad_norm=C,
                           expected_batch_size=ebs, loss_reduction="mean", generator=noise_gen)
     if fix_batch_size is not None:  # the fix: divide by the configured batch size on every dataset
@@ -191,7 +219,7 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
     params = [p for p in gsm.parameters() if p.requires_grad]
     theta0 = [p.detach().clone() for p in params]
     flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
-    mask_gen = torch.Generator().manual_seed(seed)
+    mask_gen = torch.Generator().manual_seed(seed)  # on the CPU: the same masks on every device
     out = np.empty((trials, flat0.numel()), dtype=np.float64)
     sizes = np.empty(trials, dtype=np.int64)
     t_last = time.perf_counter()
@@ -209,23 +237,25 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
             for p, p0 in zip(params, theta0):
                 p.copy_(p0)
         opt.zero_grad(set_to_none=True)
-        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1)
+        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1).to(dev)
         sizes[t] = len(idx)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if len(idx) == 0 and zero_row_empty:
                 for p in params:  # one all-zero per-sample gradient: clipped sum 0, as for an empty batch
-                    p.grad_sample = torch.zeros((1, *p.shape), dtype=p.dtype)
+                    p.grad_sample = torch.zeros((1, *p.shape), dtype=p.dtype, device=dev)
                 opt.step()
             else:
                 loss = training_loss(gsm, Xd[idx], yd[idx])  # the model's own loss (0 with a graph when empty)
                 loss.backward()
                 opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
-        out[t] = ((flat0 - flat1) / lr).numpy()
+        out[t] = ((flat0 - flat1) / lr).cpu().numpy()
         if progress and time.perf_counter() - t_last > 5:
             print(f"opacus-installed: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
             t_last = time.perf_counter()
+    if dev.type != "cpu":
+        notes.append(f"run on {dev} (noise from a {dev.type} generator seeded with seed + 1; masks from the CPU one)")
     return out, sizes, str(opacus.__version__), notes
 
 
@@ -246,19 +276,22 @@ def _legacy_worker(spec_path: str) -> None:
     if version != spec["version"]:
         raise RuntimeError(f"imported opacus {version} from {opacus.__file__}, not {spec['version']}")
     api = opacus_api(opacus)
+    torch.set_num_threads(int(spec.get("threads", 1)))  # one thread: the same float sums in every process
+    dev = torch.device(spec.get("device", "cpu"))
     Xd = torch.from_numpy(np.load(spec["X"]))
     yd = torch.from_numpy(np.load(spec["y"]))
     N, q, sigma, C, lr, trials, seed = (len(Xd), spec["q"], spec["sigma"], spec["C"], spec["lr"],
                                         spec["trials"], spec["seed"])
     if api == "v1-make_private":  # v1.x: the installed-Opacus driver, run against this release
         out, sizes, _, notes = _run_installed(spec["model_name"], Xd, yd, q, sigma, C, trials, seed, lr,
-                                              spec["model_seed"], bool(spec.get("progress")))
+                                              spec["model_seed"], bool(spec.get("progress")), device=dev)
         np.save(spec["out"], out)
         np.save(spec["sizes"], sizes)
         Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
                                                   "torch": torch.__version__}))
         return
-    model = build_model(spec["model_name"], seed=spec["model_seed"])
+    model = build_model(spec["model_name"], seed=spec["model_seed"]).to(dev)  # before the engine reads its device
+    Xd, yd = Xd.to(dev), yd.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     notes = []
     if api == "v0-poisson":
@@ -276,7 +309,11 @@ def _legacy_worker(spec_path: str) -> None:
     else:
         raise RuntimeError(f"opacus {version}: API {api} is not handled by this runner")
     engine.attach(opt)
-    engine.random_number_generator = engine._set_seed(seed + 1)
+    if dev.type == "cpu":
+        engine.random_number_generator = engine._set_seed(seed + 1)
+    else:  # the release's _set_seed seeds the CPU generator; its noise is drawn on engine.device
+        engine.random_number_generator = torch.Generator(device=dev).manual_seed(seed + 1)
+        notes.append(f"run on {dev} (noise from a {dev.type} generator seeded with seed + 1; masks from the CPU one)")
     params = [p for p in model.parameters() if p.requires_grad]
     theta0 = [p.detach().clone() for p in params]
     flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
@@ -289,7 +326,7 @@ def _legacy_worker(spec_path: str) -> None:
             for p, p0 in zip(params, theta0):
                 p.copy_(p0)
         opt.zero_grad()
-        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1)
+        idx = (torch.rand(N, generator=mask_gen) < q).nonzero().reshape(-1).to(dev)
         sizes[t] = len(idx)
         if len(idx) == 0:
             empty += 1
@@ -307,7 +344,7 @@ def _legacy_worker(spec_path: str) -> None:
             loss.backward()
             opt.step()
         flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
-        out[t] = ((flat0 - flat1) / lr).numpy()
+        out[t] = ((flat0 - flat1) / lr).cpu().numpy()
         if spec.get("progress") and (t + 1) % max(1, trials // 10) == 0:
             print(f"opacus {version}: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
     notes.append(f"{empty} of {trials} trials had an empty Poisson batch")
@@ -317,12 +354,66 @@ def _legacy_worker(spec_path: str) -> None:
                                               "torch": torch.__version__}))
 
 
-_WORKER_CALL = "from paperlib.implementations.runners import _legacy_worker\n_legacy_worker(sys.argv[1])\n"
+def _legacy_serve() -> None:
+    """Runs inside a long-lived release subprocess: the release is imported once, then each
+    line on stdin is a spec path, run by :func:`_legacy_worker`; the answer is one line on
+    the original stdout, ``ok`` or ``error <message>`` (everything else the release prints
+    goes to stderr, so the protocol cannot be garbled)."""
+    import os
+
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # prints of the release go to stderr
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        try:
+            _legacy_worker(path)
+            proto.write("ok\n")
+        except BaseException as exc:  # reported to the parent, which raises ReleaseNotAvailable
+            msg = " ".join(f"{type(exc).__name__}: {exc}".split())
+            proto.write(f"error {msg[:500]}\n")
 
 
-def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download):
-    from paperlib.implementations.opacus_code import AuditError, WheelVerificationError, install_release
+_SERVE_CALL = "from paperlib.implementations.runners import _legacy_serve\n_legacy_serve()\n"
+#: the live release subprocesses of this process, by (version, folder): each loads its release once
+_SERVERS: dict = {}
+
+
+def _release_server(version: str, target: Path, env: dict) -> subprocess.Popen:
     from paperlib.implementations.opacus_code.stepcheck import SHIM_PRELUDE
+
+    key = (version, str(target))
+    proc = _SERVERS.get(key)
+    if proc is None or proc.poll() is not None:
+        proc = subprocess.Popen([sys.executable, "-c", SHIM_PRELUDE + _SERVE_CALL], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=None, text=True, env=env, cwd=str(target),
+                                bufsize=1)
+        _SERVERS[key] = proc
+        if len(_SERVERS) == 1:
+            import atexit
+
+            atexit.register(close_release_servers)
+    return proc
+
+
+def close_release_servers() -> None:
+    """End the release subprocesses this process started (they also end when it exits)."""
+    while _SERVERS:
+        _, proc = _SERVERS.popitem()
+        if proc.poll() is None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=30)
+            except Exception:  # a release that hangs on exit is killed: it holds no result
+                proc.kill()
+
+
+def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download,
+                 device="cpu"):
+    """One call's steps in this process's subprocess of the release (started on first use and
+    kept, so the release is imported once per process: one per Dask worker)."""
+    from paperlib.implementations.opacus_code import AuditError, WheelVerificationError, install_release
     from paperlib.implementations.opacus_code.wheels import REFRESH_COMMAND, release_env
 
     try:
@@ -341,15 +432,21 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
         np.save(d / "y.npy", yd.numpy())
         spec = {"version": version, "model_name": model_name, "model_seed": model_seed, "q": q, "sigma": sigma,
                 "C": C, "lr": lr, "trials": trials, "seed": seed, "progress": progress,
-                "X": str(d / "X.npy"), "y": str(d / "y.npy"), "out": str(d / "updates.npy"),
+                "device": str(device), "threads": 1, "X": str(d / "X.npy"), "y": str(d / "y.npy"), "out": str(d / "updates.npy"),
                 "sizes": str(d / "sizes.npy"), "meta": str(d / "meta.json")}
         (d / "spec.json").write_text(json.dumps(spec))
-        r = subprocess.run([sys.executable, "-c", SHIM_PRELUDE + _WORKER_CALL, str(d / "spec.json")],
-                           stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True,
-                           env=env, cwd=str(target))
-        if r.returncode != 0 or not (d / "meta.json").is_file():
-            last = ([ln for ln in (r.stderr or "").strip().splitlines() if ln.strip()] or ["see its output above"])[-1]
-            raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess (exit {r.returncode}): {last[:300]}")
+        proc = _release_server(version, target, env)
+        try:
+            proc.stdin.write(str(d / "spec.json") + "\n")
+            proc.stdin.flush()
+            answer = proc.stdout.readline().strip()
+        except (BrokenPipeError, OSError) as exc:
+            answer = f"error {type(exc).__name__}: {exc}"
+        if not answer:  # the subprocess died (its stderr went to ours)
+            proc.wait(timeout=30)
+            answer = f"error exited with status {proc.returncode} (its output is above)"
+        if answer != "ok" or not (d / "meta.json").is_file():
+            raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess: {answer.removeprefix('error ')[:300]}")
         meta = json.loads((d / "meta.json").read_text())
         return np.load(d / "updates.npy"), np.load(d / "sizes.npy"), meta["version"], meta["notes"]
 
@@ -384,7 +481,8 @@ def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, so
 
 def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: float, sigma: float, C: float,
               trials: int, seed: int, lr: float = 1.0, progress: bool = False, model_seed: int = DEFAULT_MODEL_SEED,
-              download: bool = True, batch_size: int | None = None, source_download: bool = False) -> dict[str, Any]:
+              download: bool = True, batch_size: int | None = None, source_download: bool = False,
+              device: str | None = None) -> dict[str, Any]:
     """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
 
     ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
@@ -413,20 +511,30 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     ``batch_size``: the configured batch size that ``"opacus-installed+fix"`` divides by
     (required there, an integer >= 1; ``normaliser_rule`` is then ``"<batch_size>"``);
     must be ``None`` for the other implementations.
+
+    ``device``: where the steps run, chosen by :func:`step_device` (default: CUDA when torch
+    sees a GPU, else the CPU), in process and in the old releases' subprocess alike; the
+    result's ``device`` names it. ``"dpsur"`` runs on the CPU (its draws come from one CPU
+    generator in DPSUR's order; a note says so when a GPU was asked for).
     """
     t0 = time.perf_counter()
     _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr)
     fix_b = _check_batch_size(implementation, batch_size)
+    dev = step_device(device)
     Xd, yd = _data(X, y, dataset)
     args = (model_name, Xd, yd, float(q), float(sigma), float(C), int(trials), int(seed), float(lr), int(model_seed))
     if implementation == "opacus-installed":
-        U, sizes, version, notes = _run_installed(*args, progress)
+        U, sizes, version, notes = _run_installed(*args, progress, device=dev)
     elif implementation == "opacus-installed+fix":
-        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b)
+        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b, device=dev)
     elif implementation == "dpsur":
         U, sizes, version, notes = _run_dpsur(*args, source_download=source_download)
+        if dev.type != "cpu":
+            notes = list(notes) + [f"run on the CPU although {dev} is available: DPSUR's draws come from one CPU "
+                                   "generator in DPSUR's order"]
+            dev = torch.device("cpu")
     else:
-        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download)
+        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download, device=dev)
     documented = IMPLEMENTATION_MECHANISM[implementation]
     bad = int((~np.isfinite(U).all(axis=1)).sum())
     if bad:
@@ -438,6 +546,7 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "normaliser_rule": documented.rule if fix_b is None else str(fix_b),
         "mechanism": documented.title,
         "notes": list(notes),
+        "device": str(dev),
         "seconds": time.perf_counter() - t0,
         "batch_sizes": np.asarray(sizes, dtype=np.int64),
         "N_data": len(Xd),

@@ -10,10 +10,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import HANG_GUARD_S
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "device_check.py"
@@ -39,7 +39,7 @@ RELEASE_PATHS = {"implementations.runners.run_steps[opacus-0.15.0]", "implementa
                  "implementations.runners.run_steps[opacus-1.0.2]"}
 
 
-def _run(args=(), timeout=60, **env):
+def _run(args=(), timeout=HANG_GUARD_S, **env):
     e = {k: v for k, v in os.environ.items() if k not in ("MODE", "DEVICE", "SEED")}
     e.update(env)
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
@@ -49,17 +49,16 @@ def _run(args=(), timeout=60, **env):
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     res = tmp_path_factory.mktemp("results")
-    t0 = time.perf_counter()
-    r = _run(timeout=115, MODE="smoke", DEVICE="cpu", SEED="0", PAPERLIB_RESULTS=str(res))
-    wall = time.perf_counter() - t0
+    # hang guard only (>= 10x the smoke run's typical 1-2 minutes on a loaded 2-core machine); no time is asserted
+    r = _run(timeout=1800, MODE="smoke", DEVICE="cpu", SEED="0", PAPERLIB_RESULTS=str(res), DEVICE_CHECK_BUDGET_S="1800")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return {"proc": r, "wall": wall, "report": json.loads((res / "device_check.json").read_text()),
+    return {"proc": r, "report": json.loads((res / "device_check.json").read_text()),
             "md": (res / "device_check.md").read_text()}
 
 
-def test_smoke_run_is_quick_and_passes(smoke):
+def test_smoke_run_passes(smoke):
     rep = smoke["report"]
-    assert smoke["wall"] < 115 and rep["wall_s"] < 110
+    assert rep["wall_s"] > 0
     assert (rep["mode"], rep["device"], rep["seed"]) == ("smoke", "cpu", 0)
     assert rep["passed"] is True and rep["failed"] == []
     assert "device check passed (CPU only: no GPU tested)" in smoke["proc"].stdout
@@ -134,8 +133,21 @@ def test_notebook_extrapolation_and_tables(smoke):
     assert md.count("| cpu (cuda) |") == len(DEVICE_PATHS)
 
 
+def test_full_mode_estimate_on_16_workers(smoke):
+    """The real steps of notebooks 06/07 on 16 workers (and one GPU where measured), by costs.full_mode_estimate."""
+    par = smoke["report"]["full_mode_parallel"]
+    est = par["estimate"]
+    assert par["workers"] == 16 and par["gpus"] == 0 and par["missing"] == []  # no GPU here: CPU workers only
+    assert "no GPU measured" in par["note"] and "not representative" in par["note"]
+    # 06: 14 audits, 07: 2, each 2 x 10,000 steps
+    assert est["steps"] == (14 + 2) * 20_000 and est["seconds"] > 0
+    assert est["seconds"] == pytest.approx(est["cpu_step_seconds"] / 16 + est["overhead_s"])
+    assert par["meets_budget"] == (est["seconds"] <= par["budget_s"])
+    assert "full_mode_estimate" in smoke["md"] and "16 workers" in smoke["md"]
+
+
 def test_self_test_rejects_planted_discrepancies():
-    r = _run(["--self-test"], timeout=60)
+    r = _run(["--self-test"], timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads(r.stdout)
     assert len(res) == 10 and all(res.values()), res
@@ -143,9 +155,11 @@ def test_self_test_rejects_planted_discrepancies():
 
 @pytest.mark.parametrize("env, msg", [({"MODE": "huge", "DEVICE": "cpu"}, "MODE='huge' is not allowed"),
                                       ({"MODE": "smoke", "DEVICE": "tpu"}, "DEVICE='tpu' is not allowed"),
-                                      ({"MODE": "smoke", "DEVICE": "cpu", "SEED": "x"}, "SEED='x' must be an integer")])
+                                      ({"MODE": "smoke", "DEVICE": "cpu", "SEED": "x"}, "SEED='x' must be an integer"),
+                                      ({"MODE": "smoke", "DEVICE": "cpu", "DEVICE_CHECK_BUDGET_S": "-5"},
+                                       "DEVICE_CHECK_BUDGET_S='-5' must be a number of seconds > 0")])
 def test_bad_settings_are_one_line(env, msg, tmp_path):
-    r = _run(timeout=60, PAPERLIB_RESULTS=str(tmp_path), **env)
+    r = _run(timeout=HANG_GUARD_S, PAPERLIB_RESULTS=str(tmp_path), **env)
     assert r.returncode == 2
     assert msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "device_check.json").exists()
@@ -155,7 +169,7 @@ def test_cuda_without_a_gpu_is_refused(tmp_path):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    r = _run(timeout=60, MODE="smoke", DEVICE="cuda", PAPERLIB_RESULTS=str(tmp_path))
+    r = _run(timeout=HANG_GUARD_S, MODE="smoke", DEVICE="cuda", PAPERLIB_RESULTS=str(tmp_path))
     assert r.returncode == 2 and "torch.cuda.is_available() is False" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -191,7 +205,7 @@ def _lists(x):
 
 @pytest.fixture(scope="module")
 def counts():
-    r = _run(["--counts"], timeout=30)
+    r = _run(["--counts"], timeout=HANG_GUARD_S)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -1,0 +1,120 @@
+"""Benchmark: real implementation steps on 1 and on 2 Dask workers (issue 20, Build 5).
+
+The same list of chunks (calls of :func:`paperlib.implementations.runners.run_steps`, each with
+its own seed, as a real audit makes them) runs once in process (``workers=1``) and once on a
+local Dask cluster of ``WORKERS_B`` workers (default 2) through
+:func:`paperlib.implementations.parallel.run_chunks`. Both sides are warmed first (torch,
+Opacus and any old release imported in every process; the cluster started), so the times are
+the steps' own. Reported per implementation: seconds on each side, the speed-up and whether
+the updates and batch sizes are **bitwise equal** (they must be: each chunk runs on one
+thread with its own seed).
+
+Target: speed-up >= 1.8 with 2 workers (``TARGET``). On a machine shared with other jobs the
+speed-up is bounded by the cores actually free: the load average at the start is reported
+beside it. Implementations: ``opacus-installed`` and ``dpsur`` always; the old releases when
+they are in the release cache (never downloaded here). Model: ``cnn-mnist`` (26,010
+parameters, chapter 6's model; ``MODE=smoke``: ``tiny``).
+
+Run by ``make bench``; writes ``results/bench_real_steps.json``; exit status 1 when results
+differ between the two sides or the speed-up of the total is below the target.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+TARGET = 1.8
+MODE = os.environ.get("MODE", "quick")
+SEED = int(os.environ.get("SEED", "0"))
+WORKERS_B = int(os.environ.get("BENCH_WORKERS", "2"))
+
+
+def _calls(impl: str, model: str, chunks: int, steps: int) -> list:
+    import torch
+
+    from paperlib.implementations.models import MODEL_INPUT
+
+    g = torch.Generator().manual_seed(SEED)
+    X = torch.rand(5, *MODEL_INPUT[model], generator=g)
+    y = torch.randint(0, 10, (5,), generator=g)
+    return [dict(implementation=impl, model_name=model, X=X, y=y, dataset="D" if k % 2 == 0 else "Dprime",
+                 q=0.5, sigma=10.0, C=0.1, trials=steps, seed=SEED * 1000 + k, download=False)
+            for k in range(chunks)]
+
+
+def _available(impl: str) -> str | None:
+    from paperlib.implementations import runners
+
+    if impl not in runners.RELEASES:
+        return None
+    from paperlib.implementations.opacus_code import AuditError, install_release
+
+    try:
+        install_release(runners.RELEASES[impl], download=False)
+    except AuditError as exc:
+        return (str(exc).strip().splitlines() or ["not in the release cache"])[0]
+    return None
+
+
+def main() -> int:
+    from paperlib.artifact.provenance import save_result
+    from paperlib.implementations import parallel, runners
+
+    model = "tiny" if MODE == "smoke" else "cnn-mnist"
+    chunks, steps = (4, 10) if MODE == "smoke" else (8, 100)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    rows, t1_all, t2_all, equal_all = [], 0.0, 0.0, True
+    for impl in ("opacus-installed", "dpsur", "opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0"):
+        why = _available(impl)
+        if why:
+            rows.append({"implementation": impl, "skipped": why})
+            print(f"{impl:17s} skipped: {why[:90]}", flush=True)
+            continue
+        calls = _calls(impl, model, chunks, steps)
+        parallel.warm(calls[0], workers=1)
+        parallel.warm(calls[0], workers=WORKERS_B)
+        t0 = time.perf_counter()
+        one = list(parallel.run_chunks(calls, workers=1))
+        t1 = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        two = list(parallel.run_chunks(calls, workers=WORKERS_B))
+        t2 = time.perf_counter() - t0
+        equal = all(np.array_equal(a["updates"], b["updates"]) and np.array_equal(a["batch_sizes"], b["batch_sizes"])
+                    for a, b in zip(one, two))
+        # run_steps's own seconds, summed: the steps' compute on each side (above it on k workers means the
+        # cores were not free -- other jobs -- rather than Dask's overhead)
+        c1, ck = sum(o["seconds"] for o in one), sum(o["seconds"] for o in two)
+        rows.append({"implementation": impl, "model": model, "n": int(one[0]["n"]), "chunks": chunks,
+                     "steps": chunks * steps, "seconds_1": t1, "seconds_k": t2, "speedup": t1 / t2,
+                     "per_step_s_1": t1 / (chunks * steps), "compute_s_1": c1, "compute_s_k": ck,
+                     "bitwise_equal": bool(equal)})
+        t1_all, t2_all, equal_all = t1_all + t1, t2_all + t2, equal_all and equal
+        print(f"{impl:17s} {chunks * steps} steps of {model}: 1 worker {t1:7.2f} s, {WORKERS_B} workers {t2:7.2f} s, "
+              f"speed-up {t1 / t2:4.2f}x (steps' own compute {c1:.2f} s and {ck:.2f} s), bitwise equal: {equal}",
+              flush=True)
+    parallel.close_cluster()
+    runners.close_release_servers()
+    speedup = t1_all / t2_all if t2_all else float("nan")
+    passed = bool(equal_all and speedup >= TARGET)
+    report = {"mode": MODE, "workers": WORKERS_B, "cores": parallel.default_workers(), "load_average_1min": load,
+              "rows": rows, "seconds_1": t1_all, "seconds_k": t2_all, "speedup": speedup, "target": TARGET,
+              "bitwise_equal": bool(equal_all), "passed": passed}
+    save_result("bench_real_steps", {"mode": MODE, "seed": SEED, "workers": WORKERS_B}, report, mode=MODE,
+                seed=SEED, wall_time=t1_all + t2_all)
+    print(f"total: speed-up {speedup:.2f}x with {WORKERS_B} workers (target {TARGET}x) on "
+          f"{parallel.default_workers()} cores, load average {load if load is None else round(load, 2)} at the "
+          f"start; results bitwise equal: {equal_all}")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

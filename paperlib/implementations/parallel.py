@@ -1,0 +1,217 @@
+"""Real implementation steps in parallel: chunks of rounds on Dask workers, the same bits for any worker count.
+
+An audit of real code (:mod:`paperlib.implementations.real_audit`) splits its
+implementation steps into *chunks*: calls of :func:`paperlib.implementations.runners.run_steps`
+whose size and seed are fixed by the audit alone (the seed of chunk ``k`` of dataset ``d`` is
+derived from the audit's seed, ``d`` and ``k``), never by how many workers there are.
+:func:`run_chunks` runs such a list of calls and yields their results in list order; each
+call runs with one torch thread (:func:`one_thread`), so its floating-point sums are done in
+one order and the results are **bitwise the same for any number of workers** and any
+scheduler (``tests/implementations/test_parallel.py``).
+
+Where the calls run (:func:`resolve_workers`, :func:`resolve_scheduler`):
+
+* ``workers = 1`` (or a single chunk): in this process, one after another; Dask is not
+  imported.
+* ``workers = k > 1``, no scheduler: a ``dask.distributed.LocalCluster`` of ``k`` worker
+  processes with one thread each, started on first use and kept for the process (closed at
+  exit). The default ``k`` is ``$WORKERS`` when set, else the number of cores this process
+  may use.
+* a scheduler address (``scheduler=``, else ``$DASK_SCHEDULER``, else Dask's own
+  configuration key ``scheduler-address``), e.g. ``tcp://host:8786``: the same calls go to
+  that cluster (its workers must import this ``paperlib`` and torch; a Slurm cluster from
+  ``dask_jobqueue.SLURMCluster`` is one, see README). ``workers`` is then ignored.
+
+The old Opacus releases run in one subprocess per worker process that imports the release
+once (:func:`paperlib.implementations.runners._run_release`). At most ``2 x`` the number of
+worker threads calls are in flight, so the memory held is bounded however many chunks an
+audit has. Progress: ``bar.update(trials)`` after each chunk (a tqdm bar of rounds done
+across the workers).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+from collections import deque
+from typing import Iterable, Iterator
+
+__all__ = ["WORKERS_ENV", "SCHEDULER_ENV", "default_workers", "resolve_workers", "resolve_scheduler",
+           "one_thread", "run_chunk", "run_chunks", "warm", "close_cluster"]
+
+WORKERS_ENV = "WORKERS"
+SCHEDULER_ENV = "DASK_SCHEDULER"
+#: calls in flight per worker thread (enough to keep each busy while results come back)
+IN_FLIGHT_PER_THREAD = 2
+
+_LOCAL: dict = {}  # {"workers": k, "cluster": LocalCluster, "client": Client}
+_CLIENTS: dict = {}  # scheduler address -> Client
+
+
+def default_workers() -> int:
+    """The cores this process may use (``os.sched_getaffinity``), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_workers(workers: int | None = None) -> int:
+    """``workers`` if given, else ``$WORKERS``, else :func:`default_workers`; an integer >= 1
+    (ValueError naming ``workers`` or ``WORKERS`` otherwise)."""
+    from paperlib.fdp.validation import check_int
+
+    if workers is not None:
+        return check_int(workers, "workers", 1)
+    env = os.environ.get(WORKERS_ENV, "").strip()
+    if not env:
+        return default_workers()
+    try:
+        value = int(env)
+    except ValueError:
+        raise ValueError(f"{WORKERS_ENV} must be an integer >= 1, not {env!r}") from None
+    return check_int(value, WORKERS_ENV, 1)
+
+
+def resolve_scheduler(scheduler: str | None = None, *, dask_config: bool = True) -> str | None:
+    """The Dask scheduler address to use, or ``None`` for a local cluster: ``scheduler`` if
+    given, else ``$DASK_SCHEDULER``, else (``dask_config``, and only when dask is installed)
+    Dask's configuration key ``scheduler-address``. An address must look like
+    ``<protocol>://<host>[:port]`` (ValueError naming ``scheduler`` otherwise)."""
+    addr = scheduler if scheduler is not None else (os.environ.get(SCHEDULER_ENV, "").strip() or None)
+    if addr is None and dask_config:
+        try:
+            import dask
+        except ImportError:
+            return None
+        addr = dask.config.get("scheduler-address", None) or None
+    if addr is None:
+        return None
+    if not isinstance(addr, str) or "://" not in addr or not addr.split("://", 1)[1]:
+        raise ValueError(f"scheduler ({SCHEDULER_ENV}) must be a Dask scheduler address such as "
+                         f"tcp://host:8786, not {addr!r}")
+    return addr
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch (and its OpenMP/MKL pools) on one thread inside, restored after: one order of
+    floating-point sums, so a chunk gives the same bits in every process."""
+    import torch
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
+
+
+def run_chunk(call: dict) -> dict:
+    """One chunk: ``runners.run_steps(**call)`` on one thread (runs in a worker or in process)."""
+    from paperlib.implementations import runners
+
+    with one_thread():
+        return runners.run_steps(**call)
+
+
+def _local_client(workers: int):
+    if _LOCAL.get("workers") == workers and _LOCAL["client"].status == "running":
+        return _LOCAL["client"]
+    close_cluster()
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    # one thread per worker process; no dashboard (nothing to serve, and no port to take)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    client = Client(cluster, set_as_default=False)
+    _LOCAL.update(workers=workers, cluster=cluster, client=client)
+    if not _LOCAL.get("atexit"):
+        atexit.register(close_cluster)
+        _LOCAL["atexit"] = True
+    return client
+
+
+def _remote_client(address: str):
+    client = _CLIENTS.get(address)
+    if client is None or client.status != "running":
+        from dask.distributed import Client
+
+        client = Client(address, set_as_default=False)
+        _CLIENTS[address] = client
+    return client
+
+
+def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None) -> int:
+    """Run ``call`` once on every worker (in process for one worker), so each has imported
+    torch, Opacus and any old release before steps are timed; returns the number of workers
+    warmed (benchmarks and ``bench/device_check.py``)."""
+    address = resolve_scheduler(scheduler, dask_config=False)
+    w = resolve_workers(workers)
+    if address is None and w == 1:
+        run_chunk(call)
+        return 1
+    address = address or resolve_scheduler(None)
+    client = _remote_client(address) if address is not None else _local_client(w)
+    return len(client.run(run_chunk, call))
+
+
+def close_cluster() -> None:
+    """Close the local cluster this process started (if any); clients of external schedulers stay."""
+    client, cluster = _LOCAL.pop("client", None), _LOCAL.pop("cluster", None)
+    _LOCAL.pop("workers", None)
+    for obj in (client, cluster):
+        if obj is not None:
+            with contextlib.suppress(Exception):  # already closed at interpreter exit
+                obj.close()
+
+
+def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: str | None = None,
+               bar=None) -> Iterator[dict]:
+    """Run each ``call`` (keyword arguments of :func:`runners.run_steps`) and yield the results in order.
+
+    ``workers``/``scheduler``: where they run (module docstring; resolved by
+    :func:`resolve_workers` and :func:`resolve_scheduler`). ``bar``: anything with
+    ``update(n)`` (a tqdm bar), advanced by each call's ``trials``. An exception of a call
+    (``ValueError``, ``ReleaseNotAvailable``, ...) is raised here, the calls still queued are
+    cancelled. The results do not depend on ``workers`` or ``scheduler``: each call is
+    :func:`run_chunk` on one thread, with the seed its dict gives.
+    """
+    calls = list(calls)
+    address = resolve_scheduler(scheduler, dask_config=False)
+    w = resolve_workers(workers)
+    if address is None and (w == 1 or len(calls) <= 1):
+        for call in calls:  # in process: no Dask
+            out = run_chunk(call)
+            if bar is not None:
+                bar.update(int(call["trials"]))
+            yield out
+        return
+    if address is None:
+        address = resolve_scheduler(None)  # Dask's own configuration, now that Dask is needed
+    client = _remote_client(address) if address is not None else _local_client(w)
+    threads = max(1, sum(client.nthreads().values()))
+    window = IN_FLIGHT_PER_THREAD * threads
+    pending: deque = deque()
+
+    def take() -> dict:
+        done, fut = pending.popleft()
+        out = fut.result()
+        if bar is not None:
+            bar.update(int(done["trials"]))
+        return out
+
+    try:
+        for call in calls:
+            # pure=False: equal calls are run again, never shared (each holds its own seed anyway)
+            pending.append((call, client.submit(run_chunk, call, pure=False)))
+            if len(pending) >= window:
+                yield take()
+        while pending:
+            yield take()
+    finally:
+        if pending:
+            client.cancel([f for _, f in pending])
