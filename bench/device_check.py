@@ -119,15 +119,24 @@ NOTEBOOK_PARAMS = {
         "N": 4, "SIGMA": 10.0, "C": 0.1,
         "DATASETS": ["mnist", "fmnist", "cifar10"],
         "MODEL_OF": {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10"},
+        # PAPER_MODEL_OF, PAPER_MODEL_PANELS (full=...): DP-FETA and PrivImage with their own denoisers
+        # on these panels; model_for(panel, method) then drops the combined CNN row there
+        "PAPER_MODEL_OF": {"DP-FETA": "dpfeta-mnist", "PrivImage": "privimage-mnist"},
+        "PAPER_MODEL_PANELS": ["mnist", "fmnist"],
         # METHODS: (label, implementation, q)
-        "METHODS": [["opacus-0.15.0", 0.005], ["opacus-0.15.0", 0.5], ["dpsur", 0.7], ["dpsur", 0.8]],
+        "METHODS": [["DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005],
+                    ["DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5],
+                    ["DPSGD-HF", "opacus-0.15.0", 0.005], ["DPSGD-HF", "opacus-0.15.0", 0.5],
+                    ["DP-FETA", "opacus-0.15.0", 0.005], ["DP-FETA", "opacus-0.15.0", 0.5],
+                    ["PrivImage", "opacus-0.15.0", 0.005], ["PrivImage", "opacus-0.15.0", 0.5],
+                    ["DPSUR", "dpsur", 0.7], ["DPSUR", "dpsur", 0.8]],
     },
     "07_opacus_feasgm_figure6": {
         # notebooks/07_opacus_feasgm_figure6.py: AUDIT_MODE = "full"; TRIALS = pf.pick(..., full=10_000);
         # N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist";
         # for impl in ("opacus-1.0.2", "opacus-installed"): one audit each (the paper's release, the installed one)
         "TRIALS": 10_000,
-        "N": 3, "Q": 0.5, "SIGMA": 10.0, "C": 0.1, "MODEL": "large-mnist",
+        "N": 3, "Q": 0.5, "SIGMA": 10.0, "C": 0.1, "MODEL": "dpfeta-mnist",
         "IMPLEMENTATIONS": ["opacus-1.0.2", "opacus-installed"],
     },
 }
@@ -150,6 +159,15 @@ def _rounds(nb: str) -> int:
     return 2 * NOTEBOOK_PARAMS[nb]["TRIALS"]
 
 
+def _model_for_06(p6: dict, panel: str, method: str):
+    """Notebook 06's ``model_for`` in full mode (the test compares the two on every panel and method)."""
+    if method in p6["PAPER_MODEL_OF"]:
+        return p6["PAPER_MODEL_OF"][method] if panel in p6["PAPER_MODEL_PANELS"] else None
+    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != (panel in p6["PAPER_MODEL_PANELS"]):
+        return None
+    return p6["MODEL_OF"][panel]
+
+
 def full_mode_work() -> dict:
     """Per notebook, the full-mode work items: ``{"what", "points", "rounds_per_point", "measure", ...}``.
 
@@ -159,10 +177,13 @@ def full_mode_work() -> dict:
                                                      "06_audit_real_figure4", "07_opacus_feasgm_figure6"))
     nb06 = []
     for ds in p6["DATASETS"]:
-        for impl, q in p6["METHODS"]:
-            nb06.append({"what": f"{impl} on {ds} ({p6['MODEL_OF'][ds]}), q = {q}", "points": 1,
+        for label, impl, q in p6["METHODS"]:
+            model = _model_for_06(p6, ds, label)
+            if model is None:
+                continue
+            nb06.append({"what": f"{label}: {impl} on {ds} ({model}), q = {q}", "points": 1,
                          "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": impl,
-                         "model": p6["MODEL_OF"][ds], "measure": "real"})
+                         "model": model, "measure": "real"})
     # the seed spread: dpsur on mnist at q = 0.7 again at SEED + 1 and SEED + 2 (SEED is the figure's run)
     nb06.append({"what": "seed spread: dpsur on mnist (cnn-mnist), q = 0.7, 2 more seeds", "points": 2,
                  "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": "dpsur",

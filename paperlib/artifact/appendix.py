@@ -341,7 +341,7 @@ def _expected_lines(ctx: dict) -> list[str]:
 def _badge_lines(ctx: dict) -> list[str]:
     c = ctx["cite"]
     smoke, quick = _tier_cold(ctx, "smoke"), _tier_cold(ctx, "quick")
-    est = _estimate.full_mode_estimate(ctx["results"])
+    est = _estimate.notebook_estimates(ctx["results"])
 
     def measured(t, mode):
         return (f"measured here: {_fmt_s(t.get('wall_s'))} for a cold run on {runlog.hardware_text(t.get('hardware'))}"
@@ -420,7 +420,7 @@ def _hardware_lines(ctx: dict | None = None) -> list[str]:
            "chapters 6, 7 and 11 run on the CPU (in subprocesses of the audited releases), so a GPU shortens "
            "full mode only in part. Its measured cost appears below once it has run.",
            "- `full`, the real-implementation steps (chapters 6, 7, 11): "
-           + _estimate.estimate_text(_estimate.full_mode_estimate(ctx["results"] if ctx else None))]
+           + _estimate.estimate_text(_estimate.notebook_estimates(ctx["results"] if ctx else None))]
     for m in MODES:
         t = _tier_cold(ctx, m) if ctx else None
         if t:

@@ -6,9 +6,10 @@ the implementation; quick mode measures the cost of its own real steps. Each aud
 ``full_mode_estimate_s``: its measured seconds per real step times the rounds a full-mode run
 needs (calibration and counted, on both datasets), one process on the CPU, where the steps run
 in every mode. :func:`seconds` sums those of one notebook's audits (the chapters glue it);
-:func:`full_mode_estimate` reads them back from ``results/`` for the appendix and README. This is
-the only place the estimate is formed, so the chapters, the appendix and the README cannot
-disagree.
+:func:`notebook_estimates` reads them back from ``results/`` for the appendix and README. The
+schedule over workers is :func:`paperlib.implementations.costs.full_mode_estimate`'s (the one
+model, shared with ``make device-check``), so the chapters, the appendix, the README and the
+device check cannot disagree.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["REAL_STEP_NOTEBOOKS", "seconds", "full_mode_estimate", "estimate_text"]
+__all__ = ["REAL_STEP_NOTEBOOKS", "seconds", "notebook_estimates", "estimate_text"]
 
 
 def _audits_06(d: dict) -> list:
@@ -40,18 +41,28 @@ REAL_STEP_NOTEBOOKS = {
 }
 
 
+#: CPU workers of the machine ``make device-check`` is written for (16 cores and one data-centre GPU)
+REFERENCE_WORKERS = 16
+
 #: Counted trials per audited point in full mode (the paper's; ``SETTINGS[...].trials`` of C4, C6, X1).
 FULL_TRIALS = 10_000
 
 
-def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS) -> tuple[float, int]:
-    """``(seconds, missing)``: the summed full-mode cost of *audits* (result dicts of
-    ``audit_implementation``; ``None`` entries, audits that did not run, are skipped), and how many
-    ran without one. Each audit's ``full_mode_estimate_s`` (its cost per step times its own rounds)
-    is scaled by ``full_trials / trials``, so a smoke run's smaller game is extrapolated to full
-    mode's. An audit listed twice (equal records) counts once.
+def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS, workers: int = 1) -> tuple[float, int]:
+    """``(seconds, missing)``: the full-mode time of *audits* (result dicts of
+    ``audit_implementation``; ``None`` entries, audits that did not run, are skipped) on ``workers``
+    CPU worker processes, and how many ran without a measured cost.
+
+    Each audit's measured ``seconds_per_step`` times the real steps full mode runs (its
+    ``full_mode_estimate_s`` divided by that cost, scaled by ``full_trials / trials`` so a smoke
+    run's smaller game is extrapolated to full mode's) is handed to
+    :func:`paperlib.implementations.costs.full_mode_estimate`, the one model of how the steps
+    spread over the workers. An audit listed twice (equal records) counts once. ValueError naming
+    ``workers`` unless it is an integer >= 1.
     """
-    total, missing, seen = 0.0, 0, set()
+    from paperlib.implementations.costs import full_mode_estimate as _schedule
+
+    work, cost, missing, seen = [], {}, 0, set()
     for r in audits:
         if not isinstance(r, dict):
             continue
@@ -59,12 +70,18 @@ def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS) -> tuple[f
         if key in seen:
             continue
         seen.add(key)
-        v, t = r.get("full_mode_estimate_s"), r.get("trials")
-        if isinstance(v, (int, float)) and v == v and v >= 0:
-            total += float(v) * (full_trials / t if isinstance(t, (int, float)) and t > 0 else 1.0)
-        else:
+        v, t, c = r.get("full_mode_estimate_s"), r.get("trials"), r.get("seconds_per_step")
+        if not (isinstance(v, (int, float)) and v == v and v >= 0 and isinstance(c, (int, float)) and c == c and c > 0):
             missing += 1
-    return total, missing
+            continue
+        scale = full_trials / t if isinstance(t, (int, float)) and t > 0 else 1.0
+        steps = int(round(float(v) / float(c) * scale))
+        ident = (str(r.get("implementation")), f"{r.get('model')} #{len(work)}")  # each audit its own measured cost
+        cost[ident] = float(c)
+        work.append({"implementation": ident[0], "model": ident[1], "points": 1, "steps_per_point": steps})
+    if not work:
+        return 0.0, missing
+    return _schedule(work, cost, workers=workers)["seconds"], missing
 
 
 def _hardware(results: Path, name: str, mode: str) -> dict | None:
@@ -75,11 +92,12 @@ def _hardware(results: Path, name: str, mode: str) -> dict | None:
         return None
 
 
-def full_mode_estimate(results_dir: str | Path | None = None) -> dict:
+def notebook_estimates(results_dir: str | Path | None = None) -> dict:
     """The full-mode time of the real-implementation notebooks, from the result files.
 
-    Returns ``{"notebooks": {name: {"seconds", "missing", "mode", "hardware"}}, "total_s",
-    "basis"}``: per notebook that has a result, the summed estimate of its audits (seconds), how
+    Returns ``{"notebooks": {name: {"seconds", "seconds_reference", "missing", "mode",
+    "hardware"}}, "total_s", "total_reference_s", "reference_workers", "basis"}``
+    (``*_reference``: on :data:`REFERENCE_WORKERS` CPU workers): per notebook that has a result, the summed estimate of its audits (seconds), how
     many of its audits recorded none, the mode it was measured in and the hardware of that run
     (``results/runs/``, ``None`` when not recorded); ``total_s`` is ``None`` when no notebook has a
     result. Never raises on missing or unreadable files (they are left out).
@@ -98,8 +116,12 @@ def full_mode_estimate(results_dir: str | Path | None = None) -> dict:
             continue
         mode = str((doc.get("params") or {}).get("mode") or (doc.get("provenance") or {}).get("mode") or "?")
         s, missing = seconds(audits(data))
-        out[name] = {"seconds": s, "missing": missing, "mode": mode, "hardware": _hardware(results, name, mode)}
+        s_ref, _ = seconds(audits(data), workers=REFERENCE_WORKERS)
+        out[name] = {"seconds": s, "seconds_reference": s_ref, "missing": missing, "mode": mode,
+                     "hardware": _hardware(results, name, mode)}
     return {"notebooks": out, "total_s": sum(v["seconds"] for v in out.values()) if out else None,
+            "total_reference_s": sum(v["seconds_reference"] for v in out.values()) if out else None,
+            "reference_workers": REFERENCE_WORKERS,
             "basis": f"measured seconds per real implementation step (quick or smoke run) times the rounds full mode "
                      f"runs as real steps ({FULL_TRIALS:,} counted trials per point and as many for calibration), "
                      "one process on the CPU (where the steps run in every mode; a GPU does not "
@@ -123,4 +145,6 @@ def estimate_text(est: dict) -> str:
         extra = f", {v['missing']} audit(s) without a measured cost" if v["missing"] else ""
         parts.append(f"{name} {_hm(v['seconds'])} (from its {v['mode']} run on {runlog.hardware_text(v['hardware'])}"
                      f"{extra})")
-    return f"about {_hm(est['total_s'])} in all: " + "; ".join(parts) + f". Basis: {est['basis']}."
+    return (f"about {_hm(est['total_s'])} in all in one process (about {_hm(est['total_reference_s'])} spread over "
+            f"{est['reference_workers']} CPU workers, WORKERS={est['reference_workers']}): " + "; ".join(parts)
+            + f". Basis: {est['basis']}.")

@@ -246,12 +246,21 @@ def test_counts_match_notebook_05(counts):
 def test_counts_match_notebooks_06_07(counts):
     p, a = counts["params"]["06_audit_real_figure4"], _top_level("06_audit_real_figure4")
     assert ast.unparse(a["AUDIT_MODE"]) == "'full' if MODE == 'full' else 'quick'"
-    for k in ("TRIALS", "N", "SIGMA", "C", "MODEL_OF"):
+    for k in ("TRIALS", "N", "SIGMA", "C", "MODEL_OF", "PAPER_MODEL_OF", "PAPER_MODEL_PANELS"):
         assert _lists(_full(a[k])) == p[k], k
     assert list(ast.literal_eval(a["DATASETS"])) == p["DATASETS"]
-    assert [[impl, q] for _, impl, q in ast.literal_eval(a["METHODS"])] == p["METHODS"]
+    assert _lists(ast.literal_eval(a["METHODS"])) == p["METHODS"]
+    # the notebook's own model_for, run in full mode, picks the model the work list counts
+    src = (ROOT / "notebooks" / "06_audit_real_figure4.py").read_text(encoding="utf-8")
+    fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == "model_for")
+    env = {"PAPER_MODEL_OF": p["PAPER_MODEL_OF"], "PAPER_MODEL_PANELS": tuple(p["PAPER_MODEL_PANELS"]),
+           "MODEL_OF": p["MODEL_OF"]}
+    exec(compile(ast.Module([fn], []), "model_for", "exec"), env)
+    want = [(ds, label, impl, q, env["model_for"](ds, label)) for ds in p["DATASETS"] for label, impl, q in p["METHODS"]]
+    want = [w for w in want if w[4] is not None]
     w = counts["work"]["06_audit_real_figure4"]
-    assert len(w) == len(p["DATASETS"]) * len(p["METHODS"]) + 1 == 13 and all(x["rounds_per_point"] == 20_000 for x in w)
+    assert [(x["implementation"], x["model"]) for x in w[:-1]] == [(impl, m) for _, _, impl, _, m in want]
+    assert len(w) == len(want) + 1 == 21 and all(x["rounds_per_point"] == 20_000 for x in w)
     p, a = counts["params"]["07_opacus_feasgm_figure6"], _top_level("07_opacus_feasgm_figure6")
     assert ast.unparse(a["AUDIT_MODE"]) == "'full' if MODE == 'full' else 'quick'"
     for k in ("TRIALS", "N", "Q", "SIGMA", "C", "MODEL"):

@@ -7,8 +7,9 @@ import pytest
 from paperlib.artifact import estimate as E
 
 
-def _audit(s, impl="opacus-0.15.0", q=0.5, trials=10_000):
-    return {"implementation": impl, "q": q, "full_mode_estimate_s": s, "seconds": 1.0, "trials": trials}
+def _audit(s, impl="opacus-0.15.0", q=0.5, trials=10_000, per_step=0.5):
+    return {"implementation": impl, "model": "cnn-mnist", "q": q, "full_mode_estimate_s": s, "seconds": 1.0,
+            "seconds_per_step": per_step, "trials": trials}
 
 
 def test_seconds_sums_each_audit_once_and_counts_the_missing():
@@ -17,6 +18,10 @@ def test_seconds_sums_each_audit_once_and_counts_the_missing():
     assert E.seconds([]) == (0.0, 0)
     # a smoke run's 1,000-trial game is scaled to full mode's 10,000 trials
     assert E.seconds([_audit(30.0, trials=1_000)]) == (pytest.approx(300.0), 0)
+    # spread over workers by the one schedule model (costs.full_mode_estimate: CPU steps / workers)
+    assert E.seconds([a, _audit(50.0, q=0.005)], workers=4) == (pytest.approx(37.5), 0)
+    with pytest.raises(ValueError, match="workers"):
+        E.seconds([a], workers=0)
 
 
 def _write(rd, name, data, mode="quick", hw=None):
@@ -32,19 +37,21 @@ def test_full_mode_estimate_reads_the_notebooks_results(tmp_path):
     _write(rd, "07_fig6_opacus_feasgm.json", {"result": r07, "installed": r07})  # the installed one stands in
     (rd / "runs" / "notebook-06_audit_real_figure4-quick.json").write_text(json.dumps(
         {"hardware": {"cores": 2, "cpu": "AMD EPYC", "ram_gib": 23.5, "gpu": "none"}}))
-    est = E.full_mode_estimate(rd)
+    est = E.notebook_estimates(rd)
     assert set(est["notebooks"]) == {"06_audit_real_figure4", "07_opacus_feasgm_figure6"}
     assert est["notebooks"]["06_audit_real_figure4"]["seconds"] == pytest.approx(5400.0)
     assert est["notebooks"]["07_opacus_feasgm_figure6"]["seconds"] == pytest.approx(600.0)
     assert est["total_s"] == pytest.approx(6000.0)
+    assert est["total_reference_s"] == pytest.approx(6000.0 / E.REFERENCE_WORKERS)
     text = E.estimate_text(est)
-    assert text.startswith("about 1 h 40 min in all: 06_audit_real_figure4 1 h 30 min (from its quick run on 2 cores "
+    assert text.startswith("about 1 h 40 min in all in one process (about 6 min spread over 16 CPU workers, "
+                           "WORKERS=16): 06_audit_real_figure4 1 h 30 min (from its quick run on 2 cores "
                            "of AMD EPYC, 23.5 GiB RAM, no GPU)")
     assert "07_opacus_feasgm_figure6 10 min (from its quick run on hardware not recorded)" in text
 
 
 def test_no_results_no_number(tmp_path):
-    est = E.full_mode_estimate(tmp_path)
+    est = E.notebook_estimates(tmp_path)
     assert est["total_s"] is None and E.estimate_text(est).startswith("not estimated yet")
 
 
