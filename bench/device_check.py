@@ -37,7 +37,7 @@ Code paths (``id`` in the report). On the device (``torch`` device ``DEVICE``):
 
 On the CPU whatever ``DEVICE`` says (they take no device; reported as ``cpu-only``):
 ``implementations.runners.run_steps`` for each implementation (``opacus-installed`` and
-``opacus-1.0.2`` at ``large-mnist``'s ``n = 1,485,217``, notebook 07's two audits;
+``opacus-1.0.2`` at ``dpfeta-mnist``'s ``n = 1,485,217`` (DP-FETA's own denoiser), notebook 07's two audits;
 ``opacus-0.15.0`` and ``dpsur`` at
 ``cnn-mnist`` and ``cnn-cifar10``, notebook 06; ``opacus-0.13.0``, in no notebook of
 ``make all``), with :func:`~paperlib.implementations.runners.detect_normaliser` on the
@@ -133,7 +133,7 @@ NOTEBOOK_PARAMS = {
     },
     "07_opacus_feasgm_figure6": {
         # notebooks/07_opacus_feasgm_figure6.py: AUDIT_MODE = "full"; TRIALS = pf.pick(..., full=10_000);
-        # N, Q, SIGMA, C, DELTA, MODEL = 3, 0.5, 10.0, 0.1, 1e-5, "large-mnist";
+        # N, Q, SIGMA, C, DELTA = 3, 0.5, 10.0, 0.1, 1e-5; MODEL = "dpfeta-mnist" (DP-FETA's own denoiser);
         # for impl in ("opacus-1.0.2", "opacus-installed"): one audit each (the paper's release, the installed one)
         "TRIALS": 10_000,
         "N": 3, "Q": 0.5, "SIGMA": 10.0, "C": 0.1, "MODEL": "dpfeta-mnist",
@@ -226,16 +226,16 @@ SIZES = {
     "smoke": {"audit_trials": 400, "sampler_trials": 2_000, "exact_trials": 200, "steps": {"tiny": 4},
               "real_trials": 6, "fixed_cost": True, "budget_s": 110},
     "quick": {"audit_trials": 4_000, "sampler_trials": 10_000, "exact_trials": 1_000,
-              "steps": {"cnn-mnist": 40, "cnn-cifar10": 20, "large-mnist": 5}, "real_trials": 10,
+              "steps": {"cnn-mnist": 40, "cnn-cifar10": 20, "dpfeta-mnist": 3, "privimage-mnist": 3}, "real_trials": 10,
               "fixed_cost": True, "budget_s": 900},
     "full": {"audit_trials": 10_000, "sampler_trials": 20_000, "exact_trials": 2_000,
-             "steps": {"cnn-mnist": 200, "cnn-cifar10": 100, "large-mnist": 40}, "real_trials": 20,
+             "steps": {"cnn-mnist": 200, "cnn-cifar10": 100, "dpfeta-mnist": 20, "privimage-mnist": 20}, "real_trials": 20,
              "fixed_cost": True, "budget_s": 480},
 }
 #: models each implementation runs on in make all's full mode (notebooks 06, 07); opacus-0.13.0
 #: (ASGM) is in no notebook of make all and is measured at the small model
-FULL_MODELS = {"opacus-installed": ["large-mnist"], "opacus-1.0.2": ["large-mnist"],
-               "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10"],
+FULL_MODELS = {"opacus-installed": ["dpfeta-mnist"], "opacus-1.0.2": ["dpfeta-mnist"],
+               "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10", "dpfeta-mnist", "privimage-mnist"],
                "opacus-0.13.0": ["cnn-mnist"], "dpsur": ["cnn-mnist", "cnn-cifar10"]}
 #: (N, q) of each implementation's timed steps, as in its notebook
 STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-1.0.2": (3, 0.5), "opacus-0.15.0": (4, 0.5),

@@ -21,8 +21,10 @@
 # this code path, and Appendix A.3 of {cite}`wang2026rethinking` audits it in the regime
 # where the normaliser differs between neighbouring datasets: $q = 0.5$, $|D| = 3$,
 # $|D'| = 4$, so $\lfloor 3 \cdot 0.5 \rfloor = 1$ on $D$ but $\lfloor 4 \cdot 0.5 \rfloor = 2$
-# on $D'$; $\sigma = 10$, $C = 0.1$. Four random MNIST points and the 1,485,217-parameter
-# model that stands for DP-FETA's (`large-mnist`; only its size enters the theory).
+# on $D'$; $\sigma = 10$, $C = 0.1$. Four random MNIST points and DP-FETA's own MNIST
+# denoiser (`dpfeta-mnist`, 1,485,217 parameters), rebuilt from DP-FETA's code at a pinned
+# commit (`paperlib.implementations.paper_models` cites every block), its gradients from its own
+# denoising loss (EDM's).
 #
 # **The code.** The paper names "Opacus v1.0" as DP-FETA's release. We run Opacus
 # **1.0.2**, the last release of the v1.0 line (1.0.0 and 1.0.1 divide the same way, as
