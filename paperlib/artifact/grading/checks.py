@@ -11,7 +11,6 @@ against the paper, kept apart from the verdict on the paper's statements.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from paperlib.artifact.grading.setting import SETTINGS, run_of_audit, runs_of_sweep, size_findings, substitutions
@@ -28,6 +27,7 @@ from paperlib.artifact.grading.stats import (
     fmt,
     get,
     load_result,
+    read_json,
     monotone,
     num,
     part,
@@ -59,6 +59,16 @@ FIG7_FACTOR = 1.1
 FIG2_ASGM_NONMONOTONE_Q = (0.6, 0.7)
 
 
+def _sweep(rd: Path, name: str, var: str):
+    """``(data, params, mode, recs, optimal)`` of the audit sweep ``name``, its points keyed by
+    ``(mechanism, q, var)``; :class:`NotRun` when it has no optimal-distinguisher results."""
+    data, params, mode = load_result(rd, name)
+    recs = by_dist(sweep_points(data, name), var)
+    if not recs["optimal"]:
+        raise NotRun(f"{name}: no 'optimal' distinguisher results")
+    return data, params, mode, recs, recs["optimal"]
+
+
 def check_fig2(rd: Path) -> dict:
     """Fig. 2 (Section 5.2, n = 100, N in {2, 3, 4, 5}). The paper's statements, each graded
     with its normality distinguisher and with the optimal one:
@@ -79,14 +89,8 @@ def check_fig2(rd: Path) -> dict:
     findings).
     """
     name = "04_fig2_audit.json"
-    data, params, mode = load_result(rd, name)
-    pts = sweep_points(data, name)
-    recs = by_dist(pts, "N")
-    findings = []
-    opt = recs["optimal"]
-    if not opt:
-        raise NotRun(f"{name}: no 'optimal' distinguisher results")
-    parts, values = [], {"points": []}
+    data, params, mode, recs, opt = _sweep(rd, name, "N")
+    findings, parts, values = [], [], {"points": []}
     for key, r in sorted(opt.items()):
         e, c = num(r.get("eps_lower"), "eps_lower"), num(r.get("eps_claimed"), "eps_claimed")
         pr = recs["paper"].get(key)
@@ -228,14 +232,8 @@ def check_fig3(rd: Path) -> dict:
     Other q values the notebook audits (EASGM q = 0.005) are not in the paper's figure: info.
     """
     name = "05_fig3_audit.json"
-    data, params, mode = load_result(rd, name)
-    pts = sweep_points(data, name)
-    recs = by_dist(pts, "n")
-    findings = []
-    opt = recs["optimal"]
-    if not opt:
-        raise NotRun(f"{name}: no 'optimal' distinguisher results")
-    parts, values = [], {"points": []}
+    data, params, mode, recs, opt = _sweep(rd, name, "n")
+    findings, parts, values = [], [], {"points": []}
     for (mech, q, n), r in sorted(opt.items()):
         pr = recs["paper"].get((mech, q, n))
         values["points"].append({"mechanism": mech, "q": q, "n": n, "eps_lower": num(r.get("eps_lower"), "eps_lower"),
@@ -635,12 +633,7 @@ def table_recomputed(path: Path) -> bool:
 
 def check_table2(rd: Path) -> dict:
     path = Path(TABLE2_PATH)
-    if not path.is_file():
-        raise NotRun(f"{path.name} missing")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise NotRun(f"{path.name} unreadable ({exc})") from None
+    doc = read_json(path)
     rels = doc.get("releases") if isinstance(doc, dict) else None
     if not isinstance(rels, list) or not rels:
         raise NotRun(f"{path.name}: no releases")

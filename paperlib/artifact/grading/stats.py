@@ -39,15 +39,19 @@ class NotRun(Exception):
     """A result the check needs is missing (file or key)."""
 
 
+def read_json(path: Path):
+    """The JSON document at ``path``; :class:`NotRun` naming the file if absent or unreadable."""
+    if not path.is_file():
+        raise NotRun(f"{path.name} missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise NotRun(f"{path.name} unreadable ({type(exc).__name__}: {exc})") from None
+
+
 def load_result(results_dir: Path, name: str) -> tuple[dict, dict, str]:
     """``(data, params, mode)`` of ``results_dir/name``; :class:`NotRun` if absent or unreadable."""
-    path = Path(results_dir) / name
-    if not path.is_file():
-        raise NotRun(f"{name} missing")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise NotRun(f"{name} unreadable ({type(exc).__name__}: {exc})") from None
+    doc = read_json(Path(results_dir) / name)
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
         raise NotRun(f"{name} has no 'data' object")
     params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
