@@ -192,7 +192,10 @@ def test_a_methods_own_model_of_another_size_is_a_finding():
     paper's model is what ran), never a substitution; DP-FETA's matches and says nothing."""
     runs = [S.run_of_audit({"model": "privimage-mnist", "n": 1_753_345}, "PrivImage"),
             S.run_of_audit({"model": "dpfeta-mnist", "n": 1_485_217}, "DP-FETA"),
-            S.run_of_audit({"model": "large-mnist", "n": 1_485_217}, "DP-FETA")]
+            S.run_of_audit({"model": "large-mnist", "n": 1_485_217}, "DP-FETA"),
+            # the CNN standing for all three methods is a model substitution, not "DP-FETA's own model"
+            S.run_of_audit({"model": "cnn-mnist", "n": 26_010}, "DP-FETA / PrivImage"),
+            S.run_of_audit({"model": "cnn-cifar10", "n": 550_570}, "PrivImage")]
     assert S.size_findings(runs) == ["PrivImage's own model (privimage-mnist, built from its public code) has "
                                      "1,753,345 parameters, not the 1,485,217 the paper gives for it (Section 5.3)"]
     full = [rec for m, rec in _points_06("full") if m == "PrivImage"]
