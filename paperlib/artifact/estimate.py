@@ -4,8 +4,8 @@ Full mode runs every round of the real-implementation audits (chapters 6, 7 and 
 the implementation; quick mode measures the cost of its own real steps. Each audit result of
 :func:`paperlib.implementations.real_audit.audit_implementation` records
 ``full_mode_estimate_s``: its measured seconds per real step times the rounds a full-mode run
-needs (calibration and counted, on both datasets), one process on the CPU, where the steps run
-in every mode. :func:`seconds` sums those of one notebook's audits (the chapters glue it);
+needs (calibration and counted, on both datasets), in one process on the device the run used.
+:func:`seconds` spreads those of one notebook's audits over workers (the chapters glue it);
 :func:`notebook_estimates` reads them back from ``results/`` for the appendix and README. The
 schedule over workers is :func:`paperlib.implementations.costs.full_mode_estimate`'s (the one
 model, shared with ``make device-check``), so the chapters, the appendix, the README and the
@@ -124,8 +124,10 @@ def notebook_estimates(results_dir: str | Path | None = None) -> dict:
             "reference_workers": REFERENCE_WORKERS,
             "basis": f"measured seconds per real implementation step (quick or smoke run) times the rounds full mode "
                      f"runs as real steps ({FULL_TRIALS:,} counted trials per point and as many for calibration), "
-                     "one process on the CPU (where the steps run in every mode; a GPU does not "
-                     "shorten them)"}
+                     "on the CPU of the measured run, spread over the workers as "
+                     "paperlib.implementations.costs.full_mode_estimate models it; where torch sees a GPU the "
+                     "Opacus steps run on it instead (DPSUR's stay on the CPU), which make device-check "
+                     "measures"}
 
 
 def _hm(s: float) -> str:
