@@ -206,7 +206,13 @@ show_table(table, {"panel": "panel", "method": "method (code)", "q": "q", "norma
 # %%
 nd = TRIALS // 2
 CEILING = eps_lower(cp_upper(0, nd), cp_upper(0, TRIALS - nd), DELTA)  # no error at all: the largest eps_L
-fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 4.4), sharey=True, layout="constrained")
+# each panel as wide as its audits need (the MNIST panel has the denoisers' bars too)
+WIDTHS = [max(1, sum(1 for row in rows if row["panel"] == name)) for name in DATASETS]
+fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 4.4), sharey=True, layout="constrained",
+                         gridspec_kw={"width_ratios": WIDTHS})
+#: tick names of the methods (the caption spells them out)
+SHORT = {"DPSGD-HF / DP-FETA / PrivImage": "all 3", "DPSGD-HF": "HF", "DP-FETA": "FETA", "PrivImage": "PrivIm",
+         "DPSUR": "DPSUR"}
 # a log ε axis (the EASGM claims, of order 0.001, are not drawn at 0 as on a linear or symlog one); each
 # audit is a marker, an audit that certifies nothing (ε_L = 0) an off-scale ▼ at the bottom edge
 STYLE = {OPT: ("optimal distinguisher", 0), NORM: ("normality distinguisher", 1)}
@@ -223,11 +229,11 @@ for ax, name in zip(axes, DATASETS):
     pos += [v for v in claims if np.isfinite(v) and v > 0]
     ax.hlines(claims, x - 0.42, x + 0.42, colors=plotting.COLORS["sgm_claim"], linewidth=2, label="SGM claim")
     ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
-    ax.set_xticks(x, [f"{'EASGM' if row['impl'] != 'dpsur' else 'DPSUR'}\nq={row['q']}" for row in pts])
+    ax.set_xticks(x, [f"{SHORT.get(row['method'], row['method'])}\nq={row['q']:g}" for row in pts])
     ax.set_xlim(-0.6, len(pts) - 0.4)
     used, _, source = SOURCES[name]
     kind = {DS.SOURCE_FULL: "full dataset", DS.SOURCE_BUNDLED: "bundled real points"}.get(source, source)
-    ax.set_title(f"{DATASETS[name]}\n({kind}, {MODEL_OF[name]})")
+    ax.set_title(f"{DATASETS[name]}\n({kind})")
     ax.grid(True, axis="y", which="major", alpha=0.3, linewidth=0.5)
 axes[0].set_ylim(min(pos) / 3, CEILING * 2)
 axes[0].set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
@@ -246,8 +252,11 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 # :name: fig-06-fig4-real-audit
 #
 # The paper's Figure 4, regenerated on {glue:text}`nb06_data`: audited $\varepsilon_L$ of
-# one step of the EASGM code path (Opacus v0.15.0, standing for DPSGD-HF, DP-FETA and
-# PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$, with
+# one step of the EASGM code path (Opacus v0.15.0, the code path of DPSGD-HF, DP-FETA and
+# PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$. Tick
+# names: HF = DPSGD-HF with the CNN; FETA and PrivIm = DP-FETA and PrivImage with their own
+# denoisers; "all 3" = the CNN standing for the three where their denoisers are not audited
+# (the table below names every audit's model). With
 # $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$, on a log $\varepsilon$ axis;
 # markers: the two distinguishers (a ▼ at the bottom edge: $\varepsilon_L = 0$); black ticks: the
 # SGM claim's $\varepsilon$. Of the
