@@ -270,15 +270,16 @@ def _real(mech, p, claim, inputs, trials=10000, p_paper=None):
     return r
 
 
-def _fig4(d, asgm_p=(0.05, 0.02), easgm_p=0.0, error=None, inputs=REAL_INPUTS, paper=None):
+def _fig4(d, asgm_p=(0.05, 0.02), easgm_p=0.0, error=None, inputs=REAL_INPUTS, paper=None, dpsur="asgm"):
     pts = []
     for panel in ("mnist", "fmnist"):
-        for mech, q, claim, p in (("easgm", 0.005, 0.0009, easgm_p), ("asgm", 0.7, 0.24, asgm_p[0]),
-                                  ("asgm", 0.8, 0.28, asgm_p[1])):
+        for mech, q, claim, p in (("easgm", 0.005, 0.0009, easgm_p), (dpsur, 0.7, 0.24, asgm_p[0]),
+                                  (dpsur, 0.8, 0.28, asgm_p[1])):
             pts.append({"panel": panel, "method": "DPSGD-HF" if mech == "easgm" else "DPSUR", "impl": "x", "q": q,
                         "error": error,
                         "result": None if error else _real(mech, p, claim, inputs,
-                                                           p_paper=(paper or {}).get((mech, q)))})
+                                                           p_paper=(paper or {}).get(("asgm" if mech == dpsur else
+                                                                                      mech, q)))})
     _write(d, "06_fig4_real_audit.json", {"points": pts})
 
 
@@ -293,14 +294,18 @@ def test_fig4(rd):
     assert _claim("C4").evaluate(rd)["verdict"] == "not run"
 
 
-def test_fig4_statements_can_fail(rd):
-    _fig4(rd, asgm_p=(0.02, 0.1))  # the ASGM gap at q = 0.8 smaller than at 0.7, beyond the intervals
+@pytest.mark.parametrize("dpsur", ["asgm", "dpsur"])  # DPSUR's step audited as ASGM or under its own rule
+def test_fig4_statements_can_fail(rd, dpsur):
+    _fig4(rd, dpsur=dpsur)
     r = _claim("C4").evaluate(rd)
-    assert r["verdict"] == "not reproduced" and "ASGM gap larger at q = 0.8 than at 0.7" in r["reason"]
-    _fig4(rd, easgm_p=0.2, asgm_p=(0.02, 0.01))  # EASGM gap below the ASGM gaps
+    assert r["verdict"] == "reproduced" and sum(p["graded"] for p in r["parts"]) == 6, r["reason"]
+    _fig4(rd, asgm_p=(0.02, 0.1), dpsur=dpsur)  # DPSUR's gap at q = 0.8 smaller than at 0.7, beyond the intervals
     r = _claim("C4").evaluate(rd)
-    assert r["verdict"] == "not reproduced" and "gap EASGM > gap ASGM" in r["reason"]
-    _fig4(rd, paper={("asgm", 0.7): 0.47})  # below the claim with the paper's distinguisher
+    assert r["verdict"] == "not reproduced" and "DPSUR's gap larger at q = 0.8 than at 0.7" in r["reason"]
+    _fig4(rd, easgm_p=0.2, asgm_p=(0.02, 0.01), dpsur=dpsur)  # EASGM gap below DPSUR's gaps
+    r = _claim("C4").evaluate(rd)
+    assert r["verdict"] == "not reproduced" and "gap EASGM > gap of DPSUR's step" in r["reason"]
+    _fig4(rd, paper={("asgm", 0.7): 0.47}, dpsur=dpsur)  # below the claim with the paper's distinguisher
     r = _claim("C4").evaluate(rd)
     assert r["verdict"] == "not reproduced"
     assert "every point eps_L > SGM claim (paper's normality distinguisher)" in r["reason"]
