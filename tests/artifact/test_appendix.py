@@ -293,15 +293,20 @@ def test_expected_full_values_from_the_seed_spreads(results):
     _spread(results, "04_seed_spread.json", 400, {"optimal": [1.6, 1.9, 2.0]},
             point={"mechanism": "asgm", "q": 0.7, "N": 3, "n": 100})
     _spread(results, "07_seed_spread.json", 10_000, {"optimal": [2.9, 3.0, 3.1]}, implementation="opacus-1.0.2", q=0.5)
+    _spread(results, "05_seed_spread.json", 400, {"optimal": [0.0, 0.3, 0.5]},
+            point={"mechanism": "asgm", "q": 0.7, "N": 4, "n": 1})
     rows = {r["claim"]: r for r in appendix.expected_full_values(results)}
-    assert set(rows) == {"C2", "C6"}
+    assert set(rows) == {"C2", "C3", "C6"}
+    # a spread that reaches 0 gives no floor (never "at least 0.00")
+    assert rows["C3"]["expected"].startswith("no floor: the seeds gave 0.00 to 0.50 at 400 trials")
     # fewer trials than full mode: a floor (min - spread), since more trials raise eps_L
     assert rows["C2"]["expected"].startswith("ε_L at least 1.20 ") and rows["C2"]["full_trials"] == 10_000
     # the paper's trial count: the seeds' range widened by the spread
     assert rows["C6"]["expected"].startswith("ε_L within 2.70 to 3.30 ")
     text = appendix.render(book=True, notebooks_dir=ROOT / "notebooks", citation_file=ROOT / "CITATION.cff")
     sec = text.split("### Expected full-mode values")[1].split("### ")[0]
-    assert "| C2 | mechanism = asgm, q = 0.7, N = 3, n = 100 | optimal | 1.60 to 2.00 at 400 trials" in sec
+    assert "| C2 | mechanism = asgm, q = 0.7, N = 3, n = 100 | optimal (our addition) | 1.60 to 2.00 at 400 trials" in sec
+    assert "normality[" not in sec  # distinguishers in words, never their internal keys
 
 
 def test_badges_say_what_to_run_and_the_release_step(results):
