@@ -13,7 +13,7 @@ Jupyter readers; here those copies are dropped, because the book shows the figur
 through its numbered ``{glue:figure}`` directive. The caption of every such directive
 gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
 executed notebook appended, so every figure in the book states its mode, parameters,
-seed, commit and wall time and where it was drawn, and a download link to its vector copy
+seed and commit and where it was drawn, and a download link to its vector copy
 (``figures/<name>.pdf``, copied to ``figures/`` beside the notebook) when there is one. The file is rewritten in place
 (atomically).
 """
