@@ -155,14 +155,13 @@ def table_rows(keys):
         out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(), "forced": r["forced"],
                     "certified": r["certified"] if r["certified"] is not None else "not computed",
                     "ratio": r["ratio"] if r["ratio"] is not None else "–", "verdict": verdict_cell(r),
-                    "fix": r["fix"]["certified"] if r["fix"]["certified"] is not None else "not covered",
-                    "act": r["sentence"]})
+                    "fix": r["fix"]["certified"] if r["fix"]["certified"] is not None else "not covered"})
     return out
 
 
 COLUMNS = {"family": "release family", "claimed": "claimed ε", "acc": "accountant", "forced": "forced ε",
            "certified": "certified ε", "ratio": "certified / forced", "verdict": "verdict (removal / addition)",
-           "fix": "certified ε with the fix", "act": "what to do"}
+           "fix": "certified ε with the fix"}  # what to do: a sentence per family under "Reading the results"
 TABLES = {}
 for s in SETTINGS:
     name = "10_" + s["name"].replace("σ ", "s").replace(".", "").replace(", ", "_").replace(" ", "")
@@ -171,11 +170,11 @@ for s in SETTINGS:
                caption=(f"Opacus's MNIST example, {s['name']} ({s['epochs'] * round(1 / MNIST['sample_rate']):,} "
                         f"steps; its README prints ε = {readme_eps[s['name']]:.2f}): the claim of each release's "
                         "accountant, the bracket [forced, certified] of the code that ran (the larger over both "
-                        "neighbours), the verdict per neighbour, the certified ε with the family's fix, and what to do."))
+                        "neighbours), the verdict per neighbour, the certified ε with the family's fix; what to do is said for each family below the figure."))
 show_table(table_rows([("dpsur", "dpsur")]), COLUMNS, name="10_dpsur", digits=4,
            caption=(f"DPSUR at its defaults ({DPSUR['steps']:,} steps, σ = {DPSUR['noise_multiplier']:g}, batch "
                     f"{DPSUR['batch_size']} of {DPSUR['dataset_size']:,}, {DPSUR['n_params']:,} parameters): its own "
-                    "rule (divide by the size of a separate Poisson draw, no step on an empty batch)."))
+                    "rule (divide by the size of a separate Poisson draw, no step on an empty batch); what to do is said below the figure."))
 
 # %%
 FLOOR = 1e-2  # values below this are drawn at it (log scale)
@@ -188,8 +187,9 @@ for ax, panel in zip(axes[0], panels):
     keys = [("dpsur", "dpsur")] if panel == "dpsur" else [(panel, f.key) for f in FAMILIES]
     ticks = []
     for i, key in enumerate(keys):
-        ticks.append({"asgm": "0.13", "easgm": "0.15", "feasgm-differ": f"1.x\n{FAMILIES[2].run['batch_size']}",
-                      "feasgm-agree": f"1.x\n{FAMILIES[3].run['batch_size']}", "dpsur": "DPSUR"}[key[1]])
+        # the family's own name on two lines ("Opacus 0.12–0.13", "(ASGM)"; "Opacus 1.x,", "batch 240 (FEASGM)")
+        ticks.append("DPSUR" if key[1] == "dpsur" else
+                     next(f.label for f in FAMILIES if f.key == key[1]).replace(" (", "\n(").replace(", ", ",\n"))
         r = rows.get(key)
         if r is None:
             ax.annotate("not run\n(smoke)", (i, 1.0), ha="center", fontsize=7)
@@ -267,7 +267,7 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # Where the true $\varepsilon$ of each run lies: from the $\varepsilon$ an attack forces (down
 # triangle) to the certified $\varepsilon$ (up triangle), the larger over the neighbours (a
 # neighbour that runs another number of steps is not covered and has neither), per
-# release family (0.13: ASGM; 0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
+# release family (Opacus 0.12–0.13: ASGM; 0.14–0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
 # settings of Opacus's MNIST example, and for DPSUR at its defaults; the claimed $\varepsilon$
 # (open circle) and the certified $\varepsilon$ of the same run with the family's fix (cross;
 # none where the fix leaves a neighbour not covered).

@@ -13,8 +13,15 @@ Jupyter readers; here those copies are dropped, because the book shows the figur
 through its numbered ``{glue:figure}`` directive. The caption of every such directive
 gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
 executed notebook appended, so every figure in the book states its mode, parameters,
-seed, commit and wall time and where it was drawn, and a download link to its vector copy
-(``figures/<name>.pdf``, copied to ``figures/`` beside the notebook) when there is one. The file is rewritten in place
+seed and commit and where it was drawn, and a download link to its vector copy
+(``figures/<name>.pdf``, copied to ``figures/`` beside the notebook) when there is one.
+
+Console lines: the lines a notebook prints for whoever runs it (its mode/seed echo, "computed
+in 2.8 s", "upper bounds: loaded from results/", "notebook 01 finished in 12.9 s (MODE=quick)",
+"notebook wall time: ...") say how this run went, not what the chapter found; they are taken
+out of the printed outputs (:func:`strip_console_lines`) and kept in the cell's metadata
+(key :data:`CONSOLE_KEY`), so the executed notebook still holds them and the measured times
+stay in ``results/runs/`` (:mod:`paperlib.artifact.runlog`). The file is rewritten in place
 (atomically).
 """
 
@@ -32,6 +39,15 @@ from paperlib.artifact.figures import INLINE_COPY_KEY
 
 _FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*$")
 PROV_MARK = "% paperlib: provenance line"
+#: Cell metadata key holding the console lines taken out of the cell's printed output.
+CONSOLE_KEY = "paperlib_console"
+# Whole printed lines that report the run, not a result (see the module docstring).
+_CONSOLE_LINE = re.compile(
+    r"^(?:MODE=\S+(?: DEVICE=\S+)? SEED=\S+: .*"                     # parameter echo
+    r"|(?:[^:\n]*: )?(?:loaded from results/.*|cached|computed in [\d.]+ s)"  # cache hit / miss
+    r"|notebook wall time: [\d.]+ s)\s*$")
+# The end-of-notebook timing, also when it ends a line that holds a result (chapter 3's C5 line).
+_FINISHED = re.compile(r"(?:;\s*|^)notebook \w+ finished in [\d.]+ s \(MODE=\S+\)")
 EDIT_TAG = "edit-here"  # a code cell the reader is asked to edit: its input stays shown  # a MyST comment: invisible, marks the caption as done
 
 
@@ -74,11 +90,58 @@ def caption_provenance(source: str, notebook_stem: str, vectors: dict[str, str] 
     return "\n".join(out)
 
 
+def strip_console_lines(text: str) -> tuple[str, list[str]]:
+    """Split printed ``text`` into what the book shows and the console lines it drops.
+
+    Returns ``(kept_text, dropped)``: ``dropped`` holds each whole console line and each
+    "notebook NN finished in ... s (MODE=...)" fragment, in order; a line that held only
+    such a fragment is dropped whole, one that also held a result keeps the result.
+    """
+    kept, dropped = [], []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        if _CONSOLE_LINE.match(body):
+            dropped.append(body)
+            continue
+        m = _FINISHED.search(body)
+        if m:
+            dropped.append(m.group(0).lstrip("; "))
+            body = (body[:m.start()] + body[m.end():]).rstrip()
+            if not body:
+                continue
+            line = body + ("\n" if line.endswith("\n") else "")
+        kept.append(line)
+    return "".join(kept), dropped
+
+
+def _strip_console(cell: dict) -> bool:
+    """Move the console lines of ``cell``'s stdout outputs into its metadata; True if any moved."""
+    outs, moved = [], []
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream" and o.get("name") == "stdout":
+            text = o.get("text", "")
+            text = "".join(text) if isinstance(text, list) else text
+            kept, dropped = strip_console_lines(text)
+            if dropped:
+                moved += dropped
+                if not kept:
+                    continue
+                o = dict(o, text=kept)
+        outs.append(o)
+    if not moved:
+        return False
+    cell["outputs"] = outs
+    meta = cell.setdefault("metadata", {})
+    meta[CONSOLE_KEY] = list(meta.get(CONSOLE_KEY, [])) + moved
+    return True
+
+
 def tag_notebook(path: str | os.PathLike) -> int:
     """Prepare the executed notebook ``path`` for the book; returns the cells changed.
 
     Code cells get display tags (``hide-cell`` for the default parameters, else
-    ``hide-input``) and lose the inline figure copies; Markdown cells with a
+    ``hide-input``) and lose the inline figure copies and their console lines
+    (:func:`strip_console_lines`, kept in the cell's metadata); Markdown cells with a
     ``{glue:figure}`` get the provenance line (:func:`caption_provenance`) and, where
     ``<figures>/<name>.pdf`` exists (:func:`paperlib.artifact.plotting.figures_dir`), a link to
     its copy in ``figures/`` beside the notebook.
@@ -103,6 +166,8 @@ def tag_notebook(path: str | os.PathLike) -> int:
         kept = [o for o in outs if not (o.get("metadata") or {}).get(INLINE_COPY_KEY)]
         if len(kept) != len(outs):
             cell["outputs"] = kept
+            changed += 1
+        if _strip_console(cell):
             changed += 1
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         if EDIT_TAG in tags:  # the reader is asked to edit it: never collapsed

@@ -17,7 +17,7 @@ Nothing here is mathematics: the curves come from :mod:`paperlib.mechanisms.guar
 * shows a finished figure in the book's one numbering scheme (:func:`show_figure`): the
   figure is saved, glued for a ``{glue:figure}`` directive (Sphinx numbers it
   "Figure <chapter>.<k>") together with a provenance line (mode, parameters, seed,
-  commit, wall time), and displayed inline for Jupyter readers.
+  commit), and displayed inline for Jupyter readers.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ __all__ = [
 #: where the numbered ``{glue:figure}`` shows the figure instead.
 INLINE_COPY_KEY = "paperlib_inline_copy"
 
-# Start of the interval that the next figure's "wall time" covers: this module's import
+# Start of the interval that the next figure's sidecar "wall_time_s" covers: this module's import
 # (a notebook's imports cell), then each shown figure.
 _CLOCK = {"t": time.perf_counter()}
 
@@ -298,27 +298,41 @@ def markdown_table(headers, rows, floatfmt: str = ".4g") -> Table:
     return Table(headers, [[fmt(v) for v in r] for r in rows])
 
 
-def _fmt_param(v, width: int = 60) -> str:
-    if isinstance(v, float):
-        return format(v, ".6g")
-    if isinstance(v, (list, tuple)):
-        text = "[" + ", ".join(_fmt_param(x, width) for x in v) + "]"
-    elif isinstance(v, dict):
-        text = "{" + ", ".join(f"{k}: {_fmt_param(x, width)}" for k, x in v.items()) + "}"
-    else:
-        text = str(v)
-    return text if len(text) <= width else text[: width - 1] + "…"
+#: Lists longer than this are written as their first and last values and their length.
+_LIST_ITEMS = 6
 
 
-def provenance_text(meta: dict, *, commit: str, dirty: bool | None, wall_time_s: float) -> str:
+def _fmt_param(v) -> str:
+    """``v`` as caption text: whole values only, never cut inside a word or number.
+
+    A float gets 6 significant digits; a list or tuple of more than :data:`_LIST_ITEMS`
+    items is written as its first three and last item with its length
+    (``[0, 1, 2, …, 39] (40 values)``); a dict lists every key with its value. The
+    caption wraps long lines, so nothing else is shortened.
+    """
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (float, np.floating)):
+        return format(float(v), ".6g")
+    if isinstance(v, (list, tuple, np.ndarray)):
+        items = [_fmt_param(x) for x in v]
+        if len(items) > _LIST_ITEMS:
+            return "[" + ", ".join(items[:3]) + f", …, {items[-1]}] ({len(items)} values)"
+        return "[" + ", ".join(items) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_fmt_param(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def provenance_text(meta: dict, *, commit: str, dirty: bool | None) -> str:
     """The provenance line of a figure caption, as plain text.
 
     ``meta`` is the figure's parameter dict (as given to :func:`show_figure`; ``mode``
-    and ``seed`` are taken out and put first). Lists and long values are shortened to
-    60 characters. Example: ``"Mode quick, seed 0; N = 3; q = 0.5; commit 1a2b3c4d5e
-    (uncommitted changes); 12.3 s wall time since the previous figure."`` (the time this
-    run spent on the cells since the previous figure, a few seconds when their results
-    came from the ``results/`` cache).
+    and ``seed`` are taken out and put first); values are written whole, long lists as
+    their ends and length (:func:`_fmt_param`). Example: ``"Mode quick, seed 0; N = 3;
+    q = 0.5; commit 1a2b3c4d5e (uncommitted changes)."``. The run's wall time is kept in
+    the figure's JSON sidecar, not in the caption: it describes this machine's run, not
+    the figure.
     """
     meta = dict(meta)
     mode = meta.pop("mode", None)
@@ -328,8 +342,7 @@ def provenance_text(meta: dict, *, commit: str, dirty: bool | None, wall_time_s:
     sha = commit[:10] if commit and commit != "unknown" else "unknown"
     if dirty:
         sha += " (uncommitted changes)"
-    parts = [head] + ([params] if params else []) + [f"commit {sha}",
-                                                     f"{wall_time_s:.1f} s wall time since the previous figure"]
+    parts = [head] + ([params] if params else []) + [f"commit {sha}"]
     return "; ".join(parts) + "."
 
 
@@ -357,9 +370,10 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
     that caption. A copy is also displayed inline (output metadata
     :data:`INLINE_COPY_KEY`) for readers of the notebook in Jupyter; the book drops it.
 
-    The wall time is the time since the previous figure of this notebook, or since
-    this module was imported: the cells that computed and drew this figure (a few
-    seconds when their results came from the ``results/`` cache).
+    The sidecar's wall time is the time since the previous figure of this notebook, or
+    since this module was imported: the cells that computed and drew this figure (a few
+    seconds when their results came from the ``results/`` cache). It is not in the
+    caption.
 
     Parameters
     ----------
@@ -389,7 +403,7 @@ def show_figure(fig, name: str, meta: dict, *, close: bool = True) -> None:
     now = time.perf_counter()
     wall = now - _CLOCK["t"]
     commit, dirty = git_commit()
-    text = provenance_text(meta, commit=commit, dirty=dirty, wall_time_s=wall)
+    text = provenance_text(meta, commit=commit, dirty=dirty)
     plotting.savefig(fig, name, meta, extra={"git_commit": commit, "git_dirty": dirty,
                                              "wall_time_s": wall, "provenance": text})
     try:

@@ -25,7 +25,7 @@ per problem, each naming the page and the broken thing:
 * a figure image (in a figure or a cell output) whose PNG/JPEG is narrower than
   :data:`MIN_FIGURE_PX` (1,200 px);
 * a figure without its provenance line (:func:`paperlib.artifact.figures.provenance_text`:
-  "Mode <mode>, seed <seed>; ...; commit <sha>; <t> s wall time since the previous figure."
+  "Mode <mode>, seed <seed>; ...; commit <sha>."
   followed by "Drawn by <notebook>.ipynb", which booktags appends to every ``{glue:figure}``
   caption), including an image shown in a cell output outside any figure (raster images
   only: an SVG is a drawn diagram, not a computed figure);
@@ -186,7 +186,7 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
     faults.push(`${what} wider than its container by ${over} px: ${excerpt(text(el)).slice(0, 90)}`);
   }
   // Figure images: wide enough, and with their provenance line.
-  const provRe = /Mode \S+, seed [^;]*;.*commit [^;]*; [\d.]+ s wall time[^.]*\.\s*Drawn by/s;
+  const provRe = /Mode \S+, seed [^;]*;.*commit [^.;]+\.\s*Drawn by/s;
   const seenFig = new Set();
   for (const img of art.querySelectorAll("img")) {
     const fig = img.closest("figure, div.figure");
@@ -202,7 +202,7 @@ async ([errorSelectors, errorText, mathjaxTimeout, minFigurePx, pathPattern, ima
     const cap = fig ? fig.querySelector("figcaption, .caption") : null;
     if (!cap || !provRe.test(cap.textContent.replace(/\s+/g, " "))) {
       const label = fig && fig.id ? `#${fig.id}` : `src=${src.slice(0, 80)}`;
-      faults.push(`figure without its provenance line ("Mode ..., seed ...; commit ...; ... wall time ... Drawn by ..."): ${label}`);
+      faults.push(`figure without its provenance line ("Mode ..., seed ...; commit ... Drawn by ..."): ${label}`);
     }
   }
   // Literal Markdown markers in rendered text (outside code and formulas).

@@ -129,8 +129,8 @@ def _site(tmp_path: Path, bad: bool) -> Path:
 <p>Some <strong>bold</strong> text, <code>`code`</code> and <code>**kwargs</code>; a path results/x.json
 and a link https://example.org/tmp/x.</p>
 <figure id="fig-good"><div class="cell_output docutils container"><img src="_images/fig.png" alt="fig"></div>
-<figcaption><p>Figure 1.1: A caption. Mode smoke, seed 0; N = 3; commit 1a2b3c4d5e; 1.2 s wall time since
-the previous figure. Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaption></figure>
+<figcaption><p>Figure 1.1: A caption. Mode smoke, seed 0; N = 3; commit 1a2b3c4d5e.
+Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaption></figure>
 <div class="cell_output docutils container"><div class="output text_html">
 <table style="table-layout:fixed;width:100%"><tr><td>a long cell that wraps within the page</td></tr></table>
 </div></div>
@@ -150,11 +150,11 @@ the previous figure. Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaptio
 <pre style="white-space:pre;overflow-x:auto;width:300px">results -> /work/main/results and a very long line that runs far far far far far far far far far far far far away</pre></div></div>
 <div style="width:400px"><table style="width:900px"><tr><td>a table wider than its container</td></tr></table></div>
 <figure id="fig-tiny"><img src="_images/tiny_text.png" alt="tiny"><figcaption>Figure 2.2: Mode smoke, seed 0;
-commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+commit 1a2b3c4d5e. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
 <figure id="fig-nokey"><img src="_images/no_key.png" alt="nokey"><figcaption>Figure 2.3: Mode smoke, seed 0;
-commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+commit 1a2b3c4d5e. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
 <figure id="fig-boxed" style="width:300px"><img src="_images/fig.png" alt="boxed"><figcaption>Figure 2.4: Mode smoke,
-seed 0; commit 1a2b3c4d5e; 1.2 s wall time. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
+seed 0; commit 1a2b3c4d5e. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption></figure>
 <table style="width:40px"><tr><th style="overflow-wrap:anywhere">Normaliser</th></tr></table>
 <div style="width:600px">a box as wide as a laptop's column, cut on a phone</div>
 <a href="#nope">dangling anchor</a>

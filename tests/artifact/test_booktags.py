@@ -81,3 +81,55 @@ def test_caption_links_the_vector_copy(tmp_path, monkeypatch):
     assert ("{glue:text}`04_fig_prov` Drawn by {download}`04_audit.ipynb <04_audit.ipynb>`; "
             "vector copy {download}`04_fig.pdf <figures/04_fig.pdf>`.") in src
     assert (book / "figures" / "04_fig.pdf").read_bytes() == b"%PDF-1.4\n"
+
+
+def test_console_lines_kept_out_of_the_book(tmp_path):
+    """Run reports ("computed in", "loaded from results/", "finished in") leave the printed
+    outputs for the cell's metadata; results printed beside them, tables and glued values stay."""
+    from paperlib.artifact.booktags import CONSOLE_KEY
+
+    def stream(text):
+        return {"output_type": "stream", "name": "stdout", "text": text}
+
+    table = {"output_type": "display_data", "metadata": {},
+             "data": {"text/html": "<table><tr><td>computed in 2 s of GPU time</td></tr></table>"}}
+    glued = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "nb01_x"}},
+             "data": {"text/plain": "'0.42'"}}
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {}, "source": "print(...)", "outputs": [
+            stream(["MODE=quick SEED=0: 40001 thresholds for the numerical sup, 30 eps values\n"])]},
+        {"cell_type": "code", "metadata": {}, "source": "print(...)", "outputs": [
+            stream("Balle-Wang vs numerical sup: max |diff| = 1.2e-12\ncomputed in 2.78 s\n"), table, glued]},
+        {"cell_type": "code", "metadata": {}, "source": "print(...)", "outputs": [
+            stream("upper bounds: loaded from results/\nexact guarantees: computed in 31.6 s\n"
+                   "loaded from results/ (parameters unchanged)\ncached\n")]},
+        {"cell_type": "code", "metadata": {}, "source": "print(...)", "outputs": [
+            stream("C5 (Fig. 5): reproduced; notebook 03 finished in 39.3 s (MODE=quick)\n"
+                   "notebook 01 finished in 12.9 s (MODE=quick)\nnotebook wall time: 4.0 s\n")]},
+        {"cell_type": "code", "metadata": {}, "source": "print(...)", "outputs": [
+            {"output_type": "stream", "name": "stderr", "text": "UserWarning: kept\n"},
+            stream("optimal distinguisher: 5/6 points above the SGM claim\n")]},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "a.ipynb"
+    p.write_text(json.dumps(nb))
+    tag_notebook(p)
+    cells = json.loads(p.read_text())["cells"]
+    shown = json.dumps([c["outputs"] for c in cells])
+    for word in ("finished in", "loaded from results/", "computed in 2.78", "computed in 31.6", "MODE=quick",
+                 "wall time", "cached"):
+        assert word not in shown, word
+    assert [len(c["outputs"]) for c in cells] == [0, 3, 0, 1, 2]  # emptied streams dropped
+    assert cells[1]["outputs"][0]["text"] == "Balle-Wang vs numerical sup: max |diff| = 1.2e-12\n"
+    assert cells[1]["outputs"][1:] == [table, glued]  # tables and glued values untouched
+    assert cells[3]["outputs"][0]["text"] == "C5 (Fig. 5): reproduced\n"  # the result stays
+    assert cells[4]["outputs"] == nb["cells"][4]["outputs"]
+    # the run's own record stays in the executed notebook
+    assert cells[2]["metadata"][CONSOLE_KEY] == ["upper bounds: loaded from results/",
+                                                 "exact guarantees: computed in 31.6 s",
+                                                 "loaded from results/ (parameters unchanged)", "cached"]
+    assert cells[3]["metadata"][CONSOLE_KEY] == ["notebook 03 finished in 39.3 s (MODE=quick)",
+                                                 "notebook 01 finished in 12.9 s (MODE=quick)",
+                                                 "notebook wall time: 4.0 s"]
+    assert CONSOLE_KEY not in cells[4]["metadata"]
+    before = p.read_text()
+    assert tag_notebook(p) == 0 and p.read_text() == before  # idempotent
