@@ -192,7 +192,7 @@ for ax, panel in zip(axes[0], panels):
                      next(f.label for f in FAMILIES if f.key == key[1]).replace(" (", "\n(").replace(", ", ",\n"))
         r = rows.get(key)
         if r is None:
-            ax.annotate("not run\n(smoke)", (i, 1.0), ha="center", fontsize=7)
+            ax.annotate("not run\n(smoke)", (i, 1.0), ha="center", fontsize=8)
             continue
         lo, hi, c = r["forced"], r["certified"], COLOR[key[1]]
         if lo is not None and hi is not None:
@@ -203,11 +203,11 @@ for ax, panel in zip(axes[0], panels):
             ax.plot(i, hi, "^", color=c, markersize=6)
         else:
             ax.annotate("certified:\nnot computed", (i, max(lo or 1.0, FLOOR)), textcoords="offset points",
-                        xytext=(0, -24), ha="center", fontsize=7)
+                        xytext=(0, -24), ha="center", fontsize=8)
         ax.plot(i, r["claimed"], "o", mfc="none", mec=plotting.COLORS["sgm_claim"], markersize=9)
         if r["fix"]["certified"] is not None and r["fix"]["verdict"] != "not covered":
             ax.plot(i + 0.22, r["fix"]["certified"], "x", color=plotting.COLORS["clt"], markersize=6)
-    ax.set_xticks(range(len(keys)), ticks, fontsize=7)
+    ax.set_xticks(range(len(keys)), ticks, fontsize=8)
     ax.set_xlim(-0.6, len(keys) - 0.3)
     ax.set_yscale("log")
     ax.grid(True, axis="y", alpha=0.3, linewidth=0.5)
