@@ -30,7 +30,7 @@
 # $Nq$, at $q = 0.005$ and $q = 0.5$. The three methods share this code path and differ
 # only in the model. DPSGD-HF runs the Tramèr-Boneh CNN (`cnn-mnist`, 26,010 parameters;
 # `cnn-cifar10` on CIFAR-10). DP-FETA and PrivImage run their own MNIST denoisers, rebuilt
-# from their public code (`dpfeta-mnist`, 1,485,217 parameters; `privimage-mnist`, 1,753,345),
+# from their public code (`dpfeta-mnist`, 1,485,217 parameters; `privimage-mnist`, {glue:text}`nb06_privimage_n`),
 # on the panels where this mode audits them ({glue:text}`nb06_model_panels`); elsewhere the
 # CNN stands for all three, and the grade lists that as a substitution. Table 6.2 names the
 # model of every audit. DPSUR writes its own step, which
@@ -84,6 +84,7 @@ from paperlib import audit as A
 from paperlib.audit import cp_upper, eps_lower
 from paperlib.implementations import datasets as DS
 from paperlib.implementations import real_audit as RA
+from paperlib.implementations.models import MODEL_PARAMETERS
 
 T_START = pf.start_notebook(MODE)
 
@@ -117,6 +118,7 @@ def model_for(panel, method):
     return MODEL_OF[panel]
 
 
+glue("nb06_privimage_n", f"{MODEL_PARAMETERS['privimage-mnist']:,}", display=False)  # from its code, not the paper's
 glue("nb06_model_panels", ", ".join(DATASETS[p] for p in PAPER_MODEL_PANELS) if PAPER_MODEL_PANELS
      else "none in this mode", display=False)
 glue("nb06_mode", MODE, display=False)

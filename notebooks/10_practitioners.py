@@ -86,8 +86,8 @@ glue("nb10_mode", MODE, display=False)
 # sample rate {glue:text}`nb10_rate` (batch {glue:text}`nb10_B` on average,
 # {glue:text}`nb10_L` steps an epoch), the example's CNN with {glue:text}`nb10_n` parameters,
 # $\delta$ = {glue:text}`nb10_delta`, and the $\varepsilon$ the README prints. We run each release
-# family at these settings: Opacus 0.12–0.13 (ASGM: divides by the realised batch size $|B|$)
-# with the rate given as the example gives it, 0.14–0.15 (EASGM: divides by $Nq$) and 1.x
+# family at these settings: Opacus v0.12–v0.13 (ASGM: divides by the realised batch size $|B|$)
+# with the rate given as the example gives it, v0.14–v0.15 (EASGM: divides by $Nq$) and 1.x
 # (FEASGM: divides by `int(N q)`) with batch size {glue:text}`nb10_B`, and 1.x again at batch size
 # {glue:text}`nb10_agree_B`, the nearest batch size at which `int(N q)` is the same on the
 # training set and both its neighbours. DPSUR runs at its own defaults: batch
@@ -267,7 +267,7 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # Where the true $\varepsilon$ of each run lies: from the $\varepsilon$ an attack forces (down
 # triangle) to the certified $\varepsilon$ (up triangle), the larger over the neighbours (a
 # neighbour that runs another number of steps is not covered and has neither), per
-# release family (Opacus 0.12–0.13: ASGM; 0.14–0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
+# release family (Opacus v0.12–v0.13: ASGM; v0.14–v0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
 # settings of Opacus's MNIST example, and for DPSUR at its defaults; the claimed $\varepsilon$
 # (open circle) and the certified $\varepsilon$ of the same run with the family's fix (cross;
 # none where the fix leaves a neighbour not covered).
@@ -277,7 +277,7 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # **Reading the results** (setting {glue:text}`nb10_first`, Table {glue:text}`nb10_tab_first`;
 # the README prints $\varepsilon$ = {glue:text}`nb10_first_readme`).
 #
-# *Opacus 0.12–0.13 (ASGM).* The release's accountant, recomputed, claims
+# *Opacus v0.12–v0.13 (ASGM).* The release's accountant, recomputed, claims
 # {glue:text}`nb10_asgm_claim`. The attack "{glue:text}`nb10_asgm_attack`" (every other record's
 # clipped gradient points one way, the target's the opposite way; the batch size is read off
 # the length of the released gradient) forces {glue:text}`nb10_asgm_forced`, and the run is
@@ -285,7 +285,7 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # the attack alone is {glue:text}`nb10_asgm_forced_vs_claim` the claim. Verdict:
 # {glue:text}`nb10_asgm_verdict`. {glue:text}`nb10_asgm_act`
 #
-# *Opacus 0.14–0.15 (EASGM).* Claim {glue:text}`nb10_easgm_claim`; the attack
+# *Opacus v0.14–v0.15 (EASGM).* Claim {glue:text}`nb10_easgm_claim`; the attack
 # "{glue:text}`nb10_easgm_attack`" (all gradients zero: the released noise is scaled by
 # $1/(Nq)$ on one data set and $1/((N+1)q)$ on the other, and a chi-square test of its length
 # over all coordinates of all steps tells them apart) forces {glue:text}`nb10_easgm_forced`

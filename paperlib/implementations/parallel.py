@@ -34,6 +34,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
+import tempfile
 from collections import deque
 from typing import Iterable, Iterator
 
@@ -124,11 +126,15 @@ def _local_client(workers: int):
 
     from dask.distributed import Client, LocalCluster
 
-    # one thread per worker process; no dashboard (nothing to serve, and no port to take)
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    # one thread per worker process; the HTTP server on a free port (":0"; the default 8787 may be taken by
+    # another cluster, and distributed then warns on stderr); a fresh scratch folder per cluster (a stale
+    # lock left by an earlier one makes distributed log its purge into the notebook's output); worker logs
+    # only at CRITICAL: a step that raises (a planted wheel) is re-raised here, in one line, not logged twice
+    scratch = tempfile.mkdtemp(prefix="paperlib-dask-")
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.CRITICAL, local_directory=scratch)
     client = Client(cluster, set_as_default=False)
-    _LOCAL.update(workers=workers, cluster=cluster, client=client)
+    _LOCAL.update(workers=workers, cluster=cluster, client=client, scratch=scratch)
     if not _LOCAL.get("atexit"):
         atexit.register(close_cluster)
         _LOCAL["atexit"] = True
@@ -167,6 +173,9 @@ def close_cluster() -> None:
         if obj is not None:
             with contextlib.suppress(Exception):  # already closed at interpreter exit
                 obj.close()
+    scratch = _LOCAL.pop("scratch", None)
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: str | None = None,

@@ -59,7 +59,6 @@ GLUE = re.compile(r"\{glue(?::text)?\}`([^`:]+)[^`]*`")
 #: (notebook prefix, word, glue key).
 BY_CONSTRUCTION = {
     ("01", "below", "nb01_demo_tol"): "a tolerance the evaluation is run to",
-    ("01", "smaller", "nb01_prof_qs"): "which shade stands for which q, no number compared",
     ("02", "at most", "nb02_tol"): "a tolerance the evaluation is run to",
     ("03", "below", "nb03_tolub"): "a tolerance the evaluation is run to",
     ("03", "at most", "nb03_gamma_max"): "the glued value is the maximum itself",

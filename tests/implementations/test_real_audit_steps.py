@@ -105,7 +105,8 @@ def test_quick_audit_refuses_a_substitution_naming_the_step(points, monkeypatch)
     """run_steps whose DPSUR steps divide by |B| (the paper's model): quick mode refuses in one line."""
     real = runners.run_steps
 
-    def asgm_divided(implementation, model, X, y, *, dataset, q, sigma, C, trials, seed, **kw):
+    def asgm_divided(implementation, model_name, X, y, *, dataset, q, sigma, C, trials, seed, **kw):
+        model = model_name
         out = real(implementation, model, X, y, dataset=dataset, q=q, sigma=sigma, C=C, trials=trials, seed=seed, **kw)
         N_data = len(X) - 1 if dataset == "D" else len(X)
         d = RA.replay_dpsur_draws(model, N_data, q, sigma, C, seed, trials, kw.get("model_seed", 0))
@@ -115,6 +116,7 @@ def test_quick_audit_refuses_a_substitution_naming_the_step(points, monkeypatch)
         return out
 
     monkeypatch.setattr(runners, "run_steps", asgm_divided)
+    monkeypatch.setenv("WORKERS", "1")  # in process: the patched run_steps is not in Dask's worker processes
     with pytest.raises(RA.ImplementationMismatch, match=r"real step \d+ on D divides by .*substitution refused"):
         RA.audit_implementation("dpsur", MODEL, "synthetic", N=3, q=0.5, sigma=10, C=0.1, trials=40, seed=3,
                                 progress=False)
