@@ -124,6 +124,7 @@ def _local_client(workers: int):
     close_cluster()
     import logging
 
+    import dask
     from dask.distributed import Client, LocalCluster
 
     # one thread per worker process; the HTTP server on a free port (":0"; the default 8787 may be taken by
@@ -131,8 +132,10 @@ def _local_client(workers: int):
     # lock left by an earlier one makes distributed log its purge into the notebook's output); worker logs
     # only at CRITICAL: a step that raises (a planted wheel) is re-raised here, in one line, not logged twice
     scratch = tempfile.mkdtemp(prefix="paperlib-dask-")
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.CRITICAL, local_directory=scratch)
+    logging.getLogger("distributed.diskutils").setLevel(logging.ERROR)  # the scheduler's purge of others' stale locks
+    with dask.config.set({"temporary-directory": scratch}):  # the scheduler's workspace too, not /tmp/dask-scratch-space
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL, local_directory=scratch)
     client = Client(cluster, set_as_default=False)
     _LOCAL.update(workers=workers, cluster=cluster, client=client, scratch=scratch)
     if not _LOCAL.get("atexit"):
