@@ -14,9 +14,8 @@ instead of 20,000), and
    outputs) value by value to 1e-9 relative;
 2. measures per-trial and per-point costs and extrapolates the full-mode cost of every
    notebook (and of ``make all MODE=full``) from them and the full-mode work of each
-   notebook (:data:`NOTEBOOK_PARAMS`, :func:`full_mode_work`: the counts are written
-   here, each with the notebook line it comes from; ``tests/artifact/test_device_check.py``
-   re-reads the notebooks and fails when they drift);
+   notebook (:func:`full_mode_work`, from :data:`NOTEBOOK_PARAMS`: the notebooks' own
+   full-mode parameters, read from their sources by :func:`paperlib.artifact.nbparams.notebook_params`);
 3. writes ``results/device_check.json`` (``$PAPERLIB_RESULTS``), the same tables as
    markdown in ``results/device_check.md``, and prints them.
 
@@ -77,69 +76,42 @@ from pathlib import Path
 
 import numpy as np
 
+from paperlib.artifact.nbparams import notebook_params
 from paperlib.implementations.costs import CPU_ONLY
 
 # ============================================================================ full-mode work
-# The parameters of each notebook's full mode, copied from the notebook (file and variable
-# named in each comment; tests/artifact/test_device_check.py reads the notebooks with `ast` and
-# fails when one of these differs). "full" values are the `full=` of a `pf.pick(...)`.
-NOTEBOOK_PARAMS = {
-    "04_audit_figure2": {
-        # notebooks/04_audit_figure2.py, set-up cell: TRIALS = pf.pick(MODE, ..., full=10_000) counted
-        # rounds per point (half on D, half on D'); audit_distinguishers calibrates on as many again
-        # (calibration_trials defaults to trials), so 20,000 rounds per point
-        "TRIALS": 10_000,
-        "N_VALUES": [2, 3, 4, 5],
-        "Q_EASGM": [0.005, 0.1, 0.5, 0.6, 0.9, 1.0],
-        "Q_ASGM": [0.5, 0.6, 0.7, 0.8, 0.9],
-        # N_DIM, SIGMA, C, DELTA = 100, 10.0, 0.1, 1e-5
-        "N_DIM": 100, "SIGMA": 10.0, "C": 0.1, "DELTA": 1e-5,
-        # section 5: SENS_N = N_VALUES if MODE == "full" else [3]; SENS_POINTS over the three
-        # settings (("easgm", 0.5), ("asgm", 0.7), ("asgm", 0.5)); SPECS = the 3 NORMALITY_TESTS x
-        # 2 AGGREGATIONS, 2 chi2 variants with ties="half" and "optimal" = 9 distinguishers
-        "SENS_SETTINGS": [["easgm", 0.5], ["asgm", 0.7], ["asgm", 0.5]],
-        "SENS_DISTINGUISHERS": 9,
-    },
-    "05_audit_figure3": {
-        # notebooks/05_audit_figure3.py, set-up cell: TRIALS = pf.pick(MODE, ..., full=10_000)
-        "TRIALS": 10_000,
-        # N_SET, SIGMA, C, DELTA = 4, 10.0, 0.1, 1e-5
-        "N_SET": 4, "SIGMA": 10.0, "C": 0.1, "DELTA": 1e-5,
-        "N_DIMS": [1, 10, 30, 100, 1_000, 10_000],
-        "SETTINGS": [["asgm", 0.7], ["easgm", 0.05], ["easgm", 0.005]],
-        # COMMON["distinguishers"]: optimal, normality, normality with ties="half" (projected path)
-        "DISTINGUISHERS": 3,
-    },
-    "06_audit_real_figure4": {
-        # notebooks/06_audit_real_figure4.py, set-up cell: AUDIT_MODE = "full" in full mode (every
-        # round an implementation step); TRIALS = pf.pick(MODE, ..., full=10_000) counted rounds and
-        # as many calibration rounds, i.e. 10,000 steps on D and 10,000 on D' per point
-        "TRIALS": 10_000,
-        # N, SIGMA, C, DELTA = 4, 10.0, 0.1, 1e-5
-        "N": 4, "SIGMA": 10.0, "C": 0.1,
-        "DATASETS": ["mnist", "fmnist", "cifar10"],
-        "MODEL_OF": {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10"},
-        # PAPER_MODEL_OF, PAPER_MODEL_PANELS (full=...): DP-FETA and PrivImage with their own denoisers
-        # on these panels; model_for(panel, method) then drops the combined CNN row there
-        "PAPER_MODEL_OF": {"DP-FETA": "dpfeta-mnist", "PrivImage": "privimage-mnist"},
-        "PAPER_MODEL_PANELS": ["mnist", "fmnist"],
-        # METHODS: (label, implementation, q)
-        "METHODS": [["DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005],
-                    ["DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.5],
-                    ["DPSGD-HF", "opacus-0.15.0", 0.005], ["DPSGD-HF", "opacus-0.15.0", 0.5],
-                    ["DP-FETA", "opacus-0.15.0", 0.005], ["DP-FETA", "opacus-0.15.0", 0.5],
-                    ["PrivImage", "opacus-0.15.0", 0.005], ["PrivImage", "opacus-0.15.0", 0.5],
-                    ["DPSUR", "dpsur", 0.7], ["DPSUR", "dpsur", 0.8]],
-    },
-    "07_opacus_feasgm_figure6": {
-        # notebooks/07_opacus_feasgm_figure6.py: AUDIT_MODE = "full"; TRIALS = pf.pick(..., full=10_000);
-        # N, Q, SIGMA, C, DELTA = 3, 0.5, 10.0, 0.1, 1e-5; MODEL = "dpfeta-mnist" (DP-FETA's own denoiser);
-        # for impl in ("opacus-1.0.2", "opacus-installed"): one audit each (the paper's release, the installed one)
-        "TRIALS": 10_000,
-        "N": 3, "Q": 0.5, "SIGMA": 10.0, "C": 0.1, "MODEL": "dpfeta-mnist",
-        "IMPLEMENTATIONS": ["opacus-1.0.2", "opacus-installed"],
-    },
+#: what this check reads of each notebook's full mode, by variable name: read from the notebook's
+#: source by paperlib.artifact.nbparams.notebook_params (`pf.pick(..., full=...)` and the like;
+#: nothing is executed), never copied here
+NOTEBOOK_NAMES = {
+    # TRIALS counted rounds per point, as many calibration rounds (audit_distinguishers' default):
+    # 20,000 per point; Figure 2's grid N_VALUES x (Q_EASGM + Q_ASGM) with DISTINGUISHERS; section 5's table
+    # SENS_SETTINGS x SENS_N with SPECS = audit.normality_test_specs()
+    "04_audit_figure2": ("TRIALS", "N_VALUES", "Q_EASGM", "Q_ASGM", "N_DIM", "SIGMA", "C", "DELTA", "DISTINGUISHERS",
+                         "SENS_N", "SENS_SETTINGS"),
+    # Figure 3: SETTINGS x N_DIMS, COMMON["distinguishers"] = DISTINGUISHERS (projected path)
+    "05_audit_figure3": ("TRIALS", "N_SET", "SIGMA", "C", "DELTA", "N_DIMS", "SETTINGS", "DISTINGUISHERS"),
+    # AUDIT_MODE "full": every round an implementation step, TRIALS on D and as many on D' (+ calibration);
+    # each (DATASETS panel, METHODS row) audited with real_audit.model_for's model (None: not audited)
+    "06_audit_real_figure4": ("AUDIT_MODE", "TRIALS", "N", "SIGMA", "C", "DATASETS", "MODEL_OF", "PAPER_MODEL_OF",
+                              "PAPER_MODEL_PANELS", "METHODS"),
+    # one audit of MODEL per release in IMPLEMENTATIONS (the paper's, the installed one)
+    "07_opacus_feasgm_figure6": ("AUDIT_MODE", "TRIALS", "N", "Q", "SIGMA", "C", "MODEL", "IMPLEMENTATIONS"),
 }
+
+
+def _notebook_params(nb: str, names) -> dict:
+    """``names`` of notebook ``nb`` in full mode; RuntimeError naming any the reader cannot evaluate."""
+    p = notebook_params(nb, "full")
+    missing = [k for k in names if k not in p]
+    if missing:
+        raise RuntimeError(f"notebooks/{nb}.py: {', '.join(missing)} not readable as a constant "
+                           "(paperlib.artifact.nbparams); bench/device_check.py needs it")
+    return {k: p[k] for k in names}
+
+
+NOTEBOOK_PARAMS = {nb: _notebook_params(nb, names) for nb, names in NOTEBOOK_NAMES.items()}
+
 #: notebooks whose every computation is NumPy/SciPy (their DEVICE parameter is unused: each says
 #: so in its set-up cell) or mode-independent (08 reads the stored Opacus table, and its one live
 #: step is a ten-example Opacus step on the CPU): this check does not extrapolate them
@@ -159,26 +131,21 @@ def _rounds(nb: str) -> int:
     return 2 * NOTEBOOK_PARAMS[nb]["TRIALS"]
 
 
-def _model_for_06(p6: dict, panel: str, method: str):
-    """Notebook 06's ``model_for`` in full mode (the test compares the two on every panel and method)."""
-    if method in p6["PAPER_MODEL_OF"]:
-        return p6["PAPER_MODEL_OF"][method] if panel in p6["PAPER_MODEL_PANELS"] else None
-    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != (panel in p6["PAPER_MODEL_PANELS"]):
-        return None
-    return p6["MODEL_OF"][panel]
-
-
 def full_mode_work() -> dict:
     """Per notebook, the full-mode work items: ``{"what", "points", "rounds_per_point", "measure", ...}``.
 
     ``measure`` names the slice measurement whose cost stands for one point of the item.
     """
+    from paperlib.audit import normality_test_specs
+    from paperlib.implementations.real_audit import model_for
+
     p4, p5, p6, p7 = (NOTEBOOK_PARAMS[k] for k in ("04_audit_figure2", "05_audit_figure3",
                                                      "06_audit_real_figure4", "07_opacus_feasgm_figure6"))
     nb06 = []
     for ds in p6["DATASETS"]:
         for label, impl, q in p6["METHODS"]:
-            model = _model_for_06(p6, ds, label)
+            model = model_for(ds, label, model_of=p6["MODEL_OF"], paper_model_of=p6["PAPER_MODEL_OF"],
+                              paper_model_panels=p6["PAPER_MODEL_PANELS"])
             if model is None:
                 continue
             nb06.append({"what": f"{label}: {impl} on {ds} ({model}), q = {q}", "points": 1,
@@ -190,20 +157,24 @@ def full_mode_work() -> dict:
                  "model": p6["MODEL_OF"]["mnist"], "measure": "real"})
     return {
         "04_audit_figure2": [
-            {"what": "Figure 2 sweep (projected path, 2 distinguishers, n = 100)",
+            {"what": f"Figure 2 sweep (projected path, {len(p4['DISTINGUISHERS'])} distinguishers, "
+                     f"n = {p4['N_DIM']})",
              "points": len(p4["N_VALUES"]) * (len(p4["Q_EASGM"]) + len(p4["Q_ASGM"])),
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-fig2"},
-            {"what": f"table of normality tests (full path, {p4['SENS_DISTINGUISHERS']} distinguishers, n = 100)",
-             "points": len(p4["N_VALUES"]) * len(p4["SENS_SETTINGS"]),
+            {"what": f"table of normality tests (full path, {len(normality_test_specs())} distinguishers, "
+                     f"n = {p4['N_DIM']})",
+             "points": len(p4["SENS_N"]) * len(p4["SENS_SETTINGS"]),
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-sens"},
-            {"what": "seed spread: one Figure 2 point at 3 seeds (projected path, 2 distinguishers)", "points": 3,
+            {"what": f"seed spread: one Figure 2 point at 3 seeds (projected path, {len(p4['DISTINGUISHERS'])} "
+                     "distinguishers)", "points": 3,
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-fig2"},
         ],
         "05_audit_figure3": [
-            {"what": f"Figure 3 sweep (projected path, {p5['DISTINGUISHERS']} distinguishers, n = 1 ... 10,000)",
+            {"what": f"Figure 3 sweep (projected path, {len(p5['DISTINGUISHERS'])} distinguishers, "
+                     f"n = {min(p5['N_DIMS']):,} ... {max(p5['N_DIMS']):,})",
              "points": len(p5["SETTINGS"]) * len(p5["N_DIMS"]),
              "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
-            {"what": f"seed spread: one Figure 3 point at 3 seeds (projected path, {p5['DISTINGUISHERS']} "
+            {"what": f"seed spread: one Figure 3 point at 3 seeds (projected path, {len(p5['DISTINGUISHERS'])} "
                      "distinguishers, n = 100)", "points": 3,
              "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
         ],
@@ -232,16 +203,14 @@ SIZES = {
              "steps": {"cnn-mnist": 200, "cnn-cifar10": 100, "dpfeta-mnist": 20, "privimage-mnist": 20}, "real_trials": 20,
              "fixed_cost": True, "budget_s": 480},
 }
-#: models each implementation runs on in make all's full mode (notebooks 06, 07); opacus-0.13.0
-#: (ASGM) is in no notebook of make all and is measured at the small model
-FULL_MODELS = {"opacus-installed": ["dpfeta-mnist"], "opacus-1.0.2": ["dpfeta-mnist"],
-               "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10", "dpfeta-mnist", "privimage-mnist"],
-               "opacus-0.13.0": ["cnn-mnist"], "dpsur": ["cnn-mnist", "cnn-cifar10"]}
-#: (N, q) of each implementation's timed steps, as in its notebook
-STEP_SETTING = {"opacus-installed": (3, 0.5), "opacus-1.0.2": (3, 0.5), "opacus-0.15.0": (4, 0.5),
-                "opacus-0.13.0": (4, 0.5),
-                "dpsur": (4, 0.7)}
-SIGMA, C = 10.0, 0.1
+_P6, _P7 = NOTEBOOK_PARAMS["06_audit_real_figure4"], NOTEBOOK_PARAMS["07_opacus_feasgm_figure6"]
+#: model of opacus-0.13.0's timed steps: the release (ASGM) is in no notebook of make all
+ASGM_RELEASE_MODEL = "cnn-mnist"
+#: (N, q) of each implementation's timed steps: its notebook's N and one of its q (06: a METHODS row's,
+#: 07: Q); opacus-0.13.0, in no notebook, as opacus-0.15.0
+STEP_SETTING = {"opacus-installed": (_P7["N"], _P7["Q"]), "opacus-1.0.2": (_P7["N"], _P7["Q"]),
+                "opacus-0.15.0": (_P6["N"], 0.5), "opacus-0.13.0": (_P6["N"], 0.5), "dpsur": (_P6["N"], 0.7)}
+SIGMA, C = _P6["SIGMA"], _P6["C"]  # every audit notebook's (tests/artifact/test_device_check.py: they agree)
 KS_LEVEL = 1e-3  # family-wise level of each path's KS tests (Bonferroni)
 REL_TOL = 1e-9  # deterministic parts: max |a - b| <= REL_TOL * max |a|
 
@@ -726,26 +695,20 @@ def _audit_path(ck: Check, e: dict, measure: str, mech, N, n, q, distinguishers,
 
 
 def path_audit_nb04(ck, e):
-    _audit_path(ck, e, "audit-nb04-fig2", "asgm", max(NOTEBOOK_PARAMS["04_audit_figure2"]["N_VALUES"]),
-                NOTEBOOK_PARAMS["04_audit_figure2"]["N_DIM"], 0.9, ["optimal", "normality"], 20)
+    p4 = NOTEBOOK_PARAMS["04_audit_figure2"]
+    _audit_path(ck, e, "audit-nb04-fig2", "asgm", max(p4["N_VALUES"]), p4["N_DIM"], 0.9, p4["DISTINGUISHERS"], 20)
 
 
 def path_audit_nb05(ck, e):
     p5 = NOTEBOOK_PARAMS["05_audit_figure3"]
-    _audit_path(ck, e, "audit-nb05", "asgm", p5["N_SET"], max(p5["N_DIMS"]), 0.7,
-                ["optimal", "normality", {"name": "normality", "ties": "half"}], 21)
+    _audit_path(ck, e, "audit-nb05", "asgm", p5["N_SET"], max(p5["N_DIMS"]), 0.7, p5["DISTINGUISHERS"], 21)
 
 
 def path_audit_nb04_sens(ck, e):
-    from paperlib.audit import AGGREGATIONS, NORMALITY_TESTS
+    from paperlib.audit import normality_test_specs
 
-    specs = {f"{t}/{ag}": {"name": "normality", "test": t, "aggregation": ag}
-             for t in NORMALITY_TESTS for ag in AGGREGATIONS}
-    specs.update({f"chi2/{ag}/ties=half": {"name": "normality", "test": "chi2", "aggregation": ag, "ties": "half"}
-                  for ag in AGGREGATIONS})
-    specs["optimal"] = "optimal"
     _audit_path(ck, e, "audit-nb04-sens", "asgm", max(NOTEBOOK_PARAMS["04_audit_figure2"]["N_VALUES"]),
-                NOTEBOOK_PARAMS["04_audit_figure2"]["N_DIM"], 0.5, specs, 22)
+                NOTEBOOK_PARAMS["04_audit_figure2"]["N_DIM"], 0.5, normality_test_specs(), 22)
 
 
 def warm_up(ck: Check) -> float:
@@ -790,8 +753,19 @@ def _accepted_rules(documented: str, candidates: dict) -> set:
     return acc
 
 
+def full_models(impl: str) -> list:
+    """Models ``impl`` runs on in make all's full mode: those of its items of :func:`full_mode_work`
+    (notebooks 06, 07), the CNNs first, then the paper's denoisers; :data:`ASGM_RELEASE_MODEL` for a
+    release in no notebook (opacus-0.13.0)."""
+    items = [w for ws in full_mode_work().values() for w in ws if w.get("implementation") == impl]
+    if not items:
+        return [ASGM_RELEASE_MODEL]
+    paper = set(_P6["PAPER_MODEL_OF"].values()) | {_P7["MODEL"]}
+    return sorted(dict.fromkeys(w["model"] for w in items), key=lambda m: m in paper)  # stable sort
+
+
 def _models_for(ck: Check, impl: str) -> list:
-    return ["tiny"] if ck.mode == "smoke" else FULL_MODELS[impl]
+    return ["tiny"] if ck.mode == "smoke" else full_models(impl)
 
 
 def _download() -> bool:

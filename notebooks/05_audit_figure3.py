@@ -81,8 +81,8 @@ N_DIMS = [1, 10, 30, 100, 1_000, 10_000]
 SETTINGS = [("asgm", 0.7), ("easgm", 0.05), ("easgm", 0.005)]
 NORMALITY = "normality[chi2,weighted]"
 HALF = "normality[chi2,weighted][ties=half]"  # not the paper's rule: undecided pairs count half a vote
-COMMON = {"sigma": SIGMA, "C": C, "trials": TRIALS, "delta": DELTA, "device": DEVICE,
-          "distinguishers": ["optimal", "normality", {"name": "normality", "ties": "half"}]}
+DISTINGUISHERS = ["optimal", "normality", {"name": "normality", "ties": "half"}]
+COMMON = {"sigma": SIGMA, "C": C, "trials": TRIALS, "delta": DELTA, "device": DEVICE, "distinguishers": DISTINGUISHERS}
 if DEVICE == "cpu":
     COMMON["num_threads"] = 1  # steadier on shared CPUs; the noise draw is single-threaded anyway
 POINTS = [{"mechanism": m, "N": N_SET, "n": n, "q": q} for (m, q) in SETTINGS for n in N_DIMS]

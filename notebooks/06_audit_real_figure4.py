@@ -107,17 +107,6 @@ METHODS = [("DPSGD-HF / DP-FETA / PrivImage", "opacus-0.15.0", 0.005),
            ("DP-FETA", "opacus-0.15.0", 0.005), ("DP-FETA", "opacus-0.15.0", 0.5),
            ("PrivImage", "opacus-0.15.0", 0.005), ("PrivImage", "opacus-0.15.0", 0.5),
            ("DPSUR", "dpsur", 0.7), ("DPSUR", "dpsur", 0.8)]
-
-
-def model_for(panel, method):
-    """The model ``method`` is audited with on ``panel`` (None: not audited there)."""
-    if method in PAPER_MODEL_OF:
-        return PAPER_MODEL_OF[method] if panel in PAPER_MODEL_PANELS else None
-    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != (panel in PAPER_MODEL_PANELS):
-        return None  # the CNN row stands for all three only where the denoisers are not audited
-    return MODEL_OF[panel]
-
-
 glue("nb06_privimage_n", f"{MODEL_PARAMETERS['privimage-mnist']:,}", display=False)  # from its code, not the paper's
 glue("nb06_model_panels", ", ".join(DATASETS[p] for p in PAPER_MODEL_PANELS) if PAPER_MODEL_PANELS
      else "none in this mode", display=False)
@@ -148,7 +137,8 @@ SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DA
 rows = []
 for name, (used, root, source) in SOURCES.items():
     for label, impl, q in METHODS:
-        model = model_for(name, label)
+        model = RA.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF,  # None: not audited
+                             paper_model_panels=PAPER_MODEL_PANELS)
         if model is None:
             continue
         big = model in PAPER_MODEL_OF.values()

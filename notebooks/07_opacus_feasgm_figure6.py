@@ -72,6 +72,7 @@ AUDIT_MODE = "full" if MODE == "full" else "quick"
 TRIALS = pf.pick(MODE, smoke=1_000, quick=10_000, full=10_000)  # counted rounds (as many again calibrate)
 N, Q, SIGMA, C, DELTA = 3, 0.5, 10.0, 0.1, 1e-5
 MODEL = "dpfeta-mnist"  # DP-FETA's MNIST denoiser from its code (1,485,217 parameters; paperlib.implementations.paper_models)
+IMPLEMENTATIONS = ("opacus-1.0.2", "opacus-installed")  # the paper's release, then the installed one
 # real Opacus steps per dataset in quick/smoke mode (the paper's code gets the larger share)
 # a denoiser step costs ~2 s on 2 loaded CPU cores (~40x the CNN's), so quick mode runs 30 real steps per dataset
 CHECK_TRIALS = {"opacus-1.0.2": pf.pick(MODE, smoke=20, quick=30, full=None),
@@ -88,7 +89,7 @@ glue("nb07_trials", f"{TRIALS:,}", display=False)
 
 # %%
 RESULTS, ERRORS = {}, {}
-for impl in ("opacus-1.0.2", "opacus-installed"):
+for impl in IMPLEMENTATIONS:
     try:
         RESULTS[impl] = RA.audit_implementation(
             impl, MODEL, DATASET, N=N, q=Q, sigma=SIGMA, C=C, trials=TRIALS, seed=SEED, mode=AUDIT_MODE,
@@ -102,7 +103,7 @@ nd = TRIALS // 2
 CEILING = eps_lower(cp_upper(0, nd), cp_upper(0, TRIALS - nd), DELTA)
 
 rows = []
-for impl in ("opacus-1.0.2", "opacus-installed"):
+for impl in IMPLEMENTATIONS:
     r = RESULTS.get(impl)
     if r is None:
         rows.append({"code": impl, "data": "-", "normaliser": "-", "opt": None, "norm": None, "claim": None,

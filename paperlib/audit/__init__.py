@@ -33,6 +33,7 @@ _EXPORTS = {
     "OptimalDistinguisher": "paperlib.audit.distinguishers",
     "brute_force_llr": "paperlib.audit.distinguishers",
     "make_distinguisher": "paperlib.audit.distinguishers",
+    "normality_test_specs": "paperlib.audit.distinguishers",
     "AUDIT_VERSION": "paperlib.audit.game",
     "PATHS": "paperlib.audit.game",
     "AuditConfig": "paperlib.audit.game",

@@ -67,6 +67,7 @@ __all__ = [
     "OptimalDistinguisher",
     "NormalityDistinguisher",
     "make_distinguisher",
+    "normality_test_specs",
     "brute_force_llr",
 ]
 
@@ -287,6 +288,24 @@ def make_distinguisher(spec) -> Distinguisher:
         if name == "normality":
             return NormalityDistinguisher(**d)
     raise ValueError(f"distinguisher must be 'optimal' or 'normality' (or a dict/instance), got {spec!r}")
+
+
+def normality_test_specs() -> dict:
+    """The distinguishers of notebook 04's table of normality tests (section 5), ``{label: spec}``.
+
+    In this order: the normality distinguisher with every test of :data:`NORMALITY_TESTS` and
+    every aggregation of :data:`AGGREGATIONS` (label ``"test/aggregation"``, the fair coin for
+    undecided pairs, as the paper), the chi-square one with ``ties="half"`` for each aggregation
+    (``"chi2/aggregation/ties=½"``; not the paper's rule), and ``"optimal"``:
+    ``len(NORMALITY_TESTS) * len(AGGREGATIONS) + len(AGGREGATIONS) + 1`` (= 9) entries, each a
+    spec :func:`make_distinguisher` takes. A fresh dict on each call.
+    """
+    specs = {f"{t}/{ag}": {"name": "normality", "test": t, "aggregation": ag}
+             for t in NORMALITY_TESTS for ag in AGGREGATIONS}
+    specs.update({f"chi2/{ag}/ties=½": {"name": "normality", "test": "chi2", "aggregation": ag, "ties": "half"}
+                  for ag in AGGREGATIONS})
+    specs["optimal"] = "optimal"
+    return specs
 
 
 def brute_force_llr(mechanism: str, vectors, q: float, sigma: float, C: float, x) -> np.ndarray:

@@ -87,6 +87,7 @@ __all__ = [
     "points_sha256",
     "PAPER_CODE",
     "audit_inputs",
+    "model_for",
 ]
 
 #: what the paper ran for each implementation's mechanism (``r["inputs"]["paper_code"]``)
@@ -815,3 +816,49 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
     return {"data": data, "data_detail": detail, "code": code, "code_as_paper": bool(as_paper),
             "paper_code": PAPER_CODE.get(implementation, "none (not in the paper)"),
             "real_rounds": int(real_rounds), "rounds": int(rounds)}
+
+
+def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_panels):
+    """The model ``method`` is audited with on dataset ``panel`` in Figure 4 (notebook 06), or None.
+
+    The figure's methods are labels: ``"DPSGD-HF / DP-FETA / PrivImage"`` (one row for the
+    three, on the shared CNN), ``"DPSGD-HF"``, the methods with their own models (the keys of
+    ``paper_model_of``: DP-FETA, PrivImage) and the others (DPSUR). On a panel of
+    ``paper_model_panels`` the methods of ``paper_model_of`` are audited with their own model
+    and DPSGD-HF alone on the CNN, so the combined row is not audited there (None); on any
+    other panel the paper models are not audited (None), DPSGD-HF has no row of its own (None)
+    and the combined row stands for all three on the CNN. Every other method gets the CNN,
+    ``model_of[panel]``.
+
+    Parameters
+    ----------
+    panel
+        A dataset, a key of ``model_of`` (``"mnist"``, ``"fmnist"``, ``"cifar10"`` in notebook 06).
+    method
+        The method's label (the first field of notebook 06's ``METHODS``).
+    model_of
+        ``{panel: CNN model name}`` (notebook 06's ``MODEL_OF``).
+    paper_model_of
+        ``{method: its own model name}`` (notebook 06's ``PAPER_MODEL_OF``).
+    paper_model_panels
+        Panels on which the methods of ``paper_model_of`` are audited with their own models
+        (notebook 06's ``PAPER_MODEL_PANELS``, per mode); any container.
+
+    Returns
+    -------
+    str or None
+        A model name of :data:`MODELS`' kind, or None where ``method`` is not audited on ``panel``.
+
+    Raises
+    ------
+    ValueError
+        ``panel`` is not a key of ``model_of`` (one line naming ``panel``).
+    """
+    if panel not in model_of:
+        raise ValueError(f"panel must be one of {', '.join(map(str, model_of))}, got {panel!r}")
+    own = panel in paper_model_panels
+    if method in paper_model_of:
+        return paper_model_of[method] if own else None
+    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != own:
+        return None  # the CNN row stands for all three only where the denoisers are not audited
+    return model_of[panel]

@@ -5,7 +5,6 @@ The script is run as a subprocess (nothing imports it). With ``DEVICE=cpu`` its 
 side is the CPU with another seed, so the comparisons run and could fail.
 """
 
-import ast
 import json
 import os
 import subprocess
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import HANG_GUARD_S
+
+from paperlib.artifact.nbparams import notebook_params
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "device_check.py"
@@ -175,32 +176,12 @@ def test_cuda_without_a_gpu_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------------------- the table of full-mode work
-def _top_level(nb: str) -> dict:
-    """Top-level assignments of a notebook: ``{name: ast value}`` (tuple targets unpacked)."""
-    tree = ast.parse((ROOT / "notebooks" / f"{nb}.py").read_text(encoding="utf-8"))
-    out = {}
-    for node in tree.body:
-        if not isinstance(node, ast.Assign):
-            continue
-        for t in node.targets:
-            if isinstance(t, ast.Name):
-                out[t.id] = node.value
-            elif isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                for n, v in zip(t.elts, node.value.elts):
-                    if isinstance(n, ast.Name):
-                        out[n.id] = v
-    return out
-
-
-def _full(node):
-    """The value a notebook has in full mode: ``pf.pick(..., full=X)`` -> X, else the literal."""
-    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "pick":
-        return ast.literal_eval(next(k.value for k in node.keywords if k.arg == "full"))
-    return ast.literal_eval(node)
-
-
 def _lists(x):
     return json.loads(json.dumps(x))  # tuples -> lists, as the script's JSON has them
+
+
+def _nb(nb: str, mode: str = "full") -> dict:
+    return _lists(notebook_params(nb, mode))
 
 
 @pytest.fixture(scope="module")
@@ -215,61 +196,85 @@ def test_counts_cover_every_notebook(counts):
     assert not set(counts["params"]) & set(counts["host_only"])
 
 
-def test_counts_match_notebook_04(counts):
-    p, a = counts["params"]["04_audit_figure2"], _top_level("04_audit_figure2")
-    for k in ("TRIALS", "N_VALUES", "Q_EASGM", "Q_ASGM", "N_DIM", "SIGMA", "C", "DELTA"):
-        assert _lists(_full(a[k])) == p[k], k
-    assert ast.unparse(a["SENS_N"]) == "N_VALUES if MODE == 'full' else [3]"
-    settings = next(n for n in ast.walk(a["SENS_POINTS"]) if isinstance(n, ast.Tuple) and len(n.elts) == 3)
-    assert _lists(ast.literal_eval(settings)) == p["SENS_SETTINGS"]
-    from paperlib.audit import AGGREGATIONS, NORMALITY_TESTS
+def test_params_are_the_notebooks_full_mode(counts):
+    """Every value the script uses is the notebook's own, in full mode (nothing copied into the script)."""
+    for nb, p in counts["params"].items():
+        full = _nb(nb)
+        assert p == {k: full[k] for k in p}, nb
+        assert p != {k: _nb(nb, "smoke")[k] for k in p}, nb  # the smoke values differ: the mode is read
+    src = SCRIPT.read_text(encoding="utf-8")
+    assert "10_000" not in src.split("# ============================================================================ settings")[0]
+    # the audit notebooks share sigma and C, the script's SIGMA, C
+    assert {(_nb(nb)["SIGMA"], _nb(nb)["C"]) for nb in counts["params"]} == {(10.0, 0.1)}
 
+
+def test_counts_match_notebook_04(counts):
+    from paperlib.audit import AGGREGATIONS, NORMALITY_TESTS, normality_test_specs
+
+    p = _nb("04_audit_figure2")
+    assert p["TRIALS"] == 10_000 and p["SENS_N"] == p["N_VALUES"]
     src = (ROOT / "notebooks" / "04_audit_figure2.py").read_text(encoding="utf-8")
-    assert "for t in A.NORMALITY_TESTS for ag in A.AGGREGATIONS}" in src and 'SPECS["optimal"] = "optimal"' in src
-    assert p["SENS_DISTINGUISHERS"] == len(NORMALITY_TESTS) * len(AGGREGATIONS) + len(AGGREGATIONS) + 1
+    # the notebook's sweeps are built from the names the script reads
+    assert "for (m, q) in SENS_SETTINGS for N in SENS_N]" in src and "SPECS = A.normality_test_specs()" in src
+    assert '"distinguishers": DISTINGUISHERS}' in src
     work = counts["work"]["04_audit_figure2"]
     assert work[0]["points"] == len(p["N_VALUES"]) * (len(p["Q_EASGM"]) + len(p["Q_ASGM"])) == 44
-    assert work[1]["points"] == len(p["N_VALUES"]) * len(p["SENS_SETTINGS"]) == 12
+    assert work[1]["points"] == len(p["SENS_N"]) * len(p["SENS_SETTINGS"]) == 12
     assert all(w["rounds_per_point"] == 2 * p["TRIALS"] for w in work)
+    n_specs = len(normality_test_specs())
+    assert n_specs == len(NORMALITY_TESTS) * len(AGGREGATIONS) + len(AGGREGATIONS) + 1 == 9
+    assert f"{n_specs} distinguishers" in work[1]["what"] and f"{len(p['DISTINGUISHERS'])} distinguishers" in work[0]["what"]
 
 
 def test_counts_match_notebook_05(counts):
-    p, a = counts["params"]["05_audit_figure3"], _top_level("05_audit_figure3")
-    for k in ("TRIALS", "N_SET", "SIGMA", "C", "DELTA", "N_DIMS", "SETTINGS"):
-        assert _lists(_full(a[k])) == p[k], k
-    common = a["COMMON"]
-    dists = next(v for k, v in zip(common.keys, common.values) if ast.literal_eval(k) == "distinguishers")
-    assert len(ast.literal_eval(dists)) == p["DISTINGUISHERS"]
-    assert counts["work"]["05_audit_figure3"][0]["points"] == len(p["SETTINGS"]) * len(p["N_DIMS"]) == 18
+    p = _nb("05_audit_figure3")
+    src = (ROOT / "notebooks" / "05_audit_figure3.py").read_text(encoding="utf-8")
+    assert '"distinguishers": DISTINGUISHERS}' in src and "for (m, q) in SETTINGS for n in N_DIMS]" in src
+    work = counts["work"]["05_audit_figure3"]
+    assert work[0]["points"] == len(p["SETTINGS"]) * len(p["N_DIMS"]) == 18
+    assert all(f"{len(p['DISTINGUISHERS'])} distinguishers" in w["what"] for w in work) and len(p["DISTINGUISHERS"]) == 3
 
 
 def test_counts_match_notebooks_06_07(counts):
-    p, a = counts["params"]["06_audit_real_figure4"], _top_level("06_audit_real_figure4")
-    assert ast.unparse(a["AUDIT_MODE"]) == "'full' if MODE == 'full' else 'quick'"
-    for k in ("TRIALS", "N", "SIGMA", "C", "MODEL_OF", "PAPER_MODEL_OF", "PAPER_MODEL_PANELS"):
-        assert _lists(_full(a[k])) == p[k], k
-    assert list(ast.literal_eval(a["DATASETS"])) == p["DATASETS"]
-    assert _lists(ast.literal_eval(a["METHODS"])) == p["METHODS"]
-    # the notebook's own model_for, run in full mode, picks the model the work list counts
+    from paperlib.implementations.real_audit import model_for
+
+    p = _nb("06_audit_real_figure4")
+    assert p["AUDIT_MODE"] == "full"  # every round an implementation step
     src = (ROOT / "notebooks" / "06_audit_real_figure4.py").read_text(encoding="utf-8")
-    fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == "model_for")
-    env = {"PAPER_MODEL_OF": p["PAPER_MODEL_OF"], "PAPER_MODEL_PANELS": tuple(p["PAPER_MODEL_PANELS"]),
-           "MODEL_OF": p["MODEL_OF"]}
-    exec(compile(ast.Module([fn], []), "model_for", "exec"), env)
-    want = [(ds, label, impl, q, env["model_for"](ds, label)) for ds in p["DATASETS"] for label, impl, q in p["METHODS"]]
-    want = [w for w in want if w[4] is not None]
+    assert "def " not in src.split("# ## 1. The data points")[0]  # model_for is paperlib's, not the notebook's
+    assert "RA.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF," in src
+    kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"], "paper_model_panels": p["PAPER_MODEL_PANELS"]}
+    want = [(impl, model_for(ds, label, **kw)) for ds in p["DATASETS"] for label, impl, _ in p["METHODS"]]
+    want = [w for w in want if w[1] is not None]
     w = counts["work"]["06_audit_real_figure4"]
-    assert [(x["implementation"], x["model"]) for x in w[:-1]] == [(impl, m) for _, _, impl, _, m in want]
-    assert len(w) == len(want) + 1 == 21 and all(x["rounds_per_point"] == 20_000 for x in w)
-    p, a = counts["params"]["07_opacus_feasgm_figure6"], _top_level("07_opacus_feasgm_figure6")
-    assert ast.unparse(a["AUDIT_MODE"]) == "'full' if MODE == 'full' else 'quick'"
-    for k in ("TRIALS", "N", "Q", "SIGMA", "C", "MODEL"):
-        assert _lists(_full(a[k])) == p[k], k
+    assert [(x["implementation"], x["model"]) for x in w[:-1]] == want
+    assert len(w) == len(want) + 1 == 21 and all(x["rounds_per_point"] == 2 * p["TRIALS"] == 20_000 for x in w)
+    p = _nb("07_opacus_feasgm_figure6")
+    assert p["AUDIT_MODE"] == "full"
     src = (ROOT / "notebooks" / "07_opacus_feasgm_figure6.py").read_text(encoding="utf-8")
-    # chapter 7 audits Opacus 1.0.2 (the paper's release) and the installed Opacus on MODEL
-    assert 'for impl in ("opacus-1.0.2", "opacus-installed"):' in src and "impl, MODEL, DATASET" in src
-    loop = "for impl in (" + ", ".join(f'"{i}"' for i in p["IMPLEMENTATIONS"]) + "):"
-    assert loop in src, loop
+    # chapter 7 audits Opacus 1.0.2 (the paper's release) and the installed Opacus on MODEL, one per IMPLEMENTATIONS
+    assert src.count("for impl in IMPLEMENTATIONS:") == 2 and "impl, MODEL, DATASET" in src
     w7 = counts["work"]["07_opacus_feasgm_figure6"]
     assert [x["implementation"] for x in w7] == p["IMPLEMENTATIONS"] == ["opacus-1.0.2", "opacus-installed"]
     assert all(x["model"] == p["MODEL"] and x["rounds_per_point"] == 2 * p["TRIALS"] for x in w7)
+
+
+def test_timed_steps_use_the_notebooks_models_and_settings():
+    """The models and (N, q) of each implementation's timed steps are those its notebook audits."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import device_check as dc
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    p6, p7 = notebook_params("06_audit_real_figure4"), notebook_params("07_opacus_feasgm_figure6")
+    assert {i: dc.full_models(i) for i in ("opacus-installed", "opacus-1.0.2", "opacus-0.15.0", "dpsur")} == {
+        "opacus-installed": [p7["MODEL"]], "opacus-1.0.2": [p7["MODEL"]],
+        "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10", "dpfeta-mnist", "privimage-mnist"],
+        "dpsur": ["cnn-mnist", "cnn-cifar10"]}
+    assert dc.full_models("opacus-0.13.0") == [dc.ASGM_RELEASE_MODEL]  # in no notebook
+    for impl in p7["IMPLEMENTATIONS"]:
+        assert dc.STEP_SETTING[impl] == (p7["N"], p7["Q"])
+    for impl in ("opacus-0.15.0", "dpsur"):
+        N, q = dc.STEP_SETTING[impl]
+        assert N == p6["N"] and any(m[1:] == (impl, q) for m in p6["METHODS"]), impl
+    assert (dc.SIGMA, dc.C) == (p6["SIGMA"], p6["C"])

@@ -12,47 +12,26 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from paperlib.artifact.grading import setting as S
+from paperlib.artifact.nbparams import notebook_params
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NAMES = ("TRIALS", "CHECK_TRIALS", "CHECK_TRIALS_BIG", "MODEL_OF", "PAPER_MODEL_OF", "PAPER_MODEL_PANELS", "METHODS",
          "MODEL", "N", "Q", "SIGMA", "C", "DATASETS")
-#: functions of a parameter cell that say which model each method is audited with (run as written)
-FUNCTIONS = ("model_for",)
 
 
 def _params(nb: str, mode: str) -> dict:
-    """The top-level assignments of *NAMES* in notebook *nb*, with ``pf.pick`` resolved for *mode*."""
+    """The parameters of *NAMES* that notebook *nb* sets, in *mode* (paperlib.artifact.nbparams; none skipped)."""
+    p = notebook_params(nb, mode)
     tree = ast.parse((NOTEBOOKS / f"{nb}.py").read_text(encoding="utf-8"))
-    pf = SimpleNamespace(pick=lambda m, **kw: kw[m])
-    env = {"pf": pf, "MODE": mode}
-    out = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in FUNCTIONS:
-            exec(compile(ast.Module([node], type_ignores=[]), nb, "exec"), env)  # reads the names above only
-            out[node.name] = env[node.name]
-            continue
-        if not isinstance(node, ast.Assign):
-            continue
-        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        tup = [e.id for t in node.targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)]
-        if not set(names + tup) & set(NAMES):
-            continue
-        try:
-            value = eval(compile(ast.Expression(node.value), nb, "eval"), env)  # literals and pf.pick only
-        except Exception as exc:  # a parameter built from something else: this reader must learn it
-            raise AssertionError(f"{nb}: cannot read the parameter {names or tup} ({exc}); update "
-                                 "tests/artifact/test_grading_notebooks.py") from exc
-        if names:
-            out[names[0]] = env[names[0]] = value
-        else:
-            out.update(dict(zip(tup, value)))
-            env.update(dict(zip(tup, value)))
-    return out
+    set_here = {t.id for node in tree.body if isinstance(node, ast.Assign) for tt in node.targets
+                for t in ast.walk(tt) if isinstance(t, ast.Name)} & set(NAMES)
+    unread = sorted(set_here - set(p))
+    assert not unread, f"{nb}: notebook_params cannot read {unread} (a parameter built from something else)"
+    return {k: p[k] for k in set_here}
 
 
 def _release_version(impl: str) -> str:
@@ -105,13 +84,15 @@ def _expected(setting: S.Setting, method: str, rec: dict) -> set[str]:
 
 
 def _points_06(mode: str):
-    """Every point notebook 06 audits: its ``model_for(panel, method)`` (None: not audited there)."""
+    """Every point notebook 06 audits: ``real_audit.model_for(panel, method, ...)`` (None: not audited there)."""
+    from paperlib.implementations.real_audit import model_for
+
     p = _params("06_audit_real_figure4", mode)
-    model_for = p.get("model_for") or (lambda panel, method: p["MODEL_OF"][panel])
-    big = set((p.get("PAPER_MODEL_OF") or {}).values())
+    kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"], "paper_model_panels": p["PAPER_MODEL_PANELS"]}
+    big = set(p["PAPER_MODEL_OF"].values())
     for panel in p["MODEL_OF"]:
         for method, impl, q in p["METHODS"]:
-            model = model_for(panel, method)
+            model = model_for(panel, method, **kw)
             if model is not None:
                 ck = p["CHECK_TRIALS_BIG"] if model in big else p["CHECK_TRIALS"]
                 yield method, _record(impl, panel, model, mode, p, ck)

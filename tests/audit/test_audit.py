@@ -314,6 +314,22 @@ def test_normality_options_and_scores():
                 distinguisher={"name": "normality", "test": "normaltest"})
 
 
+
+def test_normality_test_specs():
+    """Notebook 04's table: 3 tests x 2 aggregations, chi2 with ties="half" per aggregation, optimal (9)."""
+    specs = A.normality_test_specs()
+    assert list(specs) == ["chi2/weighted", "chi2/majority", "ks/weighted", "ks/majority", "normaltest/weighted",
+                           "normaltest/majority", "chi2/weighted/ties=½", "chi2/majority/ties=½", "optimal"]
+    assert specs["ks/majority"] == {"name": "normality", "test": "ks", "aggregation": "majority"}
+    assert specs["chi2/majority/ties=½"] == {"name": "normality", "test": "chi2", "aggregation": "majority",
+                                             "ties": "half"}
+    made = {k: A.make_distinguisher(v) for k, v in specs.items()}
+    assert isinstance(made["optimal"], A.OptimalDistinguisher)
+    assert made["chi2/weighted/ties=½"].ties == "half" and made["chi2/weighted"].ties == "coin"
+    specs["optimal"] = "changed"
+    assert A.normality_test_specs()["optimal"] == "optimal"  # a fresh dict each call
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "kwargs,match",

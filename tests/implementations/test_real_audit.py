@@ -138,3 +138,36 @@ def test_cli_prints_the_audit_as_json(monkeypatch, capsys):
     d = json.loads(out)
     assert d["normaliser_found"] == "|B|" and d["path"].startswith("implementation-checked")
     assert d["eps_lower"] == {"optimal": 1.0} and d["check"]["passed"]
+
+
+MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10"}
+PAPER_MODEL_OF = {"DP-FETA": "dpfeta-mnist", "PrivImage": "privimage-mnist"}
+COMBINED = "DPSGD-HF / DP-FETA / PrivImage"
+
+
+@pytest.mark.parametrize("panels", [(), ("mnist",), ("mnist", "fmnist")])
+def test_model_for_figure4(panels):
+    """On a denoiser panel: DP-FETA/PrivImage on their own models, DPSGD-HF alone on the CNN, no combined row;
+    elsewhere the combined row on the CNN stands for all three. DPSUR is on the CNN everywhere."""
+    kw = {"model_of": MODEL_OF, "paper_model_of": PAPER_MODEL_OF, "paper_model_panels": panels}
+    for panel, cnn in MODEL_OF.items():
+        got = {m: RA.model_for(panel, m, **kw) for m in (COMBINED, "DPSGD-HF", "DP-FETA", "PrivImage", "DPSUR")}
+        if panel in panels:
+            want = {COMBINED: None, "DPSGD-HF": cnn, "DP-FETA": "dpfeta-mnist", "PrivImage": "privimage-mnist"}
+        else:
+            want = {COMBINED: cnn, "DPSGD-HF": None, "DP-FETA": None, "PrivImage": None}
+        assert got == {**want, "DPSUR": cnn}, (panel, panels)
+    with pytest.raises(ValueError, match=r"^panel must be one of mnist, fmnist, cifar10, got 'svhn'$"):
+        RA.model_for("svhn", "DPSUR", **kw)
+
+
+def test_model_for_notebook_06_counts():
+    """Notebook 06's own parameters, per mode: 20 audited points in full mode (8 + 8 + 4), 16 in quick."""
+    from paperlib.artifact.nbparams import notebook_params
+
+    for mode, points in (("smoke", 12), ("quick", 16), ("full", 20)):
+        p = notebook_params("06_audit_real_figure4", mode)
+        kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"],
+              "paper_model_panels": p["PAPER_MODEL_PANELS"]}
+        got = [RA.model_for(ds, label, **kw) for ds in p["DATASETS"] for label, _, _ in p["METHODS"]]
+        assert sum(m is not None for m in got) == points, mode
