@@ -210,11 +210,14 @@ def cost(human_minutes: float, wall_s: float | None, disk_bytes: int | None) -> 
     """The USENIX cost bracket ``[N human-minutes + N compute-hours + N GB disk]``.
 
     ``wall_s`` (seconds) and ``disk_bytes`` are measured values, ``None`` where not measured
-    (the bracket then shows ``?`` for that figure). Human minutes are an estimate.
+    (the bracket then says "not measured" for that figure instead of a number). Human minutes
+    are an estimate.
     """
-    h = "?" if wall_s is None else _num(float(wall_s) / 3600.0)
-    g = "?" if disk_bytes is None else _num(float(disk_bytes) / 1e9)
-    return f"[{_num(float(human_minutes))} human-minutes + {h} compute-hours + {g} GB disk]"
+    h = "not measured" if wall_s is None else f"{_num(float(wall_s) / 3600.0)} compute-hours"
+    g = "not measured" if disk_bytes is None else f"{_num(float(disk_bytes) / 1e9)} GB disk"
+    if wall_s is None and disk_bytes is None:
+        return f"[{_num(float(human_minutes))} human-minutes; compute time and disk not measured]"
+    return f"[{_num(float(human_minutes))} human-minutes + {h} + {g}]"
 
 
 def _esc(s: str) -> str:
@@ -381,7 +384,7 @@ def _tier_cold(ctx: dict, mode: str) -> dict | None:
     return t.get("last_cold")
 
 
-def _experiment_cost_lines(ctx: dict, e: dict) -> list[str]:
+def _experiment_cost_lines(ctx: dict, e: dict, est: dict) -> list[str]:
     out = []
     for m in MODES:
         r = ctx["runs"].get((e["name"], m))
@@ -390,9 +393,15 @@ def _experiment_cost_lines(ctx: dict, e: dict) -> list[str]:
                        f"(measured: {m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} "
                        f"written, {r.get('device', '?')}, {r.get('finished_utc', '?')}; "
                        f"{runlog.hardware_text(r.get('hardware'))})")
+        elif m == "full" and e["name"] in est.get("notebooks", {}):
+            v = est["notebooks"][e["name"]]
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}; not run here: its "
+                       f"real-implementation steps are estimated at about {_estimate._hm(v['seconds'])} in one "
+                       f"process, {_estimate._hm(v['seconds_reference'])} on {est['reference_workers']} CPU "
+                       f"workers (from its {v['mode']} run; see Hardware dependencies)")
         else:
-            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)} ({m} not measured on this "
-                       "machine)")
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}; not run on this machine "
+                       f"(`make all MODE={m}` measures it)")
     return out
 
 
@@ -617,9 +626,11 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += H("Experiments")
     L += ["Each experiment is one notebook; `make all` runs them all. Costs are per mode, "
           "[human-minutes + compute-hours + GB disk]: compute time and disk (the files the run wrote under "
-          "`results/`, `figures/`, `data/` and `.cache/`) are measured on this machine, `?` where that mode has "
-          f"not run here; the {HUMAN_MINUTES_PER_EXPERIMENT} human-minutes are our estimate of the attention it "
-          "needs (start it, read the verdict and the chapter).", ""]
+          "`results/`, `figures/`, `data/` and `.cache/`) are measured on this machine, \"not measured\" where that "
+          "mode has not run here (full mode's real-implementation steps are then estimated); the "
+          f"{HUMAN_MINUTES_PER_EXPERIMENT} human-minutes are our estimate of the attention it needs (start it, read "
+          "the verdict and the chapter).", ""]
+    est = _estimate.notebook_estimates(ctx["results"])
     for e in exps:
         L += [f"#### {e['id']}: {link(e)}", ""]
         cl = [c for c in _claims.CLAIMS if c.id in e["claims"]]
@@ -634,7 +645,7 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
                      "closed forms, Monte Carlo or published numbers) pass. It supports the book's explanation, "
                      "not a graded claim.")
         L.append("- **Cost:**")
-        L += _experiment_cost_lines(ctx, e)
+        L += _experiment_cost_lines(ctx, e, est)
         L.append("")
 
     L += H("Measured tiers")

@@ -62,7 +62,9 @@ def test_render_uses_the_records(results):
     pv.write_json_atomic(results / "grade.json", {"claims": [{"id": "C2", "verdict": "reproduced", "mode": "quick"}]})
     text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
     e4 = text.split("### E4:")[1].split("### E5:")[0]
-    assert "quick 1.6 min compute" in e4 and "smoke not measured" in e4 and "full not measured" in e4
+    assert "quick 1.6 min compute" in e4
+    assert "smoke: [3 human-minutes; compute time and disk not measured]; not run on this machine" in e4
+    assert "full: [3 human-minutes; compute time and disk not measured]; not run on this machine" in e4
     assert "Supports C2 (Fig. 2)" in e4 and "Tolerance:" in e4
     assert "| C2 | Fig. 2 |" in text and "reproduced (quick)" in text
     quick_row = next(line for line in text.splitlines() if line.startswith("| quick |"))
@@ -118,7 +120,8 @@ def _in_order(wanted, got) -> bool:
 def test_cost_bracket_is_usenix_shaped():
     assert appendix.cost(3, 5400, 2.5e9) == "[3 human-minutes + 1.5 compute-hours + 2.5 GB disk]"
     assert appendix.cost(3, 16.0, 1.2e6) == "[3 human-minutes + 0.0044 compute-hours + 0.0012 GB disk]"
-    assert appendix.cost(5, None, None) == "[5 human-minutes + ? compute-hours + ? GB disk]"
+    assert appendix.cost(5, None, None) == "[5 human-minutes; compute time and disk not measured]"
+    assert appendix.cost(5, 3600, None) == "[5 human-minutes + 1 compute-hours + not measured]"
     assert appendix.cost(3, 36_000, 64e9) == "[3 human-minutes + 10 compute-hours + 64 GB disk]"
     assert appendix.cost(3, 0.5, 10) == "[3 human-minutes + <0.001 compute-hours + <0.001 GB disk]"
 
@@ -143,7 +146,8 @@ def test_experiments_are_costed_per_mode_from_the_records(results):
     lines = [line.strip() for line in e5.splitlines() if line.strip().startswith("- ") and "human-minutes" in line]
     assert [line.split(":")[0] for line in lines] == ["- smoke", "- quick", "- full"]
     assert lines[1].startswith("- quick: [3 human-minutes + 0.2 compute-hours + ")
-    assert "? compute-hours + ? GB disk" in lines[0] and "? compute-hours + ? GB disk" in lines[2]
+    assert "not measured" in lines[0] and "`make all MODE=smoke` measures it" in lines[0]
+    assert "?" not in lines[0] + lines[2] and "not measured" in lines[2]
 
 
 def test_access_reads_citation_cff(results, tmp_path):

@@ -365,6 +365,8 @@ def test_fig5(rd):
     r = _claim("C5").evaluate(rd)
     assert r["verdict"] == "reproduced", r["reason"]
     assert sum(p["graded"] for p in r["parts"]) == 7
+    # each claim FPR says which data-set sizes it belongs to
+    assert "the claim's 0.472 (N = 1, 4, 999, 59,999), 0.5 (N = 1, 4, 999, 59,999)" in r["measured"]
     _fig5(rd, 0.3)  # no FPR below 0.2 anywhere
     assert _claim("C5").evaluate(rd)["verdict"] == "not reproduced"
     _fig5(rd, 0.05, easgm_full_gap=0.0)  # EASGM on full MNIST not weaker
@@ -541,6 +543,10 @@ def test_fix_reproduced_where_the_statements_hold(rd):
     assert len(graded) == 5 and all(p["verdict"] == "reproduced" for p in graded)
     assert r["values"]["eps_lower_fixed"]["optimal"] <= 0.174 < r["values"]["eps_lower_release"]["optimal"]
     assert "normality" in r["measured"] and "optimal" in r["measured"]
+    # the release's guarantee in words, not the internal case name
+    info = next(p for p in r["parts"] if p["name"] == "release's guarantee at the claim's epsilon")
+    assert "the floor of N q differs between the two data sets" in info["detail"]
+    assert "no guarantee at all at the claimed epsilon" in info["detail"] and "floors differ" not in info["detail"]
 
 
 @pytest.mark.parametrize("kw, statement", [
