@@ -88,13 +88,14 @@ NOTEBOOK_NAMES = {
     # 20,000 per point; Figure 2's grid N_VALUES x (Q_EASGM + Q_ASGM) with DISTINGUISHERS; section 5's table
     # SENS_SETTINGS x SENS_N with SPECS = audit.normality_test_specs()
     "04_audit_figure2": ("TRIALS", "N_VALUES", "Q_EASGM", "Q_ASGM", "N_DIM", "SIGMA", "C", "DELTA", "DISTINGUISHERS",
-                         "SENS_N", "SENS_SETTINGS"),
+                         "SENS_N", "SENS_SETTINGS", "SPREAD_SEED_COUNT"),
     # Figure 3: SETTINGS x N_DIMS, COMMON["distinguishers"] = DISTINGUISHERS (projected path)
-    "05_audit_figure3": ("TRIALS", "N_SET", "SIGMA", "C", "DELTA", "N_DIMS", "SETTINGS", "DISTINGUISHERS"),
+    "05_audit_figure3": ("TRIALS", "N_SET", "SIGMA", "C", "DELTA", "N_DIMS", "SETTINGS", "DISTINGUISHERS",
+                         "SPREAD_SEED_COUNT"),
     # AUDIT_MODE "full": every round an implementation step, TRIALS on D and as many on D' (+ calibration);
     # each (DATASETS panel, METHODS row) audited with real_audit.model_for's model (None: not audited)
     "06_audit_real_figure4": ("AUDIT_MODE", "TRIALS", "N", "SIGMA", "C", "DATASETS", "MODEL_OF", "PAPER_MODEL_OF",
-                              "PAPER_MODEL_PANELS", "METHODS"),
+                              "PAPER_MODEL_PANELS", "METHODS", "SPREAD_SEED_COUNT"),
     # one audit of MODEL per release in IMPLEMENTATIONS (the paper's, the installed one)
     "07_opacus_feasgm_figure6": ("AUDIT_MODE", "TRIALS", "N", "Q", "SIGMA", "C", "MODEL", "IMPLEMENTATIONS"),
 }
@@ -151,8 +152,9 @@ def full_mode_work() -> dict:
             nb06.append({"what": f"{label}: {impl} on {ds} ({model}), q = {q}", "points": 1,
                          "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": impl,
                          "model": model, "measure": "real"})
-    # the seed spread: dpsur on mnist at q = 0.7 again at SEED + 1 and SEED + 2 (SEED is the figure's run)
-    nb06.append({"what": "seed spread: dpsur on mnist (cnn-mnist), q = 0.7, 2 more seeds", "points": 2,
+    # the seed spread: dpsur on mnist at q = 0.7 again at SEED + 1, ... (SEED is the figure's run)
+    more = p6["SPREAD_SEED_COUNT"] - 1
+    nb06.append({"what": f"seed spread: dpsur on mnist (cnn-mnist), q = 0.7, {more} more seeds", "points": more,
                  "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": "dpsur",
                  "model": p6["MODEL_OF"]["mnist"], "measure": "real"})
     return {
@@ -165,8 +167,8 @@ def full_mode_work() -> dict:
                      f"n = {p4['N_DIM']})",
              "points": len(p4["SENS_N"]) * len(p4["SENS_SETTINGS"]),
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-sens"},
-            {"what": f"seed spread: one Figure 2 point at 3 seeds (projected path, {len(p4['DISTINGUISHERS'])} "
-                     "distinguishers)", "points": 3,
+            {"what": f"seed spread: one Figure 2 point at {p4['SPREAD_SEED_COUNT']} seeds (projected path, "
+                     f"{len(p4['DISTINGUISHERS'])} distinguishers)", "points": p4["SPREAD_SEED_COUNT"],
              "rounds_per_point": _rounds("04_audit_figure2"), "measure": "audit-nb04-fig2"},
         ],
         "05_audit_figure3": [
@@ -174,8 +176,8 @@ def full_mode_work() -> dict:
                      f"n = {min(p5['N_DIMS']):,} ... {max(p5['N_DIMS']):,})",
              "points": len(p5["SETTINGS"]) * len(p5["N_DIMS"]),
              "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
-            {"what": f"seed spread: one Figure 3 point at 3 seeds (projected path, {len(p5['DISTINGUISHERS'])} "
-                     "distinguishers, n = 100)", "points": 3,
+            {"what": f"seed spread: one Figure 3 point at {p5['SPREAD_SEED_COUNT']} seeds (projected path, "
+                     f"{len(p5['DISTINGUISHERS'])} distinguishers, n = 100)", "points": p5["SPREAD_SEED_COUNT"],
              "rounds_per_point": _rounds("05_audit_figure3"), "measure": "audit-nb05"},
         ],
         "06_audit_real_figure4": nb06,

@@ -345,7 +345,8 @@ else:
 # %%
 SPREAD_INDEX = next(i for i, p in enumerate(POINTS) if (p["mechanism"], p["q"], p["n"]) == ("asgm", 0.7, 100))
 SPREAD_POINT = POINTS[SPREAD_INDEX]
-SPREAD_SEEDS = A.spread_seeds(SEED, 3)
+SPREAD_SEED_COUNT = 3  # the figure's seed and two more
+SPREAD_SEEDS = A.spread_seeds(SEED, SPREAD_SEED_COUNT)
 spread, _ = pf.cached("05_seed_spread", {"point": SPREAD_POINT, "index": SPREAD_INDEX, "seeds": SPREAD_SEEDS,
                                          "common": {k: v for k, v in COMMON.items() if k != "num_threads"}},
                       lambda: A.seed_spread(lambda s: sweeps.audit_point(SPREAD_POINT, index=SPREAD_INDEX, seed=s,
