@@ -371,7 +371,7 @@ if np.isfinite(r_dpsur["fpr_guarantee"]):
               "dataset is " + ("still weaker than claimed." if r_dpsur["fpr_guarantee"] < r_dpsur["fpr_claim"]
                                else "not weaker than claimed."))
 else:
-    _dpsur = (f"This run ({MODE} mode) did not compute it: its read-out is not computed in this mode "
+    _dpsur = (f"This run ({MODE} mode) does not compute it "
               f"(the claim reaches FNR 0.5 at an FPR of {r_dpsur['fpr_claim']:.3f}).")
 glue("nb03_dpsur_full", _dpsur, display=False)
 if np.isfinite(r_dpsur["fpr_guarantee"]):  # full mode only

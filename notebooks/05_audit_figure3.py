@@ -241,7 +241,7 @@ for (mech, q) in SETTINGS:
                 if n >= 100:
                     below_large.append(below[-1])
 over_guarantee = [k for k in RES if RES[k]["optimal"]["eps_lower"] > GUAR[k]]
-print(f"audits at or below the SGM claim: {len(below)} of {2 * len(POINTS)}; with n >= 100: {len(below_large)}")
+print(f"audits at or below the SGM claim: {len(below)} of {2 * len(POINTS)}; with n ≥ 100: {len(below_large)}")
 print(f"audits above the corrected guarantee (must be none): {len(over_guarantee)}")
 glue("nb05_below", str(len(below)), display=False)
 glue("nb05_below_large", str(len(below_large)), display=False)

@@ -278,10 +278,9 @@ if spread is not None:
                 {**spread, "claim": _c, "real_rounds": {str(s): SPREAD_RUNS[s]["inputs"]["real_rounds"]
                                                         for s in spread["seeds"]}}, mode=MODE, seed=SEED,
                 wall_time=sum(float(SPREAD_RUNS[s].get("seconds") or 0.0) for s in spread["seeds"]))
-    _n_ceiling = sum(abs(e - CEILING) < 1e-9 for e in spread["eps"][OPT])
     glue("nb07_spread_text",
-         f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L {prose.span(spread['eps'][OPT])} "
-         f"({_n_ceiling} of the {len(SPREAD_SEEDS)} at the ceiling of {CEILING:.2f}) and the paper's normality "
+         f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L values "
+         f"{prose.against_ceiling(spread['eps'][OPT], CEILING, unit='seeds')} and the paper's normality "
          f"distinguisher's {prose.span(spread['eps'][NORM])}: "
          f"{prose.against_claim(list(spread['eps'][OPT]) + list(spread['eps'][NORM]), _c)}.",
          display=False)

@@ -101,7 +101,7 @@ T_START = pf.start_notebook(MODE)
 MAX_LENGTH = pf.pick(MODE, smoke=2**20, quick=2**21, full=2**23)  # largest PMF length of a PLD composition
 N_DELTAS = pf.pick(MODE, smoke=60, quick=160, full=320)
 ALPHA = np.unique(np.concatenate([np.linspace(0, 1, 2001), np.logspace(-12, 0, 400)]))
-print(f"MODE={MODE} SEED={SEED}: largest PLD length {MAX_LENGTH}, {N_DELTAS} deltas for the RDP claim curve")
+print(f"MODE={MODE} SEED={SEED}: largest PLD length {MAX_LENGTH}, {N_DELTAS} values of δ for the RDP claim curve")
 from paperlib.fdp.pld import DEFAULT_REL_TOL  # noqa: E402  (the target width of the brackets)
 
 for k, v in {"mode": MODE, "seed": SEED, "fft": f"{MAX_LENGTH:,}", "ndelta": N_DELTAS, "T": ROUNDS,
@@ -180,11 +180,11 @@ fig7, info = pf.cached("09_figure7", {"T": ROUNDS, "N": N_SMALL, "q": Q, "sigma"
                        compute_fig7, mode=MODE, seed=SEED)
 print("Figure 7 curves:", "loaded from results/" if info["cached"] else f"computed in {info['wall_time_s']:.1f} s")
 cl = fig7["claim"]
-print(f"claimed eps at delta={DELTA:g}: RDP {cl['rdp']['eps']:.4f}, PRV {cl['prv']['eps']:.4f}, "
+print(f"claimed ε at δ = {DELTA:g}: RDP {cl['rdp']['eps']:.4f}, PRV {cl['prv']['eps']:.4f}, "
       f"tight (numerical) in [{cl['tight']['eps_bracket'][0]:.4f}, {cl['tight']['eps_bracket'][1]:.4f}]")
 for n in N_PARAMS:
     r = fig7["feasgm"][str(n)]
-    print(f"n={n:>9,}: FEASGM T-round upper bound has eps = {r['eps']:.6g}  (m = {r['m']:,} coordinates)")
+    print(f"n={n:>9,}: FEASGM T-round upper bound has ε = {r['eps']:.6g}  (m = {r['m']:,} coordinates)")
 
 # %% [markdown]
 # Before drawing, the checks the figure rests on: the exact curve never exceeds the CLT
@@ -214,7 +214,7 @@ for n in N_PARAMS:
         assert r["eps"] > e, f"n={n}: FEASGM bound eps {r['eps']:.6g} vs {name} claim {e:.6g}"
     below = claim_at("rdp", _arr(r["alpha"])) - _arr(r["exact"])
     assert below.max() > 0.5, f"n={n}: the bound should lie far below the RDP claim somewhere"
-print("checks passed: exact <= CLT on [gamma, 1-gamma]; FEASGM bound weaker than every claim")
+print("checks passed: exact ≤ CLT on [γ, 1 − γ]; FEASGM bound weaker than every claim")
 eps_fe = {n: fig7["feasgm"][str(n)]["eps"] for n in N_PARAMS}
 glue("nb09_eps_rdp", float(cl["rdp"]["eps"]), display=False)
 glue("nb09_eps_prv", float(cl["prv"]["eps"]), display=False)
@@ -448,7 +448,7 @@ for N in ASGM_NS:
                  + (f"nearly coincide ({where}): the difference in ε lives in the tail of small α, which "
                     "δ = 10⁻⁵ reads" if d[k] < NEAR_BETA else
                     f"are close ({where})" if d[k] < CLOSE_BETA else f"differ visibly ({where})"))
-_txt = "; ".join(_reading) + "."
+_txt = "; ".join(_reading)  # the caption goes on after it (" — the same picture ..."): no full stop here
 glue("nb09_asgm_reading", _txt[0].upper() + _txt[1:], display=False)
 glue("nb09_asgm_gap", "How far apart the curves are: " + "; ".join(_gaps) + ".", display=False)
 

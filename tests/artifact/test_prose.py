@@ -22,6 +22,71 @@ def test_against_ceiling_never_says_reach_below_it():
     assert prose.against_ceiling([3.47, 4.39], 6.29) == "stay below the ceiling of 6.29 (3.47–4.39)"
 
 
+def test_against_ceiling_one_rule_for_count_and_words():
+    """A value is at the ceiling iff within tol (half the last printed decimal); the values not at
+    it never print as the ceiling; the words never contradict the count."""
+    c = 7.21
+    # chapter 4's N = 2: the lowest is 3 below the ceiling, so not "come within 0.02" of all of them
+    assert prose.against_ceiling([4.23, 5.10, 7.19], c) == \
+        "come within 0.02 of the ceiling of 7.21 at 1 of 3 points (the others 4.23–5.10)"
+    # chapter 11: the largest prints as the ceiling -> it reaches it; never "within 0.00"
+    assert prose.against_ceiling([7.15, 7.2099], c) == "reach the ceiling of 7.21 at 1 of 2 points (the other 7.15)"
+    # chapter 5: a value that prints as 6.29 counts at the ceiling, not among "the others"
+    assert prose.against_ceiling([5.22, 6.288, 6.29], 6.29) == \
+        "reach the ceiling of 6.29 at 2 of 3 points (the other 5.22)"
+    # chapter 7: all three print as the ceiling -> all reach it (no "throughout" next to "2 of 3")
+    assert prose.against_ceiling([7.21, 7.21, 7.2051], c, unit="seeds") == "all reach the ceiling of 7.21"
+    assert prose.against_ceiling([7.21, 7.20, 7.21], c, unit="seeds") == \
+        "reach the ceiling of 7.21 at 2 of 3 seeds (the other 7.20)"
+    assert prose.against_ceiling([7.21], c) == "reaches the ceiling of 7.21"
+    # none at, all near / none near
+    assert prose.against_ceiling([7.0, 7.1], c) == "all come within 0.21 of the ceiling of 7.21 (7.00–7.10)"
+    assert prose.against_ceiling([1.0, 2.0], c) == "stay below the ceiling of 7.21 (1.00–2.00)"
+    # a value not at the ceiling that would print as it gets more decimals (and the ceiling with it)
+    assert prose.against_ceiling([7.2149, 7.2098], 7.2149) == \
+        "reach the ceiling of 7.215 at 1 of 2 points (the other 7.210)"
+    # one tolerance for counting and wording, stated by the caller
+    assert prose.against_ceiling([7.19, 7.0], c, tol=0.02) == \
+        "reach the ceiling of 7.21 at 1 of 2 points (the other 7.00)"
+    for s in (prose.against_ceiling(v, c) for v in ([7.2, 7.205, 7.0], [7.2049, 6.0], [7.19, 7.2])):
+        assert "0.00" not in s and "7.21 at" not in s.split("(")[-1]
+    with pytest.raises(ValueError, match="values"):
+        prose.against_ceiling([], c)
+    with pytest.raises(ValueError, match="fmt"):
+        prose.against_ceiling([1.0], c, fmt=".3g")
+
+
+def test_settings_list_names_every_point():
+    # chapter 4's points below the claim: not "the smallest q and the largest N"
+    assert prose.settings_list([("asgm", 0.5, 5), ("asgm", 0.5, 4), ("asgm", 0.8, 5)]) == \
+        "ASGM at q = 0.5 with N = 4 and 5 and at q = 0.8 with N = 5"
+    assert prose.settings_list([("easgm", 0.1, 2), ("asgm", 0.9, 3)]) == "EASGM at q = 0.1 with N = 2 and ASGM at q = 0.9 with N = 3"
+    with pytest.raises(ValueError, match="points"):
+        prose.settings_list([])
+
+
+def test_gaps_vs_spread_words_follow_the_numbers():
+    # chapter 4's Table 4.3: chi2 weighted 2.86 vs majority 3.69 against an EASGM spread of 0.13
+    assert prose.gaps_vs_spread({"chi-square": 3.69 - 2.86, "K²": 0.0}, 0.13) == \
+        "by 0.83 (chi-square) and 0.00 (K²), against a run-to-run spread of 0.13: " \
+        "more than the spread for chi-square, within it for K²"
+    assert prose.gaps_vs_spread({"a": 0.05, "b": 0.13}, 0.13, note="of x") == \
+        "by 0.05 (a) and 0.13 (b), against a run-to-run spread of 0.13 (of x): all within it"
+    assert prose.gaps_vs_spread({"a": 0.5}, 0.13).endswith(": more than it")
+    with pytest.raises(ValueError, match="gaps"):
+        prose.gaps_vs_spread({}, 0.1)
+
+
+def test_count_of_says_each_count_once():
+    assert prose.count_of(16, 16, 16) == "at all 16 audited points"  # chapter 6: not "16 of the 16 (of 16)"
+    assert prose.count_of(3, 16, 16) == "at 3 of the 16 audited points"
+    assert prose.count_of(12, 12, 16) == "at all 12 audited points (of 16 in all)"
+    assert prose.count_of(0, 4) == "at none of the 4 audited points"
+    assert prose.count_of(1, 1) == "at the one audited point"
+    with pytest.raises(ValueError):
+        prose.count_of(5, 4)
+
+
 def test_against_claim_words():
     assert prose.against_claim([7.0, 7.2], 0.174) == "all far above the SGM claim of 0.174"
     assert prose.against_claim([0.2, 7.2], 0.174) == "all above the SGM claim of 0.174"
