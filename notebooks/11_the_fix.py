@@ -358,7 +358,8 @@ for key in ("release", "fixed"):
         glue(f"nb11_{key}_{short}_hi", g_eps(key, lab, "eps_upper_cp", ".3f"), display=False)
 glue("nb11_ceiling", f"{ceiling:.2f}", display=False)
 glue("nb11_release_vs_ceiling", prose.against_ceiling([ROWS[("release", lab)]["eps_lower"] for lab in (OPT, NORM)],
-                                                      ceiling) if ("release", OPT) in ROWS else "were not computed",
+                                                      ceiling, unit="distinguishers")
+     if ("release", OPT) in ROWS else "were not computed",
      display=False)
 for key in nu:
     glue(f"nb11_nu_{key}", " and ".join(f"{v:.3f}" for v in nu[key].values()), display=False)

@@ -198,7 +198,8 @@ def gaps_vs_spread(gaps: dict, spread: float, *, fmt: str = ".2f", note: str = "
     g = {k: _f(abs(float(v)), fmt) for k, v in gaps.items()}
     within = [k for k, v in g.items() if float(v) <= float(sp)]
     over = [k for k in g if k not in within]
-    head = f"by {and_join(f'{v} ({k})' for k, v in g.items())}, against a run-to-run spread of {sp}{f' ({note})' if note else ''}: "
+    sp_note = f"{sp} ({note})" if note else sp
+    head = f"by {and_join(f'{v} ({k})' for k, v in g.items())}, against a run-to-run spread of {sp_note}: "
     if not over:
         return head + ("within it" if len(g) == 1 else "all within it")
     if not within:

@@ -60,7 +60,8 @@ def test_settings_list_names_every_point():
     # chapter 4's points below the claim: not "the smallest q and the largest N"
     assert prose.settings_list([("asgm", 0.5, 5), ("asgm", 0.5, 4), ("asgm", 0.8, 5)]) == \
         "ASGM at q = 0.5 with N = 4 and 5 and at q = 0.8 with N = 5"
-    assert prose.settings_list([("easgm", 0.1, 2), ("asgm", 0.9, 3)]) == "EASGM at q = 0.1 with N = 2 and ASGM at q = 0.9 with N = 3"
+    assert prose.settings_list([("easgm", 0.1, 2), ("asgm", 0.9, 3)]) == \
+        "EASGM at q = 0.1 with N = 2 and ASGM at q = 0.9 with N = 3"
     with pytest.raises(ValueError, match="points"):
         prose.settings_list([])
 
