@@ -43,7 +43,8 @@ Tolerances, defined once:
   A trend the paper states (falls as N grows, rises with n or q) is read off ``eps_L``, the
   values it plots, and holds only with evidence (:func:`paperlib.artifact.grading.stats.trend`):
   a rise needs the last point's ``eps_L`` above the first point's ``eps_U`` (a fall: the last
-  ``eps_U`` below the first ``eps_L``), and no significant move against it (for a rise, a
+  ``eps_U`` below the first ``eps_L``; "larger", C4's gaps: the one gap at ``eps_L`` above the
+  other at ``eps_U``), and no significant move against it (for a rise, a
   later point's ``eps_U`` below an earlier point's ``eps_L``, any two points), which is a
   violation; neither shown,
   the intervals cannot tell the trend from a flat series: *partly reproduced*. A statement
@@ -318,8 +319,9 @@ CLAIMS: tuple[Claim, ...] = (
           tolerance="on the paper's real data and code paths (else partly or not reproduced, reason first); each "
                     "statement with the paper's normality distinguisher and the optimal one: every eps_L (95% lower "
                     "bound) above its SGM claim; per panel the smallest EASGM gap above the largest ASGM gap, and "
-                    "the ASGM gap at q = 0.8 above that at 0.7, a reversal within the Clopper-Pearson intervals "
-                    "tolerated"),
+                    "the ASGM gap at q = 0.8 above that at 0.7: shown when the one gap at eps_L is above the other "
+                    "at eps_U, partly reproduced when the Clopper-Pearson intervals overlap, not reproduced when "
+                    "reversed beyond them"),
     Claim("C5", "Fig. 5",
           "Upper bounds of the corrected guarantees for the real model sizes are weaker than the claim for small "
           "N (1, 4, 999); on full MNIST EASGM is still weaker and ASGM close to the claim; at FNR 0.5 some FPRs "

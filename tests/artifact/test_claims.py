@@ -920,3 +920,12 @@ def test_grade_page_typesets_for_readers(rd):
     assert cl.typeset("n=26010: sup gap 0, N = 59999, 0.3 - 0.1") == "n=26,010: sup gap 0, N = 59,999, 0.3 − 0.1"
     assert cl.typeset("commit d738b38, 1e-05, q=0.005") == "commit d738b38, 1e-05, q=0.005"
 
+
+def test_fig4_larger_gap_needs_evidence(rd):
+    """"Larger at q = 0.8 than at 0.7": a gap larger only within the intervals is not established."""
+    _fig4(rd, asgm_p=(0.05, 0.045))  # the 0.8 gap a little larger, the intervals overlap
+    r = _claim("C4").evaluate(rd)
+    p = _parts(r)["DPSUR's gap larger at q = 0.8 than at 0.7, every panel (optimal distinguisher, our addition)"]
+    assert p["ok"] is True and p["verdict"] == "partly reproduced"
+    assert p["detail"].startswith("0/2 panels beyond the intervals; larger only within them: fmnist, mnist")
+    assert r["verdict"] == "partly reproduced"
