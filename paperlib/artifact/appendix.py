@@ -333,9 +333,9 @@ def expected_full_values(results: str | Path) -> list[dict]:
                     exp = (f"ε_L at the ceiling of {top:.2f}, the largest {full:,} trials can certify ({seeds}; "
                            "same trial count as full mode)")
                 else:
-                    exp = (f"ε_L within {span(a, b)}" + (f", clamped at the ceiling of {top:.2f}, the largest "
-                                                          f"{full:,} trials can certify," if hi + r > top else "")
-                           + f" ({seeds}, widened by their spread {r:.2f}; same trial count as full mode)")
+                    exp = (f"ε_L within {span(a, b)} ({seeds}, widened by their spread {r:.2f}"
+                           + (f", then clamped at the ceiling of {top:.2f}, the largest {full:,} trials can certify"
+                              if hi + r > top else "") + "; same trial count as full mode)")
             elif lo - r > 0:
                 exp = (f"ε_L at least {min(lo - r, top):.2f} ({seeds} at {trials:,} trials; "
                        f"full mode's {full:,} trials tighten the intervals, which raises ε_L for the same error rates"
