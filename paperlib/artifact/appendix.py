@@ -34,6 +34,7 @@ from pathlib import Path
 from paperlib.artifact import claims as _claims
 from paperlib.artifact import estimate as _estimate
 from paperlib.artifact import provenance as pv
+from paperlib.artifact.grading.render import setting_name as _setting_name
 from paperlib.artifact import runlog
 
 __all__ = ["experiments", "citation", "cost", "render", "render_pets", "main", "USENIX_SECTIONS",
@@ -288,6 +289,12 @@ def _access_lines(ctx: dict) -> list[str]:
     return out
 
 
+def span(lo: float, hi: float) -> str:
+    """``"6.74 to 7.16"``, or one value where the two print alike (never ``"7.21 to 7.21"``)."""
+    a, b = f"{lo:.2f}", f"{hi:.2f}"
+    return a if a == b else f"{a} to {b}"
+
+
 def expected_full_values(results: str | Path) -> list[dict]:
     """What full mode is expected to give at each audit chapter's seed-spread point, with a tolerance.
 
@@ -300,6 +307,7 @@ def expected_full_values(results: str | Path) -> list[dict]:
     (``min - range``, at least 0). Missing or unreadable files are left out.
     """
     from paperlib.artifact.grading.setting import SETTINGS
+    from paperlib.artifact.grading.stats import ceiling
 
     rows = []
     for fname, cid in SPREADS.items():
@@ -316,17 +324,27 @@ def expected_full_values(results: str | Path) -> list[dict]:
                 lo, hi, r = (float(d[k][lab]) for k in ("min", "max", "range"))
             except (KeyError, TypeError, ValueError):
                 continue
+            # the largest ε_L full mode's trial count can certify at all: no expected value above it
+            top = ceiling({"trials": full, "delta": p.get("delta", 1e-5), "confidence": p.get("confidence", 0.95)})
+            seeds = f"the seeds' {span(lo, hi)}" if trials == full else f"the seeds gave {span(lo, hi)}"
             if trials == full:
-                exp = (f"ε_L within {max(0.0, lo - r):.2f} to {hi + r:.2f} (the seeds' {lo:.2f} to {hi:.2f}, widened "
-                       f"by their spread {r:.2f}; same trial count as full mode)")
+                a, b = max(0.0, lo - r), min(hi + r, top)
+                if f"{b:.2f}" == f"{top:.2f}" and f"{a:.2f}" == f"{top:.2f}":
+                    exp = (f"ε_L at the ceiling of {top:.2f}, the largest {full:,} trials can certify ({seeds}; "
+                           "same trial count as full mode)")
+                else:
+                    exp = (f"ε_L within {span(a, b)} ({seeds}, widened by their spread {r:.2f}"
+                           + (f", then clamped at the ceiling of {top:.2f}, the largest {full:,} trials can certify"
+                              if hi + r > top else "") + "; same trial count as full mode)")
             elif lo - r > 0:
-                exp = (f"ε_L at least {lo - r:.2f} (the seeds gave {lo:.2f} to {hi:.2f} at {trials:,} trials; "
-                       f"full mode's {full:,} trials tighten the intervals, which raises ε_L for the same error rates)")
+                exp = (f"ε_L at least {min(lo - r, top):.2f} ({seeds} at {trials:,} trials; "
+                       f"full mode's {full:,} trials tighten the intervals, which raises ε_L for the same error rates"
+                       f", up to the ceiling of {top:.2f})")
             else:
-                exp = (f"no floor: the seeds gave {lo:.2f} to {hi:.2f} at {trials:,} trials, a spread that reaches 0 "
+                exp = (f"no floor: {seeds} at {trials:,} trials, a spread that reaches 0 "
                        f"(full mode's {full:,} trials can only raise ε_L for the same error rates)")
             rows.append({"claim": cid, "point": point, "label": lab, "trials": trials, "full_trials": full,
-                         "seeds": d.get("seeds"), "min": lo, "max": hi, "range": r, "expected": exp})
+                         "seeds": d.get("seeds"), "min": lo, "max": hi, "range": r, "ceiling": top, "expected": exp})
     return rows
 
 
@@ -346,7 +364,7 @@ def _expected_lines(ctx: dict) -> list[str]:
          "here); the tolerance is the spread across the seeds:", "",
          "| claim | point | distinguisher | this run (seeds) | expected in full mode |", "|---|---|---|---|---|"]
     for r in rows:
-        L.append(f"| {r['claim']} | {_esc(r['point'])} | {_esc(_dist_words(r['label']))} | {r['min']:.2f} to {r['max']:.2f} at "
+        L.append(f"| {r['claim']} | {_esc(r['point'])} | {_esc(_dist_words(r['label']))} | {span(r['min'], r['max'])} at "
                  f"{r['trials']:,} trials ({len(r['seeds'] or [])} seeds) | {_esc(r['expected'])} |")
     return L
 
@@ -483,7 +501,7 @@ def _limitations(ctx: dict) -> list[str]:
     unmeasured = [m for m in MODES if not _tier_cold(ctx, m)]
     if unmeasured:
         L.append("- No cold `make all` measured on this machine in " + ", ".join(f"`{m}`" for m in unmeasured)
-                 + " mode; costs of what has not run here read `?` / *not measured*.")
+                 + " mode; costs of what has not run here read *not measured*.")
     open_claims = []
     for c in _claims.CLAIMS:
         ev = ctx["verdict"].get(c.id)
@@ -607,10 +625,12 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
                  f"{e['id'] if e else 'none'} |")
     L.append("")
     for c in _claims.CLAIMS:
-        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))} Claim: {_esc(c.statement)}")
+        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))} Claim: "
+                 f"{_esc(_claims.typeset(c.statement))}")
         ev = ctx["verdict"].get(c.id) or {}
+        whose = _setting_name({"beyond_paper": c.beyond_paper})
         for f in ev.get("fidelity") or []:  # the same substitutions as grade.json and the grade page
-            L.append(f"  - Differs from the paper's setting: {_esc(_claims.typeset(f['reason']))} ({f['verdict']})")
+            L.append(f"  - Differs from {whose}: {_esc(_claims.typeset(f['reason']))} ({f['verdict']})")
         if ev.get("expected_full"):
             L.append(f"  - Expected in full mode: {_esc(_claims.typeset(ev['expected_full']))}")
     L.append("")
@@ -638,8 +658,8 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
                  "`make grade`: the verdict is printed and written to `results/grade.json`.")
         if cl:
             for c in cl:
-                L.append(f"- **Supports {_esc(_claims.id_item(c))}. Expected:** {_esc(c.paper)}. "
-                         f"**Tolerance:** {_esc(c.tolerance)}.")
+                L.append(f"- **Supports {_esc(_claims.id_item(c))}. Expected:** {_esc(_claims.typeset(c.paper))}. "
+                         f"**Tolerance:** {_esc(_claims.typeset(c.tolerance))}.")
         else:
             L.append("- **Expected:** the notebook runs to the end; its in-line checks (assertions against "
                      "closed forms, Monte Carlo or published numbers) pass. It supports the book's explanation, "

@@ -1,6 +1,7 @@
 """Tests for paperlib.artifact.runlog (measured runs) and paperlib.artifact.appendix (the artifact appendix)."""
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -323,3 +324,36 @@ def test_badges_say_what_to_run_and_the_release_step(results):
     if not cite["doi"]:  # unpublished: the placeholder says how it gets filled
         assert appendix.RELEASE_STEP in sec and "filled at release" in text
     assert "real-implementation steps (chapters 6, 7, 11): not estimated yet" in text  # no result yet
+
+
+def test_expected_full_values_clamped_at_the_ceiling(results):
+    """No expected ε_L above the largest 10,000 trials can certify (7.21), and never "a to a"."""
+    from paperlib.artifact.grading.stats import ceiling
+
+    top = ceiling({"trials": 10_000})
+    assert f"{top:.2f}" == "7.21"
+    _spread(results, "07_seed_spread.json", 10_000,
+            {"optimal": [top - 0.0007, top, top], "normality[chi2,weighted]": [7.15, 6.74, 7.16]},
+            implementation="opacus-1.0.2", q=0.5)
+    rows = {r["label"]: r for r in appendix.expected_full_values(results)}
+    assert rows["optimal"]["expected"].startswith("ε_L at the ceiling of 7.21, the largest 10,000 trials can certify "
+                                                  "(the seeds' 7.21;")
+    norm = rows["normality[chi2,weighted]"]["expected"]
+    assert norm == ("ε_L within 6.32 to 7.21 (the seeds' 6.74 to 7.16, widened by their spread 0.42, then clamped at "
+                    "the ceiling of 7.21, the largest 10,000 trials can certify; same trial count as full mode)")
+    sec = appendix.render(book=True, notebooks_dir=ROOT / "notebooks").split("### Expected full-mode values")[1]
+    sec = sec.split("### ")[0]
+    assert "| 7.21 at 10,000 trials (3 seeds) |" in sec
+    assert not re.search(r"\b(\d+\.\d+) to \1\b", sec)
+
+
+def test_appendix_typesets_claims_and_has_no_question_mark(results):
+    text = appendix.render(book=True, notebooks_dir=ROOT / "notebooks", citation_file=ROOT / "CITATION.cff")
+    for raw in ("eps_L", "eps\\_L", "n >=", "sigma =", "FEASGM eps ", " <= ", "delta ="):
+        assert raw not in text, raw
+    assert "ε\\_L above it" in text or "ε_L above it" in text
+    assert "n ≥ 100" in text and "σ = 10" in text and "FEASGM ε above" in text
+    assert "1.1x" not in text and "1.1 × the Opacus RDP claim" in text
+    assert "?" not in text.split("## Limitations")[1].split("\n## ")[0]
+    # a "?" only ends a question (a notebook's title), never stands for a missing value
+    assert not re.search(r"(?<![A-Za-z])\?", text), re.findall(r".{30}(?<![A-Za-z])\?.{10}", text)

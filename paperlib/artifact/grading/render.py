@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "verdict_label", "item_label", "id_item", "plain_sentence",
+__all__ = ["OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
@@ -39,8 +39,13 @@ _SYMBOLS = (
     (r">=", "≥", "≥"),
     (r"->", "→", "→"),
     (r"(?<=\d) x (?=RDP)", " × ", " × "),
+    (r"(?<=\d)x(?= the\b)", " ×", " ×"),
     (r"\|dFPR\|", "|ΔFPR|", "|ΔFPR|"),
+    (r"(?<=[\d)]) - (?=[\d(a-zA-Z$])", " − ", " − "),
 )
+#: A count of five digits or more after ``n=`` / ``N = `` (a model size, a data set size) gets its
+#: thousands separators: ``n=26010`` → ``n=26,010``.
+_BIG_COUNT = re.compile(r"\b([nN] ?= ?)(\d{5,})\b(?![.\d])")
 
 
 def typeset(text: str, *, markdown: bool = False) -> str:
@@ -55,6 +60,7 @@ def typeset(text: str, *, markdown: bool = False) -> str:
         s = s.replace("\\_", "_").replace("\\<", "<").replace("\\>", ">")
     for pat, uni, md in _SYMBOLS:
         s = re.sub(pat, lambda _m, r=(md if markdown else uni): r, s)
+    s = _BIG_COUNT.sub(lambda m: m.group(1) + f"{int(m.group(2)):,}", s)
     if markdown:  # underscores and angle brackets left are literal text again
         parts = re.split(r"(\$[^$]*\$)", s)
         s = "".join(p if p.startswith("$") else p.replace("_", "\\_").replace("<", "\\<").replace(">", "\\>")
@@ -102,6 +108,12 @@ PLAIN_ASPECT = {
 }
 
 
+def setting_name(c: dict) -> str:
+    """Whose setting a claim's substitutions are against: "the paper's setting", or for a claim of
+    this artifact beyond the paper (``beyond_paper``) "this claim's setting"."""
+    return "this claim's setting" if c.get("beyond_paper") else "the paper's setting"
+
+
 def plain_sentence(c: dict) -> str:
     """One sentence a reader outside the field understands: what the claim says, the verdict,
     and in plain words why it is not *reproduced* (the substitutions' aspects, the statements
@@ -119,12 +131,15 @@ def plain_sentence(c: dict) -> str:
         return f"{what}. Not run: {c.get('reason') or 'a result is missing'}."
     if v == "reproduced":
         tail = " (read from the committed table, which this build did not recompute)" if c.get("basis") else ""
+        if c.get("beyond_paper"):
+            return f"{what}. Every statement of this claim holds{tail}, on its own setting."
         return f"{what}. Every statement the paper makes here holds{tail}, on the paper's own setting."
     why = []
     if violated:
-        why.append(f"this run's numbers contradict {_count(violated, 'statement')} the paper makes here")
+        why.append(f"this run's numbers contradict {_count(violated, 'statement')} "
+                   + ("of this claim" if c.get("beyond_paper") else "the paper makes here"))
     if aspects:
-        why.append(f"the run differs from the paper's setting in {_count(len(aspects), 'way')} "
+        why.append(f"the run differs from {setting_name(c)} in {_count(len(aspects), 'way')} "
                    f"({'; '.join(PLAIN_ASPECT.get(a, a) for a in aspects)})")
     if unresolved:
         why.append(f"{_count(unresolved, 'statement')} could not be settled by this run "
@@ -182,11 +197,11 @@ def render_markdown(g: dict) -> str:
             lines.append(f"- Basis: {_md(c['basis'])}")
         fid = c.get("fidelity") or []
         if fid:
-            lines.append("- Differs from the paper's setting:")
+            lines.append(f"- Differs from {setting_name(c)}:")
             for f in fid:
                 lines.append(f"  - {_md(f['reason'])} ({_md_escape(f['verdict'])})")
         elif c.get("verdict") not in ("not applicable", "not run"):
-            lines.append("- Differs from the paper's setting: in nothing that the results record")
+            lines.append(f"- Differs from {setting_name(c)}: in nothing that the results record")
         for p in c["parts"]:
             tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
             lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}. {_md(p['detail'])}")
@@ -215,10 +230,10 @@ def chapter_grade(c: dict) -> str:
         return [head, "", *(f"- {x}" for x in items), ""] if items else []
 
     fid = c.get("fidelity") or []
-    lines += bullets("Differs from the paper's setting:", [f"{_md(f['reason'])} ({_md_escape(f['verdict'])})"
+    lines += bullets(f"Differs from {setting_name(c)}:", [f"{_md(f['reason'])} ({_md_escape(f['verdict'])})"
                                                            for f in fid])
     if not fid and c.get("verdict") not in ("not applicable", "not run"):
-        lines += ["Differs from the paper's setting in nothing that the results record.", ""]
+        lines += [f"Differs from {setting_name(c)} in nothing that the results record.", ""]
     if c.get("expected_full"):
         lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
     lines += bullets("Found by this artifact, apart from the verdict (not the paper's statements):",

@@ -118,7 +118,7 @@ SETTINGS: dict[str, Setting] = {
                   releases={"*": (("1.0.",), "Opacus v1.0")},
                   params={"N": 3, "q": 0.5, "sigma": 10.0, "C": 0.1}),
     "C7": Setting("C7", params={"N": 140_199, "T": 200, "q": 0.005, "sigma": 10.0, "n": (26_010, 1_485_217)}),
-    "X1": Setting("X1", data="real", all_rounds_real=True, trials=10_000, distinguisher=_PAPER_DIST,
+    "X1": Setting("X1", data="real", split="train", all_rounds_real=True, trials=10_000, distinguisher=_PAPER_DIST,
                   ref="this claim's setting"),
 }
 #: CIFAR-10: the paper names no model per method; Tramèr & Boneh's CIFAR-10 CNN is DPSGD-HF's.
@@ -209,7 +209,7 @@ def _one(setting: Setting, run: dict) -> list[tuple[str, ...]]:
         if sp != setting.split:
             out.append(("split", "partly reproduced",
                         (f"points from the {sp} split" if sp else "split not recorded")
-                        + f"; the paper: points of the {'training' if setting.split == 'train' else setting.split} "
+                        + f"; {setting.ref}: points of the {'training' if setting.split == 'train' else setting.split} "
                           "split (members of the data set it trains on)"))
     if setting.models and run.get("model") is not None:
         table = CIFAR_MODELS if "cifar" in str(run.get("panel") or "").lower() else setting.models

@@ -20,7 +20,7 @@ from typing import Any
 from paperlib.audit import stats as _stats
 
 __all__ = ["VERDICTS", "PAPER_TRIALS", "PAPER_DISTINGUISHER", "eps_of", "eps_interval", "step_against",
-           "above_claim"]
+           "above_claim", "trend", "pair_text"]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not run", "not applicable")
 #: Verdicts from the worst to the best (a claim takes the worst of its statements).
@@ -183,6 +183,64 @@ def monotone(seq: list[tuple[Any, dict]], direction: int) -> dict:
             if st == "beyond":
                 beyond.append(txt)
     return {"strict": not against, "ok": not beyond, "against": against, "beyond": beyond}
+
+
+def pair_text(a: float, b: float, ceil: float | None = None) -> str:
+    """``"a->b"`` with enough decimals (2 to 6) that two different values print differently;
+    ``"stays at a"`` when they are equal; ``" (at the ceiling of c)"`` added when both are within
+    0.01 of the largest certifiable value *ceil*."""
+    if a == b:
+        txt = f"stays at {a:.2f}"
+    else:
+        d = 2
+        while d < 6 and f"{a:.{d}f}" == f"{b:.{d}f}":
+            d += 1
+        txt = f"{a:.{d}f}->{b:.{d}f}"
+    if ceil is not None and min(a, b) >= ceil - 0.01:
+        txt += f" (at the ceiling of {ceil:.2f})"
+    return txt
+
+
+def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
+    """Is there evidence that eps_L moves in *direction* (+1 rises, -1 falls) along ``[(x, rec)]``
+    (x ascending)?
+
+    A rise is evidenced when the last point's eps_L is above the first point's eps_U (a fall: the
+    last point's eps_U below the first point's eps_L): the two Clopper-Pearson intervals do not
+    overlap. A significant move against it is a later point whose eps_U is below an earlier
+    point's eps_L (for a rise; for a fall a later eps_L above an earlier eps_U), for any two
+    points, not only neighbours. ``status``: ``"fails"`` with a significant move against,
+    ``"holds"`` with evidence and none against, ``"unresolved"`` with neither (the intervals
+    cannot tell a rise from a flat or non-monotone series). Also returned: ``"against"`` (texts of
+    the significant moves against), ``"within"`` (neighbouring steps against the direction that
+    are within the intervals), ``"strict"`` (eps_L never moves against it), ``"text"`` (the
+    evidence, or its absence, in words). *label* names x in the texts ("n=", "N=").
+    """
+    iv = [(f"{x:,}" if isinstance(x, int) else f"{x:g}" if isinstance(x, float) else x, eps_interval(r), ceiling(r))
+          for x, r in seq]
+    ceil = max(c for _, _, c in iv) if iv else None
+    (x0, (l0, _, u0), _), (x1, (l1, _, u1), _) = iv[0], iv[-1]
+    if direction > 0:
+        evidence = l1 > u0
+        text = (f"{'a' if evidence else 'no'} rise beyond the intervals from {label}{x0} to {label}{x1}: eps_L at "
+                f"{label}{x1} {l1:.2f} {'above' if evidence else 'not above'} eps_U at {label}{x0} {u0:.2f}")
+    else:
+        evidence = u1 < l0
+        text = (f"{'a' if evidence else 'no'} fall beyond the intervals from {label}{x0} to {label}{x1}: eps_U at "
+                f"{label}{x1} {u1:.2f} {'below' if evidence else 'not below'} eps_L at {label}{x0} {l0:.2f}")
+    against, within = [], []
+    for i, (xa, (la, _, ua), _) in enumerate(iv):
+        for xb, (lb, _, ub), _ in iv[i + 1:]:
+            if (direction > 0 and ub < la) or (direction < 0 and lb > ua):
+                against.append(f"{label}{xa}->{label}{xb}: eps_L {pair_text(la, lb)}, eps_"
+                               f"{'U' if direction > 0 else 'L'} at {label}{xb} {'below' if direction > 0 else 'above'}"
+                               f" eps_{'L' if direction > 0 else 'U'} at {label}{xa}")
+    for (xa, (la, _, ua), _), (xb, (lb, _, ub), _) in zip(iv, iv[1:]):
+        if step_against((la, ua), (lb, ub), direction) == "within":
+            within.append(f"{label}{xa}->{label}{xb}: {pair_text(la, lb, ceil)}")
+    status = "fails" if against else "holds" if evidence else "unresolved"
+    return {"status": status, "evidence": evidence, "against": against, "within": within,
+            "strict": not within and not against, "text": text}
 
 
 def dist_recs(res: dict) -> dict[str, dict]:
