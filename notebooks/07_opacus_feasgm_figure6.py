@@ -182,7 +182,7 @@ for k, (impl, hatch) in enumerate([("opacus-1.0.2", None), ("opacus-installed", 
 claim = (R or R_NEW or {}).get("eps_claimed")
 if claim is not None:
     ax.axhline(claim, color=plotting.COLORS["sgm_claim"], lw=2, label=f"SGM claim ε = {claim:.3g}")
-ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
+ax.axhline(CEILING, color="#999999", ls=":", label=rf"largest certifiable $\varepsilon_L$ ({TRIALS:,} trials)")
 ax.set_xticks(x, ["optimal distinguisher", "normality distinguisher"])
 ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 ax.set_ylim(0, CEILING * 1.35)

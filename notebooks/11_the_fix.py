@@ -317,7 +317,7 @@ for ax, top in zip(axes, (ceiling * 1.25, max(0.4, 2.2 * EPS_CLAIM))):
                         arrowprops={"arrowstyle": "->", "color": colors[k], "lw": 1.8})
     ax.axhline(EPS_CLAIM, color=plotting.COLORS["sgm_claim"], linewidth=1.8, label=f"SGM claim ε = {EPS_CLAIM:.3f}")
     if ceiling < top:
-        ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=1.0, label="largest certifiable ε_L")
+        ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=1.0, label=r"largest certifiable $\varepsilon_L$")
     ax.set_ylim(-0.02 * top, top)
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.set_xticks(range(len(keys)), [f"{short[k]}\n{label[lab]}" for k, lab in keys], fontsize=9)
