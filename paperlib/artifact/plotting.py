@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 
 __all__ = ["COLORS", "LINESTYLES", "SERIES_COLORS", "SERIES_MARKERS", "SERIES_LINESTYLES", "FIGURES_ENV",
            "DPI", "MIN_PNG_PX", "MIN_FONT_PT", "BOOK_WIDTH_IN", "BOOK_RC", "apply_style", "figures_dir",
-           "new_axes", "savefig", "series_style", "series_kw", "plot_log_series", "offscale_handle",
+           "new_axes", "savefig", "series_style", "sequential_colors", "series_kw", "plot_log_series", "offscale_handle",
            "thousands", "min_display_font_pt", "layout_problems", "fit_titles", "grow_to_fit", "figure_legend", "legend_below",
            "MIN_FONT_KEY"]
 
@@ -129,6 +129,19 @@ SERIES_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "<", "*")
 #: Line styles of series 0, 1, 2, ... (a third cue for lines without markers).
 SERIES_LINESTYLES: tuple = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 2)),
                             (0, (1, 1)), (0, (3, 1, 3, 3)), (0, (6, 1, 1, 1)))
+
+
+def sequential_colors(k: int) -> list[str]:
+    """``k`` colours in order of one quantity (n = 1, 10, ..., 10,000): viridis from dark purple to
+    green (its light yellow end, unreadable on white, left out), so that a reader sees the order
+    and any two of up to six differ clearly, with each colour vision (a hue pair such as blue and
+    sky blue does not). Pair them with :data:`SERIES_MARKERS` for a second cue."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    from matplotlib.colors import to_hex
+
+    cmap = mpl.colormaps["viridis"]
+    return [to_hex(cmap(x)) for x in (np.linspace(0.0, 0.82, k) if k > 1 else [0.0])]
 
 
 def series_style(i: int) -> tuple[str, str]:

@@ -470,3 +470,18 @@ def test_layout_problems_catch_a_literal_underscore_subscript():
     ax.legend(loc="lower right")
     assert not any("literal underscore" in p for p in plotting.layout_problems(fig))
     plt.close(fig)
+
+
+def test_sequential_colors_step_clearly_in_lightness_and_hue():
+    """Figure 5.1's n = 1 (blue) and n = 10,000 (sky blue) were hard to tell apart: the sequential palette
+    darkens with the index in clear steps, and any two of six stay >= 12 CIELAB units apart with each
+    colour vision."""
+    cols = plotting.sequential_colors(6)
+    assert len(set(cols)) == 6
+    lightness = [_lab(c, "normal")[0] for c in cols]
+    assert all(b - a >= 8 for a, b in zip(lightness, lightness[1:])), lightness
+    for vision in _CVD:
+        assert _closest_pair(cols, vision) >= 12, vision
+    assert _closest_pair([plotting.SERIES_COLORS[0], plotting.SERIES_COLORS[5]], "normal") > 0  # sanity
+    with pytest.raises(ValueError):
+        plotting.sequential_colors(0)
