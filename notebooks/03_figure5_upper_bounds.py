@@ -225,9 +225,9 @@ def draw_panel(ax, mech, n, inset=False):
         k = NS.index(N)  # one line style and marker per N besides the shade, so the N's can be told apart
         pf.plot_curve(ax, ub["alpha"], ub["beta"], "upper", None, color=N_SHADES[N], linewidth=1.8, zorder=4,
                       linestyle=plotting.SERIES_LINESTYLES[k + 1])
-        if not inset:
+        if not inset:  # nested, hollow markers (largest first): where two N's read out at one point both show
             ax.plot([readout[(mech, n, N)]], [FNR_READ], plotting.SERIES_MARKERS[k], color=N_SHADES[N],
-                    markersize=5.5, zorder=5)
+                    markersize=9.5 - 1.8 * k, markerfacecolor="none", markeredgewidth=1.5, zorder=5 + k)
     if not inset:
         ax.plot([pf.fpr_at_fnr(c["alpha"], c["beta"], FNR_READ)], [FNR_READ], "o",
                 color=plotting.COLORS["sgm_claim"], markersize=4, zorder=5)
@@ -254,7 +254,7 @@ for i, (mech, q) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
             ax.indicate_inset_zoom(ins, edgecolor="#888888")
 handles = [plt.Line2D([], [], color=plotting.COLORS["sgm_claim"], label=r"SGM claim (same $q$, $\sigma=10$)")]
 handles += [plt.Line2D([], [], color=N_SHADES[N], linestyle=plotting.SERIES_LINESTYLES[k + 1], linewidth=1.8,
-                       marker=plotting.SERIES_MARKERS[k], label=rf"$\bar f$, N = {plotting.thousands(N)}")
+                       marker=plotting.SERIES_MARKERS[k], markerfacecolor="none", label=rf"$\bar f$, N = {plotting.thousands(N)}")
             for k, N in enumerate(NS)]
 handles += [plt.Line2D([], [], color=G_SHADES[NS[2]], linewidth=1.0, label="exact guarantee (thin, same colour per N)")]
 fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)

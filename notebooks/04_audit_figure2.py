@@ -213,7 +213,7 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
             ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
     handles, _ = axes[row, 1].get_legend_handles_labels()
     handles += [plt.Line2D([], [], color="#555555", linestyle=":", label="SGM claim (same colour)")]
-    handles += [plotting.offscale_handle(label="ε_L = 0 (off scale)")] if off else []
+    handles += [plotting.offscale_handle(label=r"$\varepsilon_L = 0$ (off scale)")] if off else []
     axes[row, 1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5))
 fig.suptitle(f"Audited one-round leakage, n = {N_DIM}, σ = {SIGMA:g}, C = {C:g}\n"
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})")
@@ -272,7 +272,7 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
             ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0, 0].get_legend_handles_labels()
 if off["low"] or off["high"]:
-    handles.append(plotting.offscale_handle(label="off scale (▼ ε_L = 0, ▲ ∞)"))
+    handles.append(plotting.offscale_handle(label=r"off scale (▼ $\varepsilon_L = 0$, ▲ ∞)"))
 fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                        "sigma": SIGMA, "C": C, "delta": DELTA})

@@ -133,12 +133,15 @@ for _m, _q in (("asgm", 0.7), ("easgm", 0.05)):  # the paper's two settings, aga
 # %%
 alpha = np.linspace(0.0, 1.0, 801)
 titles = [f"{m.upper()}, q = {q:g}" for m, q in SETTINGS]
-fig, axes = pf.new_grid(2, len(SETTINGS), panel=3.4)
-shade = [plotting.series_style(k)[0] for k in range(len(N_DIMS))]  # one colour per n, told apart (not shades)
-for row, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("optimal", "optimal distinguisher"))):
-    for col, (mech, q) in enumerate(SETTINGS):
+# one row per setting, one column per distinguisher: two panels side by side are 3.4 in wide each, so
+# their text is shown at its size (three were ~110 px apiece on the page)
+fig, axes = pf.new_grid(len(SETTINGS), 2, panel=3.4)
+# one colour per n in the order of n (dark to light, viridis) and a marker and line style per n: told apart
+shade = plotting.sequential_colors(len(N_DIMS))
+for col, (label, name) in enumerate(((NORMALITY, "normality distinguisher"), ("optimal", "optimal distinguisher"))):
+    for row, (mech, q) in enumerate(SETTINGS):
         ax = axes[row, col]
-        ax.set_title(f"{titles[col]} (claim ε = {claim[q]:.2g})\n{name}")
+        ax.set_title(f"{titles[row]} (claim ε = {claim[q]:.2g})\n{name}")
         ax.plot(alpha, eps_delta_tradeoff(alpha, claim[q], DELTA), color=plotting.COLORS["sgm_claim"], linewidth=1.8,
                 label="SGM claim")
         for k, (c, n) in enumerate(zip(shade, N_DIMS)):
@@ -151,7 +154,7 @@ handles = [plt.Line2D([], [], color=plotting.COLORS["sgm_claim"], linewidth=1.8,
 handles += [plt.Line2D([], [], color=c, linestyle=plotting.SERIES_LINESTYLES[k], marker=plotting.SERIES_MARKERS[k],
                        label=f"audit, n = {n:,}") for k, (c, n) in enumerate(zip(shade, N_DIMS))]
 fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False)
-fig.suptitle(f"Audited (ε, δ = 1e-5) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g}\n"
+fig.suptitle(f"Audited (ε, δ = 10⁻⁵) curves, N = {N_SET}, σ = {SIGMA:g}, C = {C:g}\n"
              f"({MODE} mode, {TRIALS:,} trials/point, seed {SEED})")
 pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                       "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS,
@@ -165,9 +168,9 @@ pf.show_figure(fig, "05_fig3_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 # $(\varepsilon,\delta)$ curve $f_{\varepsilon_{\text{claim}},\delta}$ (black) and the
 # audited curves $f_{\varepsilon_L,\delta}$ for the six output dimensions (one colour, dash
 # and marker per $n$, $n = 1$ to {glue:text}`nb05_nmax`); the dots are the upper confidence limits $(\alpha_r, \beta_r)$ of
-# each audit's FPR and FNR, the corner that certifies $\varepsilon_L$. Top row: the
-# paper's normality distinguisher (chi-square test, probability-weighted votes); bottom
-# row: the optimal distinguisher. A curve below the black one is an audit that violates
+# each audit's FPR and FNR, the corner that certifies $\varepsilon_L$. One row per setting; left
+# column: the paper's normality distinguisher (chi-square test, probability-weighted votes); right
+# column: the optimal distinguisher. A curve below the black one is an audit that violates
 # the claim. $N = 4$, $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, synthetic worst-case
 # gradients; device {glue:text}`nb05_device`, {glue:text}`nb05_trials` counted trials
 # per point (as many calibration rounds), 95% Clopper-Pearson intervals.
@@ -207,7 +210,7 @@ for ax, (mech, q) in zip(axes, SETTINGS):
 axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0].get_legend_handles_labels()
 if off["low"] or off["high"]:
-    handles.append(plotting.offscale_handle(label="off scale (▼ ε_L = 0, ▲ ∞)"))
+    handles.append(plotting.offscale_handle(label=r"off scale (▼ $\varepsilon_L = 0$, ▲ ∞)"))
 fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                     "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})

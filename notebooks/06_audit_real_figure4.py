@@ -204,7 +204,7 @@ nd = TRIALS // 2
 CEILING = eps_lower(cp_upper(0, nd), cp_upper(0, TRIALS - nd), DELTA)  # no error at all: the largest eps_L
 # each panel as wide as its audits need (the MNIST panel has the denoisers' bars too)
 WIDTHS = [max(1, sum(1 for row in rows if row["panel"] == name)) for name in DATASETS]
-fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 4.4), sharey=True, layout="constrained",
+fig, axes = plt.subplots(1, 3, figsize=(plotting.FIG_WIDTH, 5.0), sharey=True, layout="constrained",
                          gridspec_kw={"width_ratios": WIDTHS})
 #: tick names of the methods (the caption spells them out)
 SHORT = {"DPSGD-HF / DP-FETA / PrivImage": "all 3", "DPSGD-HF": "HF", "DP-FETA": "FETA", "PrivImage": "PrivIm",
@@ -224,8 +224,9 @@ for ax, name in zip(axes, DATASETS):
     claims = [row["result"]["eps_claimed"] if row["result"] else np.nan for row in pts]
     pos += [v for v in claims if np.isfinite(v) and v > 0]
     ax.hlines(claims, x - 0.42, x + 0.42, colors=plotting.COLORS["sgm_claim"], linewidth=2, label="SGM claim")
-    ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
-    ax.set_xticks(x, [f"{SHORT.get(row['method'], row['method'])}\nq={row['q']:g}" for row in pts])
+    ax.axhline(CEILING, color="#999999", ls=":", label=rf"largest certifiable $\varepsilon_L$ ({TRIALS:,} trials)")
+    # one line per tick, turned upright: side by side, two-line names ran into each other in the MNIST panel
+    ax.set_xticks(x, [f"{SHORT.get(row['method'], row['method'])}, q = {row['q']:g}" for row in pts], rotation=90)
     ax.set_xlim(-0.6, len(pts) - 0.4)
     used, _, source = SOURCES[name]
     kind = {DS.SOURCE_FULL: "full dataset", DS.SOURCE_BUNDLED: "bundled real points"}.get(source, source)
@@ -234,7 +235,7 @@ for ax, name in zip(axes, DATASETS):
 axes[0].set_ylim(min(pos) / 3, CEILING * 2)
 axes[0].set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 handles, labels = axes[0].get_legend_handles_labels()
-handles.append(plotting.offscale_handle(label="ε_L = 0 (off scale)"))
+handles.append(plotting.offscale_handle(label=r"$\varepsilon_L = 0$ (off scale)"))
 plotting.figure_legend(fig, handles, ncol=2)
 REAL = all(src in (DS.SOURCE_FULL, DS.SOURCE_BUNDLED) for _, _, src in SOURCES.values())
 fig.suptitle(f"One DP-SGD step on {N + 1} {'real ' if REAL else ''}points per dataset, |D| = {N}, C = {C}, "
@@ -252,7 +253,7 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 # PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$. Tick
 # names: HF = DPSGD-HF with the CNN; FETA and PrivIm = DP-FETA and PrivImage with their own
 # denoisers; "all 3" = the CNN standing for the three where their denoisers are not audited
-# (the table below names every audit's model). With
+# (the table above names every audit's model). With
 # $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$, on a log $\varepsilon$ axis;
 # markers: the two distinguishers (a ▼ at the bottom edge: $\varepsilon_L = 0$); black ticks: the
 # SGM claim's $\varepsilon$. Of the

@@ -144,7 +144,9 @@ _g("new_version", R_NEW and R_NEW["version"])
 _g("new_eps_opt", R_NEW and f"{R_NEW['eps_lower'][OPT]:.2f}")
 _g("new_eps_norm", R_NEW and f"{R_NEW['eps_lower'][NORM]:.2f}")
 _g("new_real", R_NEW and f"{R_NEW['inputs']['real_rounds']:,}")
-_g("old_error", ERRORS.get("opacus-1.0.2"), missing="none")
+# the end of the caption's last sentence: a clause only when Opacus 1.0.2 failed ("error, if any: none" read oddly)
+_g("old_error_end", None if ERRORS.get("opacus-1.0.2") is None else f"; Opacus 1.0.2 failed: {ERRORS['opacus-1.0.2']}.",
+   missing=".")
 
 # %% [markdown]
 # The audited points are {glue:text}`nb07_data_detail`. Opacus {glue:text}`nb07_version`
@@ -182,7 +184,7 @@ for k, (impl, hatch) in enumerate([("opacus-1.0.2", None), ("opacus-installed", 
 claim = (R or R_NEW or {}).get("eps_claimed")
 if claim is not None:
     ax.axhline(claim, color=plotting.COLORS["sgm_claim"], lw=2, label=f"SGM claim ε = {claim:.3g}")
-ax.axhline(CEILING, color="#999999", ls=":", label=f"largest certifiable ε_L ({TRIALS:,} trials)")
+ax.axhline(CEILING, color="#999999", ls=":", label=rf"largest certifiable $\varepsilon_L$ ({TRIALS:,} trials)")
 ax.set_xticks(x, ["optimal distinguisher", "normality distinguisher"])
 ax.set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 ax.set_ylim(0, CEILING * 1.35)
@@ -214,7 +216,7 @@ _saved = save_result(
 # {glue:text}`nb07_rounds` rounds, {glue:text}`nb07_real_rounds` were real Opacus
 # {glue:text}`nb07_version` steps and {glue:text}`nb07_new_real` real steps of the installed
 # release; the rest were drawn from the FEASGM mechanism with the same gradients, after the
-# steps passed the check. Opacus 1.0.2 error, if any: {glue:text}`nb07_old_error`.
+# steps passed the check{glue:text}`nb07_old_error_end`
 # ```
 #
 # Both distinguishers certify far more leakage than the claim allows: the step divides by

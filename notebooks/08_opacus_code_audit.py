@@ -181,7 +181,7 @@ latest = {}
 for r in releases:
     latest[(r["generation"], r["mechanism"])] = r
 for (gen, _), r in latest.items():
-    print(f"opacus v{r['version']} ({gen}): {r['normalisation']} -> {r['mechanism']}")
+    print(f"opacus v{r['version']} ({gen}): {r['normalisation']} → {r['mechanism']}")
     for e in r["evidence"]:
         print(f"    {e['file']}:{e['line']:<5d} {e['code']}")
     print()
@@ -246,7 +246,7 @@ for run in live["runs"]:
     print(f"{run['kind']:>6s} run (noise multiplier {run['noise_multiplier']}, {run['dim']} weights):")
     for b in run["batches"]:
         print(f"    |B| = {b['batch_size']}: divisor {b['divisor']:.4f}  matches {', '.join(b['matches']) or 'none'}")
-print(f"verdict: divides by {oc.DIVISOR.get(live['verdict'], live['verdict'])} -> {live['mechanism']}")
+print(f"verdict: divides by {oc.DIVISOR.get(live['verdict'], live['verdict'])} → {live['mechanism']}")
 expected = by_version.get(live["opacus"])
 if expected is not None:
     assert live["verdict"] == expected["normalisation"], (live["verdict"], expected["normalisation"])

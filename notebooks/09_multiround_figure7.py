@@ -256,9 +256,12 @@ for ax, n in zip(axes[0], N_PARAMS):
         ax.set_yticks([10.0 ** -k for k in range(0, 301, 50)])
         ax.minorticks_off()
         ax.set_ylabel("FNR (β), log scale")
-        for ln in ax.get_lines():  # β = 0 is left out on purpose (NaN), not dropped silently by the log axis
+        # β = 0 (at α = 1) and β below the axis's floor are left out on purpose (NaN), never drawn at the floor,
+        # and the axis label says so
+        ax.set_xlabel("FPR (α); β = 0 (α = 1) and β < 10⁻³⁰⁰ not drawn")
+        for ln in ax.get_lines():
             y = np.asarray(ln.get_ydata(), dtype=float)
-            ln.set_ydata(np.where(y > 0, y, np.nan))
+            ln.set_ydata(np.where(y >= 1e-300, y, np.nan))
 pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": N_SMALL, "q": Q, "sigma": SIGMA,
                                    "n": N_PARAMS, "max_length": MAX_LENGTH, "n_deltas": N_DELTAS})
 

@@ -435,7 +435,8 @@ weak_ad = [r["B"] for r in scan if r["addition_weak"]]
 changes = [r["B"] for r in scan if r["rate_changes"]]
 fig, ax = plt.subplots(figsize=(plotting.FIG_WIDTH, 2.2), constrained_layout=True)
 ax.vlines(weak_rm, 0.55, 0.95, color=plotting.COLORS["upper"], linewidth=1.2, label="removal: floors differ")
-ax.vlines(weak_ad, 0.05, 0.45, color=plotting.COLORS["feasgm"], linewidth=1.2, label="addition: floors differ")
+# blue against vermillion (brown was too close to vermillion to tell apart)
+ax.vlines(weak_ad, 0.05, 0.45, color=plotting.COLORS["guarantee"], linewidth=1.2, label="addition: floors differ")
 ax.vlines(changes, 0.0, 1.0, color=plotting.COLORS["simulation"], linewidth=0.6, alpha=0.6,
           label="a neighbour gets another sampling rate")
 ax.set_yticks([])

@@ -263,7 +263,7 @@ for key, R in AUDITS.items():
           f"{R['normaliser_found']}, path {R['path']}" + (" (cached)" if R.get("cached") else "")
           + f", {SECONDS[key]:.0f} s")
     if R.get("check"):
-        print(f"   check: {R['check']['tests']} KS tests, smallest p = {R['check']['min_p']:.3f} -> "
+        print(f"   check: {R['check']['tests']} KS tests, smallest p = {R['check']['min_p']:.3f}, so the check "
               f"{'passed' if R['check']['passed'] else 'FAILED'}")
 DETAIL = next((R["inputs"]["data_detail"] for R in AUDITS.values() if R and R.get("inputs")), None)
 for key, R in AUDITS.items():  # the KS check of the real steps against the documented mechanism
@@ -317,7 +317,7 @@ for ax, top in zip(axes, (ceiling * 1.25, max(0.4, 2.2 * EPS_CLAIM))):
                         arrowprops={"arrowstyle": "->", "color": colors[k], "lw": 1.8})
     ax.axhline(EPS_CLAIM, color=plotting.COLORS["sgm_claim"], linewidth=1.8, label=f"SGM claim ε = {EPS_CLAIM:.3f}")
     if ceiling < top:
-        ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=1.0, label="largest certifiable ε_L")
+        ax.axhline(ceiling, color="#999999", linestyle="--", linewidth=1.0, label=r"largest certifiable $\varepsilon_L$")
     ax.set_ylim(-0.02 * top, top)
     ax.set_xlim(-0.6, len(keys) - 0.4)
     ax.set_xticks(range(len(keys)), [f"{short[k]}\n{label[lab]}" for k, lab in keys], fontsize=9)
@@ -378,7 +378,9 @@ glue("nb11_upper_ends", "were not computed in this mode" if BELOW is None else (
      display=False)
 glue("nb11_verdict", "not computed" if FIX_HOLDS is None else (
     "stays within the claim for both distinguishers" if FIX_HOLDS else "exceeds the claim"), display=False)
-print(f"fixed within claim: {FIX_HOLDS}; release above claim: {RELEASE_FAILS}")
+_yes_no = {True: "yes", False: "no", None: "not computed"}
+print(f"the fixed step stays within the claim: {_yes_no[FIX_HOLDS]}; "
+      f"the release as shipped goes above the claim: {_yes_no[RELEASE_FAILS]}")
 
 # %% [markdown]
 # What the audit shows. For the release as shipped,

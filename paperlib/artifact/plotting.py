@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ import numpy as np  # noqa: E402
 
 __all__ = ["COLORS", "LINESTYLES", "SERIES_COLORS", "SERIES_MARKERS", "SERIES_LINESTYLES", "FIGURES_ENV",
            "DPI", "MIN_PNG_PX", "MIN_FONT_PT", "BOOK_WIDTH_IN", "BOOK_RC", "apply_style", "figures_dir",
-           "new_axes", "savefig", "series_style", "series_kw", "plot_log_series", "offscale_handle",
+           "new_axes", "savefig", "series_style", "sequential_colors", "series_kw", "plot_log_series", "offscale_handle",
            "thousands", "min_display_font_pt", "layout_problems", "fit_titles", "grow_to_fit", "figure_legend", "legend_below",
            "MIN_FONT_KEY"]
 
@@ -128,6 +129,19 @@ SERIES_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "<", "*")
 #: Line styles of series 0, 1, 2, ... (a third cue for lines without markers).
 SERIES_LINESTYLES: tuple = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 2)),
                             (0, (1, 1)), (0, (3, 1, 3, 3)), (0, (6, 1, 1, 1)))
+
+
+def sequential_colors(k: int) -> list[str]:
+    """``k`` colours in order of one quantity (n = 1, 10, ..., 10,000): viridis from dark purple to
+    green (its light yellow end, unreadable on white, left out), so that a reader sees the order
+    and any two of up to six differ clearly, with each colour vision (a hue pair such as blue and
+    sky blue does not). Pair them with :data:`SERIES_MARKERS` for a second cue."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    from matplotlib.colors import to_hex
+
+    cmap = mpl.colormaps["viridis"]
+    return [to_hex(cmap(x)) for x in (np.linspace(0.0, 0.82, k) if k > 1 else [0.0])]
 
 
 def series_style(i: int) -> tuple[str, str]:
@@ -564,6 +578,10 @@ def _tick_label_drawn(ax, axis, tick) -> bool:
     return bool(np.isfinite(v) and lo - 1.0 <= v <= hi + 1.0)
 
 
+#: A letter, an underscore and a letter or digit outside mathtext: "ε_L" drawn with its underscore.
+_LITERAL_SUBSCRIPT = re.compile(r"[^\W\d_]_[^\W_]")
+
+
 def layout_problems(fig) -> list[str]:
     """What a reader of the saved PNG would see wrong, from the drawing's bounding boxes.
 
@@ -580,6 +598,9 @@ def layout_problems(fig) -> list[str]:
     * **a value drawn at 0**: a finite value <= 0 plotted in data coordinates on a log axis
       (matplotlib drops it silently), or a positive value below 1/20 of a symlog axis's linear
       threshold (drawn indistinguishable from 0);
+    * **tick labels on each other**: two drawn tick labels of one axis whose boxes overlap
+      (long category names side by side);
+    * **a literal subscript**: a text such as ``"ε_L"`` outside ``$...$`` (drawn with its underscore);
     * **small text**: a text below :data:`MIN_FONT_PT` (8 pt) at the book's display width
       (:func:`min_display_font_pt`).
     """
@@ -601,6 +622,26 @@ def layout_problems(fig) -> list[str]:
         bb = t.get_window_extent(r)
         if bb.x0 < -1 or bb.y0 < -1 or bb.x1 > W + 1 or bb.y1 > H + 1:
             out.append(f"text clipped by the figure's edge: {t.get_text()[:40]!r}")
+    for ax in fig.axes:  # tick labels of one axis on each other ("q=0.005q=0.5", "PrivImPrivIm")
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            for which in ("label1", "label2"):
+                boxes = []
+                for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                    t = getattr(tick, which)
+                    if (id(t) in hidden or not t.get_visible() or not t.get_text().strip()
+                            or not _tick_label_drawn(ax, axis, tick)):
+                        continue
+                    boxes.append((t.get_window_extent(r), t.get_text()))
+                for i, (b1, t1) in enumerate(boxes):
+                    for b2, t2 in boxes[i + 1:]:
+                        if (min(b1.x1, b2.x1) - max(b1.x0, b2.x0) > 0.5 and min(b1.y1, b2.y1) - max(b1.y0, b2.y0) > 0.5):
+                            out.append(f"tick labels on each other on the {name} axis: {t1[:30]!r} and {t2[:30]!r}")
+    for t in _texts(fig):  # "ε_L" typed as text shows its underscore: subscripts belong in $...$ (mathtext)
+        if id(t) in hidden or not t.get_visible():
+            continue
+        plain = re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", t.get_text())
+        if _LITERAL_SUBSCRIPT.search(plain):
+            out.append(f"a literal underscore subscript in {t.get_text()[:40]!r} (write it as $x_L$)")
     legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
     for leg in legends:
         if not isinstance(leg, Legend) or not leg.get_visible():
@@ -670,7 +711,7 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     sidecar also records ``png_px`` (width, height), ``dpi``, ``vector`` (the PDF's file
     name), ``min_font_pt`` (the smallest displayed font size) and ``layout_problems``
     (:func:`layout_problems`: clipped text, a legend over data, off-scale markers on each
-    other, a value drawn at 0 on a log or symlog axis, text below 8 pt; the book's tests
+    other, tick labels on each other, a value drawn at 0 on a log or symlog axis, text below 8 pt; the book's tests
     require it empty).
 
     Returns

@@ -133,13 +133,23 @@ def _sig(f: float, digits: int) -> str:
     return f"{f:.{max(digits - 1, 0)}e}"
 
 
+#: A number in e-notation ("1e-05", "2.5e+3"): a browser breaks a line after its hyphen ("δ = 1e-" /
+#: "05" in a narrow header), so it is kept on one line.
+_E_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+−]\d+(?![\w.])")
+
+
+def _keep_numbers_whole(escaped: str) -> str:
+    return _E_NUMBER.sub(lambda m: f'<span style="white-space:nowrap">{m.group(0)}</span>', escaped)
+
+
 def _cell_html(text: str, markup: bool) -> str:
     if not markup:
-        return html.escape(text)
+        return _keep_numbers_whole(html.escape(text))
     out = []
     for i, part in enumerate(text.split("`")):  # odd parts are code
         part = html.escape(part)
-        out.append(f"<code>{part}</code>" if i % 2 else re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part))
+        out.append(f"<code>{part}</code>" if i % 2
+                   else _keep_numbers_whole(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)))
     return "".join(out)
 
 

@@ -118,6 +118,21 @@ def run_chunk(call: dict) -> dict:
         return runners.run_steps(**call)
 
 
+def quiet_distributed_logs() -> None:
+    """Distributed's loggers in this process at WARNING at least: its INFO lines ("Scheduler at:
+    tcp://127.0.0.1:...", "dashboard at", "Start Nanny at", "Receive client connection: Client-...")
+    are not for a reader, and where the root logger has an INFO handler (a Jupyter kernel, a library
+    that called ``logging.basicConfig``) they propagate to it and land in a notebook's stderr.
+    ``LocalCluster(silence_logs=...)`` silences only distributed's own handler, not that propagation."""
+    import logging
+
+    names = ["distributed"] + [n for n in list(logging.root.manager.loggerDict) if n.startswith("distributed.")]
+    for name in names:
+        lg = logging.getLogger(name)
+        if lg.level < logging.WARNING:  # NOTSET (0) inherits from "distributed", set here
+            lg.setLevel(logging.WARNING)
+
+
 def _local_client(workers: int):
     if _LOCAL.get("workers") == workers and _LOCAL["client"].status == "running":
         return _LOCAL["client"]
@@ -133,6 +148,7 @@ def _local_client(workers: int):
     # only at CRITICAL: a step that raises (a planted wheel) is re-raised here, in one line, not logged twice
     scratch = tempfile.mkdtemp(prefix="paperlib-dask-")
     logging.getLogger("distributed.diskutils").setLevel(logging.ERROR)  # the scheduler's purge of others' stale locks
+    quiet_distributed_logs()
     with dask.config.set({"temporary-directory": scratch}):  # the scheduler's workspace too, not /tmp/dask-scratch-space
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.CRITICAL, local_directory=scratch)

@@ -35,8 +35,8 @@ per problem, each naming the page and the broken thing:
   book's source checkout, ``/home/``, ``/work/``, ``/tmp/``, ``/root/``, ``/Users/``;
 * at each width of :data:`VIEWPORTS` (1,280 and 390 CSS px): an element of the article that
   reaches beyond the viewport and is not inside a container that scrolls sideways (a cut
-  table column, equation or caption); a table header broken inside a word (its cell
-  narrower than its longest word); from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
+  table column, equation or caption); a table header, or code in a table cell, broken inside a
+  word (its cell narrower than its longest word); from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
   does not fit its column (it may scroll sideways on a phone only); a figure whose smallest text is below
   :data:`MIN_FIGURE_FONT_PT` (8 pt) at its displayed width (:func:`figure_font_problems`:
   from the PNG's dpi and recorded smallest font, or the SVG's font sizes).
@@ -286,8 +286,9 @@ async ([mathjaxTimeout, wideViewport]) => {
     faults.push(`<${el.tagName.toLowerCase()}> reaches ${Math.round(r.left)}..${Math.round(r.right)} px, outside the ` +
                 `${vw} px viewport and not inside a scroll container: ${excerpt(el.textContent)}`);
   }
-  // a word of a header cell split over two lines (cell narrower than its longest word)
-  for (const th of art.querySelectorAll("th")) {
+  // a word of a header cell, or of code in a table cell, split over two lines (cell narrower than its
+  // longest word: "privacy_en / gine.py:28 / 4", "p.gra / d *=")
+  for (const th of art.querySelectorAll("th, td code")) {
     if (!th.getBoundingClientRect().width) continue;
     const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
     let broken = null;
@@ -301,7 +302,8 @@ async ([mathjaxTimeout, wideViewport]) => {
         if (tops.size > 1) broken = m[0];
       }
     }
-    if (broken) faults.push(`table header broken inside the word "${broken}" at ${vw} px: "${excerpt(th.textContent)}"`);
+    if (broken) faults.push(`table ${th.tagName === "TH" ? "header" : "code cell"} broken inside the word "${broken}" ` +
+                            `at ${vw} px: "${excerpt(th.textContent)}"`);
   }
   const figures = [];
   for (const img of art.querySelectorAll("img")) {

@@ -32,3 +32,38 @@ def test_source_is_clean_and_paired(src):
     assert not CONTROL.findall(json.dumps(nb, ensure_ascii=False).replace("\\n", ""))
     outputs = [c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not o for o in outputs), f"{twin.name} is committed with outputs"
+
+
+def _boolean_names(tree) -> set[str]:
+    """Names a notebook assigns a truth value: ``X = all(...)``, ``any(...)``, a comparison, ``not ...``
+    (also as either branch of ``... if ... else ...``)."""
+    import ast
+
+    def boolean(v) -> bool:
+        if isinstance(v, ast.IfExp):
+            return boolean(v.body) or boolean(v.orelse)
+        return (isinstance(v, ast.Compare) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not))
+                or (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in ("all", "any", "bool")))
+
+    return {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and boolean(node.value)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
+def test_printed_lines_speak_words_not_python(src):
+    """A reader sees "yes"/"no" and "so", not Python's True/False or an ASCII "->" (chapter 11 printed
+    "fixed within claim: True" and "smallest p = 0.304 -> passed")."""
+    import ast
+
+    tree = ast.parse(src.read_text(encoding="utf-8"))
+    flags = _boolean_names(tree)
+    bad = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"):
+            continue
+        for part in ast.walk(node):
+            if isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id in flags:
+                bad.append(f"line {node.lineno}: prints the truth value {part.value.id} as True/False")
+            if isinstance(part, ast.Constant) and isinstance(part.value, str) and " -> " in part.value:
+                bad.append(f"line {node.lineno}: prints an ASCII arrow '->' (write '→' or 'so')")
+    assert not bad, f"{src.name}: " + "; ".join(bad)

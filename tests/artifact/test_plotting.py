@@ -432,3 +432,56 @@ def test_fit_titles_keeps_a_centred_title_inside_the_canvas():
     assert plotting.fit_titles(fig) >= 1
     assert plotting.layout_problems(fig) == []
     matplotlib.pyplot.close(fig)
+
+
+def test_layout_problems_catch_tick_labels_on_each_other(tmp_path, monkeypatch):
+    """Figure 6.1's x tick labels ran into each other ("q=0.005q=0.5", "PrivImPrivIm"): two tick labels of
+    one axis whose boxes overlap are a layout problem, recorded by savefig; rotated labels are not."""
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(plotting.FIGURES_ENV, str(tmp_path))
+    names = [f"PrivImage\nq={q:g}" for q in (0.005, 0.5, 0.7, 0.8, 0.005, 0.5, 0.7, 0.8)]
+    fig, ax = plt.subplots(figsize=(3.0, 2.5), layout="constrained")
+    ax.plot(range(len(names)), range(len(names)))
+    ax.set_xticks(range(len(names)), names)
+    probs = plotting.layout_problems(fig)
+    assert any("tick labels on each other on the x axis" in p and "PrivImage" in p for p in probs), probs
+    plotting.savefig(fig, "ticks_overlap")
+    side = json.loads((tmp_path / "ticks_overlap.json").read_text())
+    assert any("tick labels on each other" in p for p in side["layout_problems"])
+    ax.set_xticks(range(len(names)), names, rotation=90)
+    assert not any("tick labels" in p for p in plotting.layout_problems(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4.0, 3.0), layout="constrained")  # ordinary numeric ticks: no problem
+    ax.plot([0, 1], [0, 1])
+    assert not any("tick labels" in p for p in plotting.layout_problems(fig))
+    plt.close(fig)
+
+
+def test_layout_problems_catch_a_literal_underscore_subscript():
+    """Legends of Figures 4.1-7.1 showed "ε_L" with its underscore; "$\\varepsilon_L$" (mathtext) is fine."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.0, 3.0), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="largest certifiable ε_L (100 trials)")
+    ax.legend(loc="lower right")
+    assert any("literal underscore" in p and "ε_L" in p for p in plotting.layout_problems(fig))
+    ax.get_lines()[0].set_label(r"largest certifiable $\varepsilon_L$ (100 trials), 1e-5")
+    ax.legend(loc="lower right")
+    assert not any("literal underscore" in p for p in plotting.layout_problems(fig))
+    plt.close(fig)
+
+
+def test_sequential_colors_step_clearly_in_lightness_and_hue():
+    """Figure 5.1's n = 1 (blue) and n = 10,000 (sky blue) were hard to tell apart: the sequential palette
+    darkens with the index in clear steps, and any two of six stay >= 12 CIELAB units apart with each
+    colour vision."""
+    cols = plotting.sequential_colors(6)
+    assert len(set(cols)) == 6
+    lightness = [_lab(c, "normal")[0] for c in cols]
+    assert all(b - a >= 8 for a, b in zip(lightness, lightness[1:])), lightness
+    for vision in _CVD:
+        assert _closest_pair(cols, vision) >= 12, vision
+    assert _closest_pair([plotting.SERIES_COLORS[0], plotting.SERIES_COLORS[5]], "normal") > 0  # sanity
+    with pytest.raises(ValueError):
+        plotting.sequential_colors(0)

@@ -83,3 +83,12 @@ def test_markdown_table_html_wraps_too():
 
     h = markdown_table(["a", "b"], [[1.23456, "x"]])._repr_html_()
     assert "overflow-x:auto" in h and "white-space:nowrap" in h and ">1.235<" in h
+
+
+def test_e_notation_is_kept_on_one_line_in_headers_and_cells():
+    """The header "ε at δ = 1e-05" broke after its hyphen (chapter 11 at 1,280 px, chapter 10 at 390 px)."""
+    out = tables.render_html(["step", "ε at δ = 1e-05"], [["a", "x 2.5e+3 y"]])
+    assert '<span style="white-space:nowrap">1e-05</span>' in out
+    assert '<span style="white-space:nowrap">2.5e+3</span>' in out
+    plain = tables.render_html(["name"], [["file-name", "e-5"]])
+    assert "nowrap\">e" not in plain and "nowrap\">file" not in plain

@@ -254,3 +254,25 @@ def test_full_mode_estimate_bad_input(kw, msg):
         full_mode_estimate(work, {}, workers=2)
     with pytest.raises(ValueError, match="per_step_costs"):
         full_mode_estimate(work, {("dpsur", "tiny"): float("nan")}, workers=2)
+
+
+def test_local_cluster_logs_nothing_at_info_even_with_a_root_info_handler():
+    """Chapter 11's audit showed distributed's INFO lines ("Scheduler at: tcp://127.0.0.1:...", "Start
+    Nanny at", "Receive client connection: Client-...") in the notebook: the kernel's root logger had an
+    INFO handler and distributed's loggers propagated to it. The cluster path the notebooks use
+    (run_chunks -> _local_client) must emit nothing below WARNING, starting or closing."""
+    pytest.importorskip("distributed")
+    code = ("import logging\n"
+            "logging.basicConfig(level=logging.INFO, format='%(levelname)s %(name)s %(message)s')\n"
+            "from paperlib.implementations import parallel\n"
+            "client = parallel._local_client(2)\n"
+            "assert client.status == 'running'\n"
+            "parallel.close_cluster()\n"
+            "print('done')\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("done")
+    noisy = [ln for ln in out.stderr.splitlines() if ln.startswith(("INFO", "DEBUG")) or "Scheduler at" in ln
+             or "Nanny" in ln or "dashboard at" in ln.lower() or "Client-" in ln]
+    assert not noisy, "\n".join(noisy[:10])
