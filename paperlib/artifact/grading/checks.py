@@ -352,6 +352,32 @@ def _compare_gaps(hi: dict, lo: dict) -> str:
     return step_against((l_l - c_l, u_l - c_l), (l_h - c_h, u_h - c_h), +1)
 
 
+def _gap_tally() -> dict:
+    """Per-panel outcomes of one gap statement: panels compared, evidenced, and the panels where the
+    gap is reversed beyond the intervals, reversed within them, or larger only within them."""
+    return {"tot": 0, "n": 0, "beyond": [], "within": [], "with": []}
+
+
+def _tally_gap(t: dict, panel: str, outcome: str) -> None:
+    """Record :func:`_compare_gaps`'s ``outcome`` for ``panel`` in tally ``t``."""
+    t["tot"] += 1
+    t["n"] += outcome == "evidenced"
+    if outcome in ("beyond", "within", "with"):
+        t[outcome].append(panel)
+
+
+def _gap_part(statement: str, t: dict) -> dict:
+    """The graded part of one gap statement from its tally: violated by a reversal beyond the
+    intervals, partly reproduced where the intervals do not show it."""
+    und = t["with"] + t["within"]
+    return part(statement, not t["beyond"],
+                f"{t['n']}/{t['tot']} panels beyond the intervals"
+                + (f"; reversed beyond the intervals: {', '.join(t['beyond'])}" if t["beyond"] else "")
+                + (f"; larger only within them: {', '.join(t['with'])}" if t["with"] else "")
+                + (f"; reversed within them: {', '.join(t['within'])}" if t["within"] else ""),
+                partial=f"the intervals do not show it at {', '.join(und)}" if und else None)
+
+
 def check_fig4(rd: Path) -> dict:
     """Fig. 4 (Section 5.3: DPSUR as ASGM, DPSGD-HF / DP-FETA / PrivImage as EASGM through
     Opacus v0.15.0; MNIST, FMNIST, CIFAR-10; |D| = 4). The paper's statements, each graded with
@@ -422,43 +448,22 @@ def check_fig4(rd: Path) -> dict:
                            + (f"; unresolved: {'; '.join(unres)}" if unres else "")
                            + (f"; missing: {', '.join(missing)}" if missing else ""),
                            partial=("quick mode cannot resolve " + ", ".join(unres)) if unres else None))
-        n_ea, n_ord, tot_ea, tot_ord, bad_ea, bad_ord, tol_ea, tol_ord = 0, 0, 0, 0, [], [], [], []
-        und_ea, und_ord = [], []  # larger, but within the intervals: not evidenced
+        t_ea, t_ord = _gap_tally(), _gap_tally()
         for pan in panels:
             ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and r.get("mechanism") in ("easgm", "feasgm")]
             # the paper's "ASGM" side is DPSUR's step, audited under DPSUR's own rule (its code) or as ASGM
             a = {float(p.get("q")): fr for p, r, fr in sel
                  if str(p.get("panel")) == pan and r.get("mechanism") in ("asgm", "dpsur")}
             if ea and a:
-                tot_ea += 1
                 lo_ea = min(ea, key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
                 hi_a = max(a.values(), key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
-                stp = _compare_gaps(lo_ea, hi_a)
-                n_ea += stp == "evidenced"
-                (bad_ea if stp == "beyond" else tol_ea if stp == "within" else und_ea if stp == "with"
-                 else []).append(pan)
+                _tally_gap(t_ea, pan, _compare_gaps(lo_ea, hi_a))
             if 0.7 in a and 0.8 in a:
-                tot_ord += 1
-                stp = _compare_gaps(a[0.8], a[0.7])
-                n_ord += stp == "evidenced"
-                (bad_ord if stp == "beyond" else tol_ord if stp == "within" else und_ord if stp == "with"
-                 else []).append(pan)
-        if tot_ea:
-            parts.append(part(f"gap EASGM > gap of DPSUR's step, every panel ({lab})", not bad_ea,
-                               f"{n_ea}/{tot_ea} panels beyond the intervals"
-                               + (f"; reversed beyond the intervals: {', '.join(bad_ea)}" if bad_ea else "")
-                               + (f"; larger only within them: {', '.join(und_ea)}" if und_ea else "")
-                               + (f"; reversed within them: {', '.join(tol_ea)}" if tol_ea else ""),
-                               partial=(f"the intervals do not show it at {', '.join(und_ea + tol_ea)}"
-                                        if und_ea or tol_ea else None)))
-        if tot_ord:
-            parts.append(part(f"DPSUR's gap larger at q = 0.8 than at 0.7, every panel ({lab})", not bad_ord,
-                               f"{n_ord}/{tot_ord} panels beyond the intervals"
-                               + (f"; reversed beyond the intervals: {', '.join(bad_ord)}" if bad_ord else "")
-                               + (f"; larger only within them: {', '.join(und_ord)}" if und_ord else "")
-                               + (f"; reversed within them: {', '.join(tol_ord)}" if tol_ord else ""),
-                               partial=(f"the intervals do not show it at {', '.join(und_ord + tol_ord)}"
-                                        if und_ord or tol_ord else None)))
+                _tally_gap(t_ord, pan, _compare_gaps(a[0.8], a[0.7]))
+        if t_ea["tot"]:
+            parts.append(_gap_part(f"gap EASGM > gap of DPSUR's step, every panel ({lab})", t_ea))
+        if t_ord["tot"]:
+            parts.append(_gap_part(f"DPSUR's gap larger at q = 0.8 than at 0.7, every panel ({lab})", t_ord))
     if not good:
         parts.append(part("every point eps_L > SGM claim (optimal distinguisher, our addition)", None,
                            f"missing: {', '.join(missing)}"))
