@@ -360,8 +360,6 @@ for (mech, N, q, sigma, n, note), r in zip(CASES, res["cases"]):
     sim_rev = r["sim_revealed"][i0] if r["case"] != "floors agree" else "n/a (floors agree)"
     rows.append([mech.upper(), N, q, sigma, n, r["guarantee_at_grid"][i0], sim_rev,
                  r["sim_hidden"][i0], r["claim_at_grid"][i0], r["eps_guarantee"], r["eps_claim"]])
-pf.markdown_table(["mechanism", "N", "q", "σ", "n", "β guarantee", "β sim. revealed", "β sim. hidden",
-                   "β SGM claim", "ε guarantee", "ε SGM claim"], rows, floatfmt=".4g")
 # the range of the guarantees' and the claims' ε, and how many guarantees exceed their claim, from the table
 _eg = [r["eps_guarantee"] for r in res["cases"]]
 _ec = [r["eps_claim"] for r in res["cases"]]
@@ -371,6 +369,8 @@ glue("nb02_eps_guar_text", f"The ε of the guarantees {prose.span(_eg, '.4g')}, 
      f"{prose.span(_ec, '.4g')}; a guarantee's ε is "
      + prose.and_join(f"{w.replace('equal to', 'about equal to')} its claim's in {k} of the {len(_eg)} cases"
                       for k, w in _counts if k), display=False)
+pf.markdown_table(["mechanism", "N", "q", "σ", "n", "β guarantee", "β sim. revealed", "β sim. hidden",
+                   "β SGM claim", "ε guarantee", "ε SGM claim"], rows, floatfmt=".4g")
 
 # %% [markdown]
 # The table reads every curve at FPR $\alpha = 0.1$ and gives the $\varepsilon$ of the

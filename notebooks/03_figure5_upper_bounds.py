@@ -371,8 +371,8 @@ if np.isfinite(r_dpsur["fpr_guarantee"]):
               "dataset is " + ("still weaker than claimed." if r_dpsur["fpr_guarantee"] < r_dpsur["fpr_claim"]
                                else "not weaker than claimed."))
 else:
-    _dpsur = (f"This run ({MODE} mode) does not compute it "
-              f"(the claim reaches FNR 0.5 at an FPR of {r_dpsur['fpr_claim']:.3f}).")
+    _dpsur = (f"This run ({MODE} mode) does not compute it; the claim reaches FNR 0.5 at an FPR of "
+              f"{r_dpsur['fpr_claim']:.3f}.")
 glue("nb03_dpsur_full", _dpsur, display=False)
 if np.isfinite(r_dpsur["fpr_guarantee"]):  # full mode only
     print(f"DPSUR, full dataset: exact ASGM guarantee reaches FNR 0.5 at FPR {r_dpsur['fpr_guarantee']:.4f}, "

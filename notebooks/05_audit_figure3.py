@@ -302,7 +302,7 @@ else:
 
 # %% [markdown]
 # **Reading the results.** {glue:text}`nb05_reading` The audited curves move towards the origin as $n$ grows,
-# and from $n = 100$ on the optimal audits of ASGM {glue:text}`nb05_asgm_big_n`, those of EASGM
+# and from $n = 100$ on the optimal audits of ASGM {glue:text}`nb05_asgm_big_n`, those of EASGM at $q = 0.05$
 # {glue:text}`nb05_easgm_big_n` (the ceiling is the largest $\varepsilon_L$ these trial counts can
 # certify).
 #

@@ -295,7 +295,7 @@ _saved = save_result(
 # %% [markdown]
 # ## 4. Reading the figure
 #
-# The optimal distinguisher certifies more leakage than the SGM analysis allows at
+# The optimal distinguisher certifies more leakage than the SGM analysis allows
 # {glue:text}`nb06_above_at`. The implementations' steps follow the normalised mechanisms
 # (the normaliser read off the steps is in the table above: $Nq$ for the Opacus v0.15.0
 # path and, for DPSUR, the size of its separate draw), and for the normalised mechanisms the SGM claim

@@ -230,11 +230,11 @@ _saved = save_result(
 # Figure 6 has a single point, so it is the representative one: the audit of
 # {glue:text}`nb07_spread_code` is repeated at three seeds derived from `SEED`
 # ({glue:text}`nb07_spread_seeds`). The seed draws the four points, the model's starting
-# parameters and every round, so the spread covers all three. No point of this figure lies
-# below the certification ceiling; the spread shows how close to it each seed comes. Seed
-# `SEED` is the figure's run; the other seeds use fewer real Opacus steps
-# ({glue:text}`nb07_spread_real`) to keep the chapter's run time within bounds, the rest of
-# their rounds drawn from the FEASGM mechanism after the steps passed the same check.
+# parameters and every round, so the spread covers all three, and shows how close to the
+# certification ceiling each seed comes. The first seed is the figure's run; the others use
+# fewer real Opacus steps to keep the chapter's run time within bounds (real steps per run:
+# {glue:text}`nb07_spread_real`), the rest of their rounds drawn from the FEASGM mechanism
+# after the steps passed the same check.
 # {glue:text}`nb07_spread_text`
 
 # %%

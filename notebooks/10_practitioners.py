@@ -460,7 +460,7 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 # :name: fig-10-batch-size-scan
 #
 # Batch sizes $B$ for which Opacus 1.6.0, run on {glue:text}`nb10_scan_N` records, divides by different numbers
-# on the two datasets of a neighbouring pair (vermillion: removal, brown: addition), and (grey)
+# on the two datasets of a neighbouring pair (vermillion: removal, blue: addition), and (grey)
 # those for which a neighbour gets another sampling rate. For all others the SGM claim holds.
 # Exact arithmetic, the same in every mode.
 # ```

@@ -425,5 +425,5 @@ from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("X1")
 print(f"X1 ({GRADE['item']}, our addition): {GRADE['verdict']} in {GRADE['mode']} mode"
-      + (f" -- {GRADE['reason']}" if GRADE["verdict"] != "reproduced" and GRADE.get("reason") else ""))
+      + (f" — {GRADE['reason']}" if GRADE["verdict"] != "reproduced" and GRADE.get("reason") else ""))
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

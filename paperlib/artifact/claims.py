@@ -272,7 +272,7 @@ PLAIN = {
           "sizes",
     "C6": "The training library Opacus 1.x, as DP-FETA uses it, leaks more than its privacy proof promises",
     "C7": "Over 200 training steps, the true guarantee is weaker than the one Opacus's accountant reports",
-    "C8": "The paper's Table 2 of which Opacus release divides the noisy gradient sum by which number",
+    "C8": "The paper's Table 2 says which Opacus release divides the noisy gradient sum by which number",
     "X1": "Our fix (dividing by the configured batch size) keeps Opacus within the guarantee it claims",
 }
 

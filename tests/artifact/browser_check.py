@@ -293,7 +293,9 @@ async ([mathjaxTimeout, wideViewport]) => {
     const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
     let broken = null;
     for (let n = walker.nextNode(); n && !broken; n = walker.nextNode()) {
-      const re = /[^\s\-\u2010-\u2014\/]+/g;
+      // a header's word runs to a space, hyphen or slash; in code only an identifier, dotted name, number or
+      // file:line must stay whole (a browser may break code after "|", "(" or "*", which splits no name)
+      const re = th.tagName === "TH" ? /[^\s\-\u2010-\u2014\/]+/g : /[A-Za-z0-9_.:]+/g;
       let m;
       while ((m = re.exec(n.nodeValue)) && !broken) {
         const rg = document.createRange();

@@ -929,3 +929,13 @@ def test_fig4_larger_gap_needs_evidence(rd):
     assert p["ok"] is True and p["verdict"] == "partly reproduced"
     assert p["detail"].startswith("0/2 panels beyond the intervals; larger only within them: fmnist, mnist")
     assert r["verdict"] == "partly reproduced"
+
+
+def test_unbounded_interval_ends_read_as_infinity():
+    """An ε_U at the ceiling is unbounded: the grade says ∞, not Python's 'inf' (quick book: 'at N=5 inf not below')."""
+    import math as _m
+
+    from paperlib.artifact.grading import stats as gs
+
+    assert gs.fmt(_m.inf) == "∞" and gs.fmt(-_m.inf) == "−∞" and gs.fmt(0.1234) == "0.123"
+    assert gs._two(_m.inf) == "∞" and gs._two(7.1949) == "7.19"

@@ -82,7 +82,7 @@ def fmt(x: Any, digits: int = 3) -> str:
         if math.isnan(x):
             return "nan"
         if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
+            return "∞" if x > 0 else "−∞"  # read by people (grade page, appendix, terminal table)
         return f"{x:.{digits}g}"
     return str(x)
 
@@ -201,6 +201,11 @@ def pair_text(a: float, b: float, ceil: float | None = None) -> str:
     return txt
 
 
+def _two(x: float) -> str:
+    """An interval end to two decimals; an unbounded one as ∞ (the upper end at the ceiling)."""
+    return "∞" if math.isinf(x) else f"{x:.2f}"
+
+
 def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     """Is there evidence that eps_L moves in *direction* (+1 rises, -1 falls) along ``[(x, rec)]``
     (x ascending)?
@@ -223,11 +228,11 @@ def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     if direction > 0:
         evidence = l1 > u0
         text = (f"{'a' if evidence else 'no'} rise beyond the intervals from {label}{x0} to {label}{x1}: eps_L at "
-                f"{label}{x1} {l1:.2f} {'above' if evidence else 'not above'} eps_U at {label}{x0} {u0:.2f}")
+                f"{label}{x1} {_two(l1)} {'above' if evidence else 'not above'} eps_U at {label}{x0} {_two(u0)}")
     else:
         evidence = u1 < l0
         text = (f"{'a' if evidence else 'no'} fall beyond the intervals from {label}{x0} to {label}{x1}: eps_U at "
-                f"{label}{x1} {u1:.2f} {'below' if evidence else 'not below'} eps_L at {label}{x0} {l0:.2f}")
+                f"{label}{x1} {_two(u1)} {'below' if evidence else 'not below'} eps_L at {label}{x0} {_two(l0)}")
     against, within = [], []
     for i, (xa, (la, _, ua), _) in enumerate(iv):
         for xb, (lb, _, ub), _ in iv[i + 1:]:
