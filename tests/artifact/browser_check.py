@@ -36,7 +36,8 @@ per problem, each naming the page and the broken thing:
 * at each width of :data:`VIEWPORTS` (1,280 and 390 CSS px): an element of the article that
   reaches beyond the viewport and is not inside a container that scrolls sideways (a cut
   table column, equation or caption); a table header, or code in a table cell, broken inside a
-  word (its cell narrower than its longest word); from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
+  word (its cell narrower than its longest word; in code, a name, number or file:line); a glued
+  text of over 40 characters in bold; from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
   does not fit its column (it may scroll sideways on a phone only); a figure whose smallest text is below
   :data:`MIN_FIGURE_FONT_PT` (8 pt) at its displayed width (:func:`figure_font_problems`:
   from the PNG's dpi and recorded smallest font, or the SVG's font sizes).
@@ -306,6 +307,13 @@ async ([mathjaxTimeout, wideViewport]) => {
     }
     if (broken) faults.push(`table ${th.tagName === "TH" ? "header" : "code cell"} broken inside the word "${broken}" ` +
                             `at ${vw} px: "${excerpt(th.textContent)}"`);
+  }
+  // a glued sentence in bold (myst-nb's default for pasted text): a whole paragraph shouted at the reader
+  for (const sp of art.querySelectorAll("span.pasted-text")) {
+    if (sp.textContent.trim().length > 40 && parseInt(getComputedStyle(sp).fontWeight, 10) >= 600) {
+      faults.push(`glued text in bold at ${vw} px: "${excerpt(sp.textContent)}"`);
+      break;
+    }
   }
   const figures = [];
   for (const img of art.querySelectorAll("img")) {
