@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from paperlib.artifact import provenance as pv
+from paperlib.artifact.prose import and_join
 from paperlib.artifact.grading import checks as _checks
 from paperlib.artifact.grading.checks import (  # noqa: F401  (re-exported: the grade's tolerances)
     FIG5_CLOSE_FPR,
@@ -208,8 +209,7 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
         # say only what full mode changes for this claim's own substitutions (Fig. 3 has no real steps or points)
         how = [{"trials": "runs the paper's 10,000 trials per point", "real steps": "runs every round as a real step",
                 "split": "draws its points from the downloaded training split"}[a] for a in FULL_MODE_REMOVES if a in gone]
-        out.append(f"the differences in {', '.join(gone)} go (full mode "
-                   + (", ".join(how[:-1]) + " and " + how[-1] if len(how) > 1 else how[0]) + ")")
+        out.append(f"the differences in {', '.join(gone)} go (full mode {and_join(how)})")
     if stay:
         out.append(f"the differences in {', '.join(stay)} stay, so the verdict stays at most partly reproduced")
     if unres:

@@ -73,35 +73,23 @@ def test_printed_lines_speak_words_not_python(src):
 DISPLAYED_BY_VALUE = {"markdown_table", "Markdown", "HTML"}
 
 
-def _code_cells(text: str) -> list[tuple[int, str]]:
-    """(first line number, source) of each code cell of a jupytext percent-format source."""
-    cells, start, lines, header = [], 1, [], "[markdown]"  # before the first marker: the file's header
-    for i, line in enumerate(text.splitlines(), 1):
-        if line.startswith("# %%"):
-            if lines and "[markdown]" not in header:
-                cells.append((start, "\n".join(lines)))
-            header, start, lines = line, i + 1, []
-        else:
-            lines.append(line)
-    if lines and "[markdown]" not in header:
-        cells.append((start, "\n".join(lines)))
-    return cells
-
-
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
 def test_tables_are_their_cells_last_expression(src):
     """A table built as a bare expression shows only when it ends its cell (chapter 2's table vanished
     when a glue call was added after it)."""
     import ast
 
+    import jupytext
+
     bad = []
-    for start, code in _code_cells(src.read_text(encoding="utf-8")):
-        body = ast.parse(code).body
+    cells = [c for c in jupytext.read(src).cells if c.cell_type == "code"]
+    for k, cell in enumerate(cells, 1):
+        body = ast.parse(cell.source).body
         for stmt in body[:-1]:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 f = stmt.value.func
                 name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
                 if name in DISPLAYED_BY_VALUE:
-                    bad.append(f"line {start + stmt.lineno - 1}: {name}(...) is not its cell's last expression, "
+                    bad.append(f"code cell {k}, line {stmt.lineno}: {name}(...) is not its cell's last expression, "
                                "so it is never shown")
     assert not bad, f"{src.name}: " + "; ".join(bad)
