@@ -68,7 +68,7 @@ from myst_nb import glue
 
 from paperlib.practitioner.check import check_run, format_statement
 from paperlib.practitioner.families import (DPSUR_DEFAULTS, FAMILIES, MNIST, MNIST_README_SETTINGS,
-                                            OPACUS_MNIST_README, family_row, dpsur_row, versus)
+                                            OPACUS_MNIST_README, family_row, dpsur_row, fix_certified, versus)
 from paperlib.practitioner.releases import normaliser_scan
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
@@ -155,7 +155,7 @@ def table_rows(keys):
         out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(), "forced": r["forced"],
                     "certified": r["certified"] if r["certified"] is not None else "not computed",
                     "ratio": r["ratio"] if r["ratio"] is not None else "–", "verdict": verdict_cell(r),
-                    "fix": r["fix"]["certified"] if r["fix"]["certified"] is not None else "not covered"})
+                    "fix": fix_certified(r) if fix_certified(r) is not None else "not covered"})
     return out
 
 
@@ -205,8 +205,8 @@ for ax, panel in zip(axes[0], panels):
             ax.annotate("certified:\nnot computed", (i, max(lo or 1.0, FLOOR)), textcoords="offset points",
                         xytext=(0, -24), ha="center", fontsize=8)
         ax.plot(i, r["claimed"], "o", mfc="none", mec=plotting.COLORS["sgm_claim"], markersize=9)
-        if r["fix"]["certified"] is not None and r["fix"]["verdict"] != "not covered":
-            ax.plot(i + 0.22, r["fix"]["certified"], "x", color=plotting.COLORS["clt"], markersize=6)
+        if fix_certified(r) is not None:
+            ax.plot(i + 0.22, fix_certified(r), "x", color=plotting.COLORS["clt"], markersize=6)
     ax.set_xticks(range(len(keys)), ticks, fontsize=8)
     ax.set_xlim(-0.6, len(keys) - 0.3)
     ax.set_yscale("log")
@@ -237,7 +237,7 @@ for key, row_key in {"asgm": (FIRST, "asgm"), "easgm": (FIRST, "easgm"), "fd": (
     glue(f"nb10_{key}_forced", fmt(r and r["forced"]), display=False)
     glue(f"nb10_{key}_cert", fmt(r and r["certified"]), display=False)
     glue(f"nb10_{key}_ratio", fmt(r and r["ratio"], ".4f"), display=False)
-    glue(f"nb10_{key}_fix", fmt(r and r["fix"]["certified"]), display=False)
+    glue(f"nb10_{key}_fix", fmt(r and fix_certified(r)), display=False)
     glue(f"nb10_{key}_verdict", "not run in smoke mode" if r is None else verdict_cell(r), display=False)
     glue(f"nb10_{key}_act", "(not run in smoke mode)" if r is None else r["sentence"], display=False)
     glue(f"nb10_{key}_forced_vs_claim", "–" if r is None else versus(r["forced"], r["claimed"]), display=False)

@@ -25,7 +25,7 @@ from paperlib.practitioner.releases import floors_agree_on_neighbours
 
 __all__ = ["OPACUS_MNIST_README", "MNIST_README_SETTINGS", "MNIST", "DPSUR_DEFAULTS", "Family", "FAMILIES",
            "nearest_agreeing_batch", "families_for", "family_row", "dpsur_row", "family_rows", "action_sentence",
-           "versus", "VERDICT_ORDER"]
+           "versus", "VERDICT_ORDER", "fix_certified"]
 
 #: Opacus's MNIST example at release 0.13.0 (the sample parameter sets of its README)
 OPACUS_MNIST_README = {"repository": "pytorch/opacus", "tag": "v0.13.0",
@@ -102,6 +102,17 @@ def families_for(N: int, batch_size: int, sample_rate: float) -> tuple[Family, .
 #: size whose floors agree)
 FAMILIES = families_for(MNIST["dataset_size"], MNIST["batch_size"], MNIST["sample_rate"])
 _DPSUR_FIX = "a public divisor with a noise-only step on an empty batch"
+
+
+def fix_certified(row: dict) -> float | None:
+    """The certified ε of a row's run with its fix, or None where the fix does not cover every
+    neighbour (Opacus 1.x with floors that differ: the addition neighbour still runs another number
+    of steps, so the removal side's value is no guarantee of the run).
+
+    ``row`` is a :func:`family_row` / :func:`dpsur_row` result (its ``"fix"`` entry).
+    """
+    fix = row["fix"]
+    return None if fix["certified"] is None or fix["verdict"] == "not covered" else fix["certified"]
 
 
 def _worst(verdicts) -> str:

@@ -68,6 +68,10 @@ def test_family_rows_are_the_check_reports_and_the_fix(small_rows):
     assert by["feasgm-agree"]["verdict"] == "stands" and by["feasgm-differ"]["verdict"] == "refuted"
     assert by["feasgm-differ"]["verdicts"]["addition"] == "not covered"  # 6,001 records: another len(loader)
     assert by["feasgm-differ"]["fix"]["verdict"] == "not covered"
+    # the run with the fix has no certified epsilon where a neighbour is not covered (chapter 10's table
+    # showed the removal side's value for it); where every neighbour is covered, SGM's
+    assert F.fix_certified(by["feasgm-differ"]) is None
+    assert F.fix_certified(by["feasgm-agree"]) == by["feasgm-agree"]["fix"]["certified"] is not None
 
 
 def _row(verdict, claimed=1.0, forced=0.5, certified=2.0, fix_verdict="stands", fix_cert=0.8, verdicts=None):
