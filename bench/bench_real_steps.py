@@ -3,11 +3,14 @@
 The same list of chunks (calls of :func:`paperlib.implementations.runners.run_steps`, each with
 its own seed, as a real audit makes them) runs once in process (``workers=1``) and once on a
 local Dask cluster of ``WORKERS_B`` workers (default 2) through
-:func:`paperlib.implementations.parallel.run_chunks`. Both sides are warmed first (torch,
+:func:`paperlib.implementations.parallel.run_chunks`, each chunk reduced where it ran exactly as
+:func:`paperlib.implementations.real_audit.audit_implementation` does (``reduce_chunk``: the step
+check against the documented mechanism, the projection on the gradients, the first updates). Both sides are warmed first (torch,
 Opacus and any old release imported in every process; the cluster started), so the times are
 the steps' own. Reported per implementation: seconds on each side, the speed-up and whether
-the updates and batch sizes are **bitwise equal** (they must be: each chunk runs on one
-thread with its own seed).
+the reduced chunks (projections, first updates, step checks) are **bitwise equal** (they must
+be: each chunk runs on one thread with its own seed), and that no real step disagreed with the
+mechanism.
 
 Target: speed-up >= 1.8 with 2 workers (``TARGET``). On a machine shared with other jobs the
 speed-up is bounded by the cores actually free: the load average at the start is reported
@@ -38,17 +41,31 @@ SEED = int(os.environ.get("SEED", "0"))
 WORKERS_B = int(os.environ.get("BENCH_WORKERS", "2"))
 
 
-def _calls(impl: str, model: str, chunks: int, steps: int) -> list:
+def _calls(impl: str, model: str, chunks: int, steps: int) -> tuple:
+    """The chunks of an audit of ``impl`` on 5 random points (N = 4) and their reductions' inputs."""
     import torch
 
+    from paperlib.implementations import real_audit as RA
+    from paperlib.implementations import runners
     from paperlib.implementations.models import MODEL_INPUT
 
     g = torch.Generator().manual_seed(SEED)
     X = torch.rand(5, *MODEL_INPUT[model], generator=g)
     y = torch.randint(0, 10, (5,), generator=g)
-    return [dict(implementation=impl, model_name=model, X=X, y=y, dataset="D" if k % 2 == 0 else "Dprime",
-                 q=0.5, sigma=10.0, C=0.1, trials=steps, seed=SEED * 1000 + k, download=False)
-            for k in range(chunks)]
+    q, sigma, C, N = 0.5, 10.0, 0.1, 4
+    calls = [dict(implementation=impl, model_name=model, X=X, y=y, dataset="D" if k % 2 == 0 else "Dprime",
+                  q=q, sigma=sigma, C=C, trials=steps, seed=SEED * 1000 + k, model_seed=SEED, download=False)
+             for k in range(chunks)]
+    grads = np.asarray(runners.per_example_gradients(model, X, y, seed=SEED), dtype=np.float64)
+    shared = {"grads": grads, "N": N, "basis": RA.white_box_basis(grads, C), "basis_D": RA.white_box_basis(grads[:N], C)}
+    args = [dict(implementation=impl, model=model, mechanism=runners.IMPLEMENTATION_MECHANISM[impl], q=q,
+                 sigma=sigma, C=C, ds="D" if k % 2 == 0 else "D'", m=steps, n=int(grads.shape[1]), scale=1.0,
+                 step_seed=SEED * 1000 + k, model_seed=SEED, keep=20 if k < 2 else 0) for k in range(chunks)]
+    return calls, args, shared
+
+
+def _equal(a: dict, b: dict) -> bool:
+    return all(np.array_equal(a[k], b[k]) for k in ("coords", "residual", "first")) and a["step_check"] == b["step_check"]
 
 
 def _available(impl: str) -> str | None:
@@ -68,9 +85,11 @@ def _available(impl: str) -> str | None:
 def main() -> int:
     from paperlib.artifact.provenance import save_result
     from paperlib.implementations import parallel, runners
+    from paperlib.implementations import real_audit as RA
 
     model = "tiny" if MODE == "smoke" else "cnn-mnist"
-    chunks, steps = (4, 10) if MODE == "smoke" else (8, 100)
+    # 250 steps per chunk: an audit's chunks hold up to 500 (STEP_CHUNK), a quick check 100 to 500 per dataset
+    chunks, steps = (4, 10) if MODE == "smoke" else (8, 250)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows, t1_all, t2_all, equal_all = [], 0.0, 0.0, True
     for impl in ("opacus-installed", "dpsur", "opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0"):
@@ -79,25 +98,26 @@ def main() -> int:
             rows.append({"implementation": impl, "skipped": why})
             print(f"{impl:17s} skipped: {why[:90]}", flush=True)
             continue
-        calls = _calls(impl, model, chunks, steps)
+        calls, args, shared = _calls(impl, model, chunks, steps)
         parallel.warm(calls[0], workers=1)
         parallel.warm(calls[0], workers=WORKERS_B)
+        kw = dict(reduce=RA.reduce_chunk, reduce_args=args, shared=shared)
         t0 = time.perf_counter()
-        one = list(parallel.run_chunks(calls, workers=1))
+        one = list(parallel.run_chunks(calls, workers=1, **kw))
         t1 = time.perf_counter() - t0
         t0 = time.perf_counter()
-        two = list(parallel.run_chunks(calls, workers=WORKERS_B))
+        two = list(parallel.run_chunks(calls, workers=WORKERS_B, **kw))
         t2 = time.perf_counter() - t0
-        equal = all(np.array_equal(a["updates"], b["updates"]) and np.array_equal(a["batch_sizes"], b["batch_sizes"])
-                    for a, b in zip(one, two))
+        equal = all(_equal(a, b) for a, b in zip(one, two))
+        disagreeing = sum(o["step_check"]["disagreeing"] for o in one)
         # run_steps's own seconds, summed: the steps' compute on each side (above it on k workers means the
         # cores were not free -- other jobs -- rather than Dask's overhead)
         c1, ck = sum(o["seconds"] for o in one), sum(o["seconds"] for o in two)
-        rows.append({"implementation": impl, "model": model, "n": int(one[0]["n"]), "chunks": chunks,
+        rows.append({"implementation": impl, "model": model, "n": int(shared["grads"].shape[1]), "chunks": chunks,
                      "steps": chunks * steps, "seconds_1": t1, "seconds_k": t2, "speedup": t1 / t2,
                      "per_step_s_1": t1 / (chunks * steps), "compute_s_1": c1, "compute_s_k": ck,
-                     "bitwise_equal": bool(equal)})
-        t1_all, t2_all, equal_all = t1_all + t1, t2_all + t2, equal_all and equal
+                     "bitwise_equal": bool(equal), "real_steps_disagreeing": int(disagreeing)})
+        t1_all, t2_all, equal_all = t1_all + t1, t2_all + t2, equal_all and equal and disagreeing == 0
         print(f"{impl:17s} {chunks * steps} steps of {model}: 1 worker {t1:7.2f} s, {WORKERS_B} workers {t2:7.2f} s, "
               f"speed-up {t1 / t2:4.2f}x (steps' own compute {c1:.2f} s and {ck:.2f} s), bitwise equal: {equal}",
               flush=True)

@@ -27,6 +27,16 @@ once (:func:`paperlib.implementations.runners._run_release`). At most ``2 x`` th
 worker threads calls are in flight, so the memory held is bounded however many chunks an
 audit has. Progress: ``bar.update(trials)`` after each chunk (a tqdm bar of rounds done
 across the workers).
+
+A chunk's ``chunk x n`` updates are large (83 MB for 400 steps of the 26,010-parameter CNN)
+and what an audit keeps of them is small (their projection on the ``N + 1`` gradients, the
+step check, a few rows). ``run_chunks(..., reduce=f, reduce_args=..., shared=...)`` therefore
+applies ``f`` where the chunk ran, so only its result travels back; ``shared`` (large
+read-only inputs such as the gradients and the basis) is sent to each worker once
+(``Client.scatter(broadcast=True)``), not with every chunk. Worker processes of the local
+cluster keep freed memory instead of trimming it back to the system after every call
+(``MALLOC_TRIM_THRESHOLD_``, which distributed sets to 64 KiB: each chunk's arrays would be
+returned and faulted in again).
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from collections import deque
 from typing import Iterable, Iterator
 
 __all__ = ["WORKERS_ENV", "SCHEDULER_ENV", "default_workers", "resolve_workers", "resolve_scheduler",
-           "one_thread", "run_chunk", "run_chunks", "warm", "close_cluster"]
+           "one_thread", "run_chunk", "run_reduced", "run_chunks", "warm", "close_cluster"]
 
 WORKERS_ENV = "WORKERS"
 SCHEDULER_ENV = "DASK_SCHEDULER"
@@ -118,6 +128,15 @@ def run_chunk(call: dict) -> dict:
         return runners.run_steps(**call)
 
 
+def run_reduced(call: dict, reduce, args, shared) -> dict:
+    """One chunk and its reduction, ``reduce(runners.run_steps(**call), args, shared)``, on one
+    thread (runs in a worker or in process; ``reduce`` must be a module-level function)."""
+    from paperlib.implementations import runners
+
+    with one_thread():
+        return reduce(runners.run_steps(**call), args, shared)
+
+
 def quiet_distributed_logs() -> None:
     """Distributed's loggers in this process at WARNING at least: its INFO lines ("Scheduler at:
     tcp://127.0.0.1:...", "dashboard at", "Start Nanny at", "Receive client connection: Client-...")
@@ -149,7 +168,12 @@ def _local_client(workers: int):
     scratch = tempfile.mkdtemp(prefix="paperlib-dask-")
     logging.getLogger("distributed.diskutils").setLevel(logging.ERROR)  # the scheduler's purge of others' stale locks
     quiet_distributed_logs()
-    with dask.config.set({"temporary-directory": scratch}):  # the scheduler's workspace too, not /tmp/dask-scratch-space
+    # glibc's malloc in the workers: distributed sets MALLOC_TRIM_THRESHOLD_ = 64 KiB, which hands freed
+    # memory back to the system and (being set) freezes the mmap threshold at 128 KiB, so every larger
+    # array of a step is a fresh mmap, faulted in page by page; keep freed memory, mmap only above 32 MiB
+    with dask.config.set({"temporary-directory": scratch,
+                          "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 1 << 30,
+                          "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20}):  # the scheduler's workspace too, not /tmp/dask-scratch-space
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.CRITICAL, local_directory=scratch)
     client = Client(cluster, set_as_default=False)
@@ -198,22 +222,30 @@ def close_cluster() -> None:
 
 
 def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: str | None = None,
-               bar=None) -> Iterator[dict]:
+               bar=None, reduce=None, reduce_args=None, shared=None) -> Iterator[dict]:
     """Run each ``call`` (keyword arguments of :func:`runners.run_steps`) and yield the results in order.
 
     ``workers``/``scheduler``: where they run (module docstring; resolved by
     :func:`resolve_workers` and :func:`resolve_scheduler`). ``bar``: anything with
-    ``update(n)`` (a tqdm bar), advanced by each call's ``trials``. An exception of a call
-    (``ValueError``, ``ReleaseNotAvailable``, ...) is raised here, the calls still queued are
-    cancelled. The results do not depend on ``workers`` or ``scheduler``: each call is
-    :func:`run_chunk` on one thread, with the seed its dict gives.
+    ``update(n)`` (a tqdm bar), advanced by each call's ``trials``. ``reduce``: a module-level
+    function ``reduce(result, reduce_args[i], shared) -> dict`` applied to call ``i``'s result
+    where it ran (:func:`run_reduced`), so only what it returns comes back; ``reduce_args`` (one
+    small picklable object per call) and ``shared`` (one read-only object, sent to each worker
+    once) go with it. An exception of a call (``ValueError``, ``ReleaseNotAvailable``, ...) is
+    raised here, the calls still queued are cancelled. The results do not depend on
+    ``workers`` or ``scheduler``: each call (and its reduction) runs on one thread, with the seed
+    its dict gives.
     """
     calls = list(calls)
+    if reduce is not None:
+        reduce_args = list(reduce_args) if reduce_args is not None else [None] * len(calls)
+        if len(reduce_args) != len(calls):
+            raise ValueError(f"reduce_args must hold one entry per call ({len(calls)}), got {len(reduce_args)}")
     address = resolve_scheduler(scheduler, dask_config=False)
     w = resolve_workers(workers)
     if address is None and (w == 1 or len(calls) <= 1):
-        for call in calls:  # in process: no Dask
-            out = run_chunk(call)
+        for i, call in enumerate(calls):  # in process: no Dask
+            out = run_chunk(call) if reduce is None else run_reduced(call, reduce, reduce_args[i], shared)
             if bar is not None:
                 bar.update(int(call["trials"]))
             yield out
@@ -224,6 +256,10 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
     threads = max(1, sum(client.nthreads().values()))
     window = IN_FLIGHT_PER_THREAD * threads
     pending: deque = deque()
+    shared_f = None
+    if reduce is not None and shared is not None:
+        # hash=False: a fresh key per audit, never another audit's data under an equal-looking key
+        [shared_f] = client.scatter([shared], broadcast=True, hash=False)
 
     def take() -> dict:
         done, fut = pending.popleft()
@@ -233,9 +269,11 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
         return out
 
     try:
-        for call in calls:
+        for i, call in enumerate(calls):
             # pure=False: equal calls are run again, never shared (each holds its own seed anyway)
-            pending.append((call, client.submit(run_chunk, call, pure=False)))
+            fut = (client.submit(run_chunk, call, pure=False) if reduce is None else
+                   client.submit(run_reduced, call, reduce, reduce_args[i], shared_f, pure=False))
+            pending.append((call, fut))
             if len(pending) >= window:
                 yield take()
         while pending:
@@ -243,3 +281,6 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
     finally:
         if pending:
             client.cancel([f for _, f in pending])
+        if shared_f is not None:
+            with contextlib.suppress(Exception):
+                shared_f.release()

@@ -82,6 +82,7 @@ __all__ = [
     "normaliser_found",
     "white_box_basis",
     "project_outputs",
+    "reduce_chunk",
     "check_outputs",
     "audit_implementation",
     "points_sha256",
@@ -107,7 +108,8 @@ MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "pr
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
-REAL_AUDIT_VERSION = 3  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check
+REAL_AUDIT_VERSION = 4  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check;
+# 4: chunks reduced where they ran (projection in torch)
 #: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
 CHECK_LEVEL = 1e-3
 #: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
@@ -146,12 +148,16 @@ def white_box_basis(vectors, C: float) -> np.ndarray:
 
 
 def project_outputs(x, basis: np.ndarray) -> dict:
-    """``{"coords": x U (m, r), "residual": ||x||^2 - ||x U||^2 (m,)}`` in float64."""
+    """``{"coords": x U (m, r), "residual": ||x||^2 - ||x U||^2 (m,)}`` in float64.
+
+    The product runs in torch on copies in torch's own memory: called on one thread
+    (:func:`paperlib.implementations.parallel.one_thread`, as the audit's chunks are), it gives
+    the same bits in every process, whatever numpy's BLAS threads and the arrays' alignment."""
     t = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
     t = np.asarray(t, dtype=np.float64)
     if t.ndim != 2 or t.shape[1] != basis.shape[0]:
         raise ValueError(f"outputs must have shape (m, n={basis.shape[0]}), got {t.shape}")
-    y = t @ basis
+    y = (torch.tensor(t, dtype=torch.float64) @ torch.tensor(np.asarray(basis), dtype=torch.float64)).numpy()
     res = np.einsum("ij,ij->i", t, t) - np.einsum("ij,ij->i", y, y)
     if basis.shape[1] == basis.shape[0]:
         res = np.zeros_like(res)
@@ -241,6 +247,8 @@ STEP_RTOL = 1e-4
 STEP_Z = 6.0
 #: what :func:`normaliser_found` writes for DPSUR's rule when every step matched it
 SEPARATE_DRAW = "size of a separate Poisson draw (|B'|)"
+#: rows of a chunk checked at once by the replayed check (bounds its temporaries to CHECK_BLOCK x n)
+CHECK_BLOCK = 16
 
 
 def replay_dpsur_draws(model: str, N_data: int, q: float, sigma: float, C: float, seed: int, trials: int,
@@ -272,7 +280,7 @@ def replay_dpsur_draws(model: str, N_data: int, q: float, sigma: float, C: float
 
 
 def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float, *, draws: dict | None = None,
-                batch_sizes=None) -> dict:
+                batch_sizes=None, rows_basis=None) -> dict:
     """Does every real step divide as ``mechanism`` does for that step's batch? (issue 20, Build 2).
 
     ``updates`` ``(m, n)``: the steps' outputs (already multiplied by any public output scale);
@@ -290,7 +298,9 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     read off the part of the step orthogonal to the gradients, which holds noise only:
     ``nu_t = sigma C sqrt((n - r) / ||resid_t||^2)``, and must lie within :data:`STEP_Z`
     standard errors (``nu / sqrt(2 (n - r))``) of the mechanism's divisor for the step's
-    realised batch size ``batch_sizes[t]``; the update is not compared. Method
+    realised batch size ``batch_sizes[t]``; the update is not compared (``rows_basis``: the
+    orthonormal basis of the clipped rows, :func:`white_box_basis` of ``grads_rows``, when the
+    caller has it; computed here otherwise). Method
     ``"residual read-off"``; ``resolves_adjacent`` says whether that band separates the
     divisors ``nu`` and ``nu + 1`` at the largest divisor seen.
 
@@ -317,16 +327,22 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     if draws is not None:
         bm = torch.as_tensor(draws["batch_masks"])
         dm = torch.as_tensor(draws["divisor_masks"]) if mech.draws_divisor else None
-        z = torch.as_tensor(draws["noise"])
-        x = S.apply_round(mech, rows, bm, z, q, sigma, C, dm).numpy()
         nu_m = np.asarray(S._divisor(mech, N_data, bm, dm, q), dtype=float) * np.ones(m)
-        noisy = (bm.double() @ rows).numpy() + float(sigma) * float(C) * draws["noise"]
-        uu = np.einsum("ij,ij->i", U, U)
+        uu, un, err, zero_x = np.empty(m), np.empty(m), np.empty(m), np.empty(m, dtype=bool)
+        # blocks of rows: the (block, n) temporaries stay in cache (one (m, n) pass each was memory-bound)
+        for a in range(0, m, CHECK_BLOCK):
+            b = min(m, a + CHECK_BLOCK)
+            Ub = U[a:b]
+            x = S.apply_round(mech, rows, bm[a:b], torch.as_tensor(draws["noise"][a:b]), q, sigma, C,
+                              None if dm is None else dm[a:b]).numpy()
+            noisy = (bm[a:b].double() @ rows).numpy() + float(sigma) * float(C) * draws["noise"][a:b]
+            uu[a:b] = np.einsum("ij,ij->i", Ub, Ub)
+            un[a:b] = np.einsum("ij,ij->i", noisy, Ub)
+            err[a:b] = np.abs(Ub - x).max(axis=1) / np.maximum(np.abs(x).max(axis=1), 1e-300)
+            zero_x[a:b] = ~np.any(x != 0, axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            nu_read = np.where(uu > 0, np.einsum("ij,ij->i", noisy, U) / uu, np.nan)
-        scale = np.maximum(np.abs(x).max(axis=1), 1e-300)
-        err = np.abs(U - x).max(axis=1) / scale
-        zero_x, zero_u = ~np.any(x != 0, axis=1), uu == 0
+            nu_read = np.where(uu > 0, un / uu, np.nan)
+        zero_u = uu == 0
         ok_div = np.where(zero_x, zero_u, np.abs(nu_read / nu_m - 1) <= STEP_RTOL)
         ok = ok_div & np.where(zero_x, zero_u, err <= STEP_RTOL)
         sizes = bm.sum(dim=1).numpy()
@@ -335,7 +351,10 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     else:
         if batch_sizes is None:
             raise ValueError("batch_sizes: the residual read-off needs each step's realised |B|")
-        basis = np.linalg.qr(rows.numpy().T, mode="reduced")[0]  # span of the dataset's clipped rows
+        # span of the dataset's clipped rows
+        basis = np.linalg.qr(rows.numpy().T, mode="reduced")[0] if rows_basis is None else np.asarray(rows_basis)
+        if basis.shape[0] != n:
+            raise ValueError(f"rows_basis must have shape (n={n}, r), got {basis.shape}")
         r = basis.shape[1]
         if n - r < 1:
             raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
@@ -441,14 +460,48 @@ def _fmt(x) -> str:
     return "nothing (no step)" if x is None else f"{x:.6g}"
 
 
-def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, step_seed, model_seed, batch_sizes):
-    """:func:`check_steps` of one :func:`runners.run_steps` call (DPSUR's draws replayed from its seed).
-
-    One small function per chunk of real steps, so a parallel runner can call it where the steps ran."""
+def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, step_seed, model_seed, batch_sizes,
+                 rows_basis=None):
+    """:func:`check_steps` of one :func:`runners.run_steps` call (DPSUR's draws replayed from its seed)."""
     draws = None
     if implementation == "dpsur":
         draws = replay_dpsur_draws(model, rows.shape[0], q, sigma, C, step_seed, updates.shape[0], model_seed)
-    return check_steps(updates, rows, mechanism, q, sigma, C, draws=draws, batch_sizes=batch_sizes)
+    return check_steps(updates, rows, mechanism, q, sigma, C, draws=draws, batch_sizes=batch_sizes,
+                       rows_basis=rows_basis)
+
+
+def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
+    """What an audit keeps of one chunk of real steps, computed where the chunk ran
+    (:func:`paperlib.implementations.parallel.run_chunks` with ``reduce=``), so that only this
+    comes back to the audit, not the chunk's ``(m, n)`` updates.
+
+    ``args``: ``implementation``, ``model``, ``mechanism``, ``q``, ``sigma``, ``C``, ``ds``
+    (``"D"`` or ``"D'"``), ``m`` and ``n`` (the expected shape), ``scale`` (the public output
+    scale), ``step_seed`` and ``model_seed`` (to replay DPSUR's draws), ``keep`` (how many of the
+    first updates to return, for :func:`runners.detect_normaliser`). ``shared``: ``grads``
+    (``(N + 1, n)`` per-example gradients), ``N``, ``basis`` (:func:`white_box_basis` of all of
+    them) and ``basis_D`` (of the first ``N``).
+
+    Returns ``{"coords", "residual"}`` (:func:`project_outputs` of the scaled updates),
+    ``step_check`` (:func:`check_steps`), ``first`` (the first ``keep`` unscaled updates) and the
+    chunk's ``seconds``, ``implementation``, ``version``, ``normaliser_rule`` and ``notes``.
+    Raises RuntimeError when the updates do not have shape ``(m, n)``.
+    """
+    upd = np.asarray(out["updates"])
+    m, n = int(args["m"]), int(args["n"])
+    if upd.shape != (m, n):
+        raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
+    scaled = upd * args["scale"] if args["scale"] != 1.0 else upd
+    D = args["ds"] == "D"
+    rows = shared["grads"][:shared["N"]] if D else shared["grads"]
+    check = _check_chunk(args["implementation"], args["model"], scaled, rows, args["mechanism"], args["q"],
+                         args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
+                         rows_basis=shared["basis_D"] if D else shared["basis"])
+    red = dict(project_outputs(scaled, shared["basis"]), step_check=check,
+               first=np.array(upd[:max(0, int(args["keep"]))]))
+    for k in ("seconds", "implementation", "version", "normaliser_rule", "notes"):
+        red[k] = out.get(k)
+    return red
 
 
 def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
@@ -629,9 +682,13 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
                leave=False, file=sys.stderr)
 
+    keep_total = max(20, min(200, CHUNK_ELEMENTS // max(n, 1)))  # the first steps kept for detect_normaliser
+    # large read-only inputs of every chunk's reduction: sent to each worker once
+    shared = {"grads": grads, "N": N, "basis": basis, "basis_D": white_box_basis(grads[:N], C)}
+
     def impl_steps_projected(counts: dict) -> dict:
-        """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel
-        (paperlib.implementations.parallel: the same bits for any worker count)."""
+        """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel and are
+        reduced where they ran (paperlib.implementations.parallel: the same bits for any worker count)."""
         nonlocal impl_seconds, impl_steps
         from paperlib.implementations import parallel
 
@@ -641,26 +698,24 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         calls = [dict(implementation=implementation, model_name=model, X=X, y=y, dataset=ds_names[ds], trials=m,
                       seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False, **step_kw)
                  for ds, index, part, _, m in labels]
+        args = [dict(implementation=implementation, model=model, mechanism=mechanism, q=q, sigma=sigma, C=C, ds=ds,
+                     m=m, n=n, scale=scale, step_seed=_sub_seed(seed, index, part), model_seed=int(seed),
+                     keep=min(m, max(0, keep_total - done)))
+                for ds, index, part, done, m in labels]
         blocks = {ds: [] for ds in counts}
-        for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(calls, workers=workers,
-                                                                               scheduler=scheduler, bar=bar)):
-            upd = np.asarray(out["updates"])
-            if upd.shape != (m, n):
-                raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
-            impl_seconds += float(out.get("seconds", 0.0))
-            step_checks[ds].append(_check_chunk(implementation, model, upd * scale if scale != 1.0 else upd,
-                                                grads[:N] if ds == "D" else grads, mechanism, q, sigma, C,
-                                                _sub_seed(seed, index, part), int(seed), out.get("batch_sizes")))
+        for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(
+                calls, workers=workers, scheduler=scheduler, bar=bar, reduce=reduce_chunk, reduce_args=args,
+                shared=shared)):
+            impl_seconds += float(out.get("seconds") or 0.0)
+            step_checks[ds].append(out["step_check"])
             step_offsets[ds].append(done)
             impl_steps += m
             for k in ("implementation", "version", "normaliser_rule", "notes"):
                 impl_info.setdefault(k, out.get(k))
-            keep = max(20, min(200, CHUNK_ELEMENTS // max(n, 1))) - (
-                first_updates[ds].shape[0] if ds in first_updates else 0)
-            if keep > 0:  # the first steps (up to 200) for detect_normaliser
-                first_updates[ds] = upd[:keep] if ds not in first_updates else np.concatenate(
-                    [first_updates[ds], upd[:keep]])
-            blocks[ds].append(project_outputs(upd * scale if scale != 1.0 else upd, basis))
+            if out["first"].shape[0]:
+                first_updates[ds] = out["first"] if ds not in first_updates else np.concatenate(
+                    [first_updates[ds], out["first"]])
+            blocks[ds].append({"coords": out["coords"], "residual": out["residual"]})
         return {ds: _concat(b) for ds, b in blocks.items()}
 
     def detect(ds):

@@ -85,7 +85,7 @@ def test_an_existing_cluster_serves_the_audit_through_dask_scheduler(small_chunk
     default = _audit("opacus-installed", workers=1)
     monkeypatch.setenv("DASK_SCHEDULER", local_cluster.scheduler_address)
     served = _audit("opacus-installed")
-    assert "run_chunk" in local_cluster.scheduler.task_prefixes  # the chunks ran on that cluster
+    assert "run_reduced" in local_cluster.scheduler.task_prefixes  # the chunks ran (and were reduced) on that cluster
     assert _strip(served) == _strip(default)
 
 
@@ -113,6 +113,35 @@ def test_run_chunks_in_order_and_the_bar_counts_rounds(local_cluster):
     for g, w in zip(got, want):
         assert np.array_equal(g["updates"], w["updates"]) and np.array_equal(g["batch_sizes"], w["batch_sizes"])
         assert g["seed"] == w["seed"]
+
+
+def _reduce_inputs(calls):
+    X, y = calls[0]["X"], calls[0]["y"]
+    grads = np.asarray(runners.per_example_gradients("tiny", X, y, seed=0), dtype=np.float64)
+    N, C = X.shape[0] - 1, calls[0]["C"]
+    shared = {"grads": grads, "N": N, "basis": RA.white_box_basis(grads, C), "basis_D": RA.white_box_basis(grads[:N], C)}
+    args = [dict(implementation=c["implementation"], model="tiny", mechanism=runners.IMPLEMENTATION_MECHANISM[
+        c["implementation"]], q=c["q"], sigma=c["sigma"], C=C, ds="D" if c["dataset"] == "D" else "D'",
+        m=c["trials"], n=grads.shape[1], scale=1.0, step_seed=c["seed"], model_seed=0, keep=2) for c in calls]
+    return shared, args
+
+
+def test_reduced_chunks_are_the_same_on_the_cluster_and_equal_the_reduction_here(local_cluster):
+    calls = [dict(c, model_seed=0) for c in _calls("opacus-installed", k=4, m=3)]  # D uses the first N points
+    shared, args = _reduce_inputs(calls)
+    here = list(parallel.run_chunks(calls, workers=1, reduce=RA.reduce_chunk, reduce_args=args, shared=shared))
+    there = list(parallel.run_chunks(calls, scheduler=local_cluster.scheduler_address, reduce=RA.reduce_chunk,
+                                     reduce_args=args, shared=shared))
+    raw = [parallel.run_chunk(c) for c in calls]
+    for h, t, r in zip(here, there, raw):
+        assert all(np.array_equal(h[k], t[k]) for k in ("coords", "residual", "first"))
+        assert h["step_check"] == t["step_check"] and h["step_check"]["disagreeing"] == 0
+        # the reduction is the projection of the steps' own updates (computed independently here)
+        p = RA.project_outputs(r["updates"], shared["basis"])
+        assert np.array_equal(h["coords"], p["coords"]) and np.array_equal(h["residual"], p["residual"])
+        assert np.array_equal(h["first"], r["updates"][:2]) and "updates" not in h
+    with pytest.raises(ValueError, match="reduce_args must hold one entry per call"):
+        list(parallel.run_chunks(calls, workers=1, reduce=RA.reduce_chunk, reduce_args=args[:1], shared=shared))
 
 
 def test_one_worker_runs_in_process_without_dask():
