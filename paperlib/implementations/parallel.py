@@ -194,18 +194,21 @@ def _remote_client(address: str):
     return client
 
 
-def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None) -> int:
+def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None, reduce=None, reduce_args=None,
+         shared=None) -> int:
     """Run ``call`` once on every worker (in process for one worker), so each has imported
-    torch, Opacus and any old release before steps are timed; returns the number of workers
-    warmed (benchmarks and ``bench/device_check.py``)."""
+    torch, Opacus and any old release (and, with ``reduce``, its reduction has run once: the
+    process's memory has grown to a chunk's working set) before steps are timed; returns the
+    number of workers warmed (benchmarks and ``bench/device_check.py``)."""
     address = resolve_scheduler(scheduler, dask_config=False)
     w = resolve_workers(workers)
+    fn, args = (run_chunk, (call,)) if reduce is None else (run_reduced, (call, reduce, reduce_args, shared))
     if address is None and w == 1:
-        run_chunk(call)
+        fn(*args)
         return 1
     address = address or resolve_scheduler(None)
     client = _remote_client(address) if address is not None else _local_client(w)
-    return len(client.run(run_chunk, call))
+    return len(client.run(fn, *args))
 
 
 def close_cluster() -> None:

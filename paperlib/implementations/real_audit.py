@@ -262,21 +262,35 @@ def replay_dpsur_draws(model: str, N_data: int, q: float, sigma: float, C: float
     ``(trials, n)``, standard normal ``G / (sigma C)`` as DPSUR drew it in float32; 0 where ``B`` is
     empty, as DPSUR draws none).
     """
+    blocks = list(_dpsur_draw_blocks(model, N_data, q, sigma, C, seed, trials, model_seed, block=max(1, int(trials))))
+    if not blocks:  # no rounds
+        blocks = [next(_dpsur_draw_blocks(model, N_data, q, sigma, C, seed, 1, model_seed, block=1))]
+        return {k: v[:0] for k, v in blocks[0].items()}
+    return blocks[0]
+
+
+def _dpsur_draw_blocks(model: str, N_data: int, q: float, sigma: float, C: float, seed: int, trials: int,
+                       model_seed: int, block: int):
+    """:func:`replay_dpsur_draws` in consecutive blocks of at most ``block`` rounds (one generator
+    throughout, so the blocks concatenated are the draws of all ``trials`` rounds): a chunk's check
+    then holds ``block x n`` noise at a time, not ``trials x n``."""
     from paperlib.implementations.dpsur import dpsur_draw
     from paperlib.implementations.models import build_model
 
     shapes = [tuple(p.shape) for p in build_model(model, seed=model_seed).parameters() if p.requires_grad]
     n = sum(int(np.prod(s)) for s in shapes)
     gen = torch.Generator().manual_seed(int(seed))
-    bm = np.zeros((trials, N_data), dtype=bool)
-    dm = np.zeros((trials, N_data), dtype=bool)
-    noise = np.zeros((trials, n), dtype=np.float64)
-    for t in range(trials):
-        d = dpsur_draw(N_data, q, shapes, sigma, C, gen)
-        bm[t], dm[t] = d.batch_mask.numpy(), d.divisor_mask.numpy()
-        if d.noise is not None:
-            noise[t] = d.noise.double().numpy() / (float(sigma) * float(C))
-    return {"batch_masks": bm, "divisor_masks": dm, "noise": noise}
+    for a in range(0, int(trials), int(block)):
+        k = min(int(block), int(trials) - a)
+        bm = np.zeros((k, N_data), dtype=bool)
+        dm = np.zeros((k, N_data), dtype=bool)
+        noise = np.zeros((k, n), dtype=np.float64)
+        for t in range(k):
+            d = dpsur_draw(N_data, q, shapes, sigma, C, gen)
+            bm[t], dm[t] = d.batch_mask.numpy(), d.divisor_mask.numpy()
+            if d.noise is not None:
+                noise[t] = d.noise.double().numpy() / (float(sigma) * float(C))
+        yield {"batch_masks": bm, "divisor_masks": dm, "noise": noise}
 
 
 def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float, *, draws: dict | None = None,
@@ -463,11 +477,15 @@ def _fmt(x) -> str:
 def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, step_seed, model_seed, batch_sizes,
                  rows_basis=None):
     """:func:`check_steps` of one :func:`runners.run_steps` call (DPSUR's draws replayed from its seed)."""
-    draws = None
-    if implementation == "dpsur":
-        draws = replay_dpsur_draws(model, rows.shape[0], q, sigma, C, step_seed, updates.shape[0], model_seed)
-    return check_steps(updates, rows, mechanism, q, sigma, C, draws=draws, batch_sizes=batch_sizes,
-                       rows_basis=rows_basis)
+    if implementation == "dpsur":  # replayed block by block: the noise of CHECK_BLOCK rounds at a time
+        parts, offsets = [], []
+        for i, draws in enumerate(_dpsur_draw_blocks(model, rows.shape[0], q, sigma, C, step_seed, updates.shape[0],
+                                                      model_seed, CHECK_BLOCK)):
+            a = i * CHECK_BLOCK
+            parts.append(check_steps(updates[a:a + CHECK_BLOCK], rows, mechanism, q, sigma, C, draws=draws))
+            offsets.append(a)
+        return _merge_step_checks(parts, offsets)
+    return check_steps(updates, rows, mechanism, q, sigma, C, batch_sizes=batch_sizes, rows_basis=rows_basis)
 
 
 def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:

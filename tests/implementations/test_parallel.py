@@ -296,6 +296,9 @@ def test_local_cluster_logs_nothing_at_info_even_with_a_root_info_handler():
             "from paperlib.implementations import parallel\n"
             "client = parallel._local_client(2)\n"
             "assert client.status == 'running'\n"
+            "import os\n"
+            "env = client.run(lambda: (os.environ.get('MALLOC_TRIM_THRESHOLD_'), os.environ.get('MALLOC_MMAP_THRESHOLD_')))\n"
+            "assert set(env.values()) == {(str(1 << 30), str(32 << 20))}, env  # workers keep freed memory\n"
             "parallel.close_cluster()\n"
             "print('done')\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

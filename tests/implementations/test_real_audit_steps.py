@@ -101,6 +101,21 @@ def test_residual_read_off_accepts_the_mechanism_and_refuses_another(mech, wrong
     assert bad["disagreeing"] > 50
 
 
+def test_the_chunk_check_block_by_block_is_the_one_shot_check(points, monkeypatch):
+    """An audit checks a DPSUR chunk CHECK_BLOCK rounds at a time (the noise of one block in memory): its
+    summary is that of one check_steps over all the chunk's steps with all its draws replayed at once."""
+    r, rows, draws = _dpsur_steps(points, "D'", trials=45)
+    blocks = list(RA._dpsur_draw_blocks(MODEL, N + 1, Q, SIGMA, C, 9, 45, 0, block=RA.CHECK_BLOCK))
+    assert [b["noise"].shape[0] for b in blocks] == [16, 16, 13]
+    for k in ("batch_masks", "divisor_masks", "noise"):
+        assert np.array_equal(np.concatenate([b[k] for b in blocks]), draws[k])
+    for mech in ("dpsur", "asgm"):  # agreeing, and disagreeing (the first disagreement numbered across blocks)
+        one = RA.check_steps(r["updates"], rows, mech, Q, SIGMA, C, draws=draws)
+        chunk = RA._check_chunk("dpsur", MODEL, r["updates"], rows, mech, Q, SIGMA, C, 9, 0, r["batch_sizes"])
+        assert chunk == one, (chunk, one)
+    assert RA.replay_dpsur_draws(MODEL, N + 1, Q, SIGMA, C, 9, 0, 0)["noise"].shape == (0, draws["noise"].shape[1])
+
+
 def test_quick_audit_refuses_a_substitution_naming_the_step(points, monkeypatch):
     """run_steps whose DPSUR steps divide by |B| (the paper's model): quick mode refuses in one line."""
     real = runners.run_steps
