@@ -453,9 +453,10 @@ def _env_line(ctx: dict) -> str | None:
 
 def _hardware_lines(ctx: dict | None = None) -> list[str]:
     out = ["- `smoke` and `quick`: CPU only (2 cores and 8 GB of memory suffice); no GPU.",
-           "- `full`: the synthetic audits use a CUDA GPU where there is one; the real-implementation steps of "
-           "chapters 6, 7 and 11 run on the CPU (in subprocesses of the audited releases), so a GPU shortens "
-           "full mode only in part. Its measured cost appears below once it has run.",
+           "- `full`: the synthetic audits use a CUDA GPU where there is one, and so do the Opacus steps of the "
+           "real-implementation audits of chapters 6, 7 and 11 (in the subprocesses of the old releases too; "
+           "paperlib.implementations.runners.step_device); DPSUR's steps stay on the CPU, spread over the Dask "
+           "workers with the rest. Its measured cost appears below once it has run.",
            "- `full`, the real-implementation steps (chapters 6, 7, 11): "
            + _estimate.estimate_text(_estimate.notebook_estimates(ctx["results"] if ctx else None))]
     for m in MODES:
