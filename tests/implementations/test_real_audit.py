@@ -162,10 +162,10 @@ def test_model_for_figure4(panels):
 
 
 def test_model_for_notebook_06_counts():
-    """Notebook 06's own parameters, per mode: 20 audited points in full mode (8 + 8 + 4), 16 in quick."""
+    """Notebook 06's own parameters, per mode: 20 audited points in quick and full mode (8 + 8 + 4), 12 in smoke."""
     from paperlib.artifact.nbparams import notebook_params
 
-    for mode, points in (("smoke", 12), ("quick", 16), ("full", 20)):
+    for mode, points in (("smoke", 12), ("quick", 20), ("full", 20)):
         p = notebook_params("06_audit_real_figure4", mode)
         kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"],
               "paper_model_panels": p["PAPER_MODEL_PANELS"]}
