@@ -62,10 +62,10 @@ def _calls(impl: str, model: str, chunks: int, steps: int) -> tuple:
                   q=q, sigma=sigma, C=C, trials=steps, seed=SEED * 1000 + k, model_seed=SEED, download=False)
              for k in range(chunks)]
     grads = np.asarray(runners.per_example_gradients(model, X, y, seed=SEED), dtype=np.float64)
-    shared = {"grads": grads, "N": N, "basis": RA.white_box_basis(grads, C), "basis_D": RA.white_box_basis(grads[:N], C)}
-    args = [dict(implementation=impl, model=model, mechanism=runners.IMPLEMENTATION_MECHANISM[impl], q=q,
-                 sigma=sigma, C=C, ds="D" if k % 2 == 0 else "D'", m=steps, n=int(grads.shape[1]), scale=1.0,
-                 step_seed=SEED * 1000 + k, model_seed=SEED, keep=20 if k < 2 else 0) for k in range(chunks)]
+    shared = RA.reduce_shared(grads, N, C)
+    args = [RA.reduce_args(impl, model, runners.IMPLEMENTATION_MECHANISM[impl], q, sigma, C,
+                           "D" if k % 2 == 0 else "D'", steps, grads.shape[1], SEED * 1000 + k, SEED, 20 if k < 2 else 0)
+            for k in range(chunks)]
     return calls, args, shared
 
 
@@ -106,8 +106,8 @@ def main() -> int:
         calls, args, shared = _calls(impl, model, chunks, steps)
         kw = dict(reduce=RA.reduce_chunk, reduce_args=args, shared=shared)
         # steady state on both sides: every process has run one chunk and its reduction (imports, memory)
-        parallel.warm(calls[0], workers=1, reduce=RA.reduce_chunk, reduce_args=args[0], shared=shared)
-        parallel.warm(calls[0], workers=WORKERS_B, reduce=RA.reduce_chunk, reduce_args=args[0], shared=shared)
+        parallel.warm(calls[0], workers=1, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared)
+        parallel.warm(calls[0], workers=WORKERS_B, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared)
         times1, timesk, equal = [], [], True
         for _ in range(REPEATS):  # the two sides interleaved; the least time of each (timeit's rule)
             t0 = time.perf_counter()

@@ -35,8 +35,8 @@ applies ``f`` where the chunk ran, so only its result travels back; ``shared`` (
 read-only inputs such as the gradients and the basis) is sent to each worker once
 (``Client.scatter(broadcast=True)``), not with every chunk. Worker processes of the local
 cluster keep freed memory instead of trimming it back to the system after every call
-(``MALLOC_TRIM_THRESHOLD_``, which distributed sets to 64 KiB: each chunk's arrays would be
-returned and faulted in again).
+(``MALLOC_TRIM_THRESHOLD_``, which distributed sets to 64 KiB, and ``MALLOC_MMAP_THRESHOLD_``:
+each chunk's arrays would be returned and faulted in again).
 """
 
 from __future__ import annotations
@@ -171,9 +171,10 @@ def _local_client(workers: int):
     # glibc's malloc in the workers: distributed sets MALLOC_TRIM_THRESHOLD_ = 64 KiB, which hands freed
     # memory back to the system and (being set) freezes the mmap threshold at 128 KiB, so every larger
     # array of a step is a fresh mmap, faulted in page by page; keep freed memory, mmap only above 32 MiB
+    # (temporary-directory: the scheduler's workspace too, not /tmp/dask-scratch-space)
     with dask.config.set({"temporary-directory": scratch,
                           "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 1 << 30,
-                          "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20}):  # the scheduler's workspace too, not /tmp/dask-scratch-space
+                          "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=logging.CRITICAL, local_directory=scratch)
     client = Client(cluster, set_as_default=False)
@@ -194,15 +195,16 @@ def _remote_client(address: str):
     return client
 
 
-def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None, reduce=None, reduce_args=None,
+def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None, reduce=None, reduce_arg=None,
          shared=None) -> int:
     """Run ``call`` once on every worker (in process for one worker), so each has imported
-    torch, Opacus and any old release (and, with ``reduce``, its reduction has run once: the
+    torch, Opacus and any old release (and, with ``reduce``, its reduction with ``reduce_arg``
+    and ``shared`` has run once: the
     process's memory has grown to a chunk's working set) before steps are timed; returns the
     number of workers warmed (benchmarks and ``bench/device_check.py``)."""
     address = resolve_scheduler(scheduler, dask_config=False)
     w = resolve_workers(workers)
-    fn, args = (run_chunk, (call,)) if reduce is None else (run_reduced, (call, reduce, reduce_args, shared))
+    fn, args = (run_chunk, (call,)) if reduce is None else (run_reduced, (call, reduce, reduce_arg, shared))
     if address is None and w == 1:
         fn(*args)
         return 1

@@ -83,6 +83,8 @@ __all__ = [
     "white_box_basis",
     "project_outputs",
     "reduce_chunk",
+    "reduce_shared",
+    "reduce_args",
     "check_outputs",
     "audit_implementation",
     "points_sha256",
@@ -262,25 +264,21 @@ def replay_dpsur_draws(model: str, N_data: int, q: float, sigma: float, C: float
     ``(trials, n)``, standard normal ``G / (sigma C)`` as DPSUR drew it in float32; 0 where ``B`` is
     empty, as DPSUR draws none).
     """
-    blocks = list(_dpsur_draw_blocks(model, N_data, q, sigma, C, seed, trials, model_seed, block=max(1, int(trials))))
-    if not blocks:  # no rounds
-        blocks = [next(_dpsur_draw_blocks(model, N_data, q, sigma, C, seed, 1, model_seed, block=1))]
-        return {k: v[:0] for k, v in blocks[0].items()}
-    return blocks[0]
+    return next(_dpsur_draw_blocks(model, N_data, q, sigma, C, seed, trials, model_seed, block=max(1, int(trials))))
 
 
 def _dpsur_draw_blocks(model: str, N_data: int, q: float, sigma: float, C: float, seed: int, trials: int,
                        model_seed: int, block: int):
     """:func:`replay_dpsur_draws` in consecutive blocks of at most ``block`` rounds (one generator
     throughout, so the blocks concatenated are the draws of all ``trials`` rounds): a chunk's check
-    then holds ``block x n`` noise at a time, not ``trials x n``."""
+    then holds ``block x n`` noise at a time, not ``trials x n``). ``trials = 0``: one empty block."""
     from paperlib.implementations.dpsur import dpsur_draw
     from paperlib.implementations.models import build_model
 
     shapes = [tuple(p.shape) for p in build_model(model, seed=model_seed).parameters() if p.requires_grad]
     n = sum(int(np.prod(s)) for s in shapes)
     gen = torch.Generator().manual_seed(int(seed))
-    for a in range(0, int(trials), int(block)):
+    for a in range(0, int(trials), int(block)) or [0]:
         k = min(int(block), int(trials) - a)
         bm = np.zeros((k, N_data), dtype=bool)
         dm = np.zeros((k, N_data), dtype=bool)
@@ -294,7 +292,7 @@ def _dpsur_draw_blocks(model: str, N_data: int, q: float, sigma: float, C: float
 
 
 def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float, *, draws: dict | None = None,
-                batch_sizes=None, rows_basis=None) -> dict:
+                batch_sizes=None, rows_basis=None, rows_projection=None) -> dict:
     """Does every real step divide as ``mechanism`` does for that step's batch? (issue 20, Build 2).
 
     ``updates`` ``(m, n)``: the steps' outputs (already multiplied by any public output scale);
@@ -313,8 +311,9 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     ``nu_t = sigma C sqrt((n - r) / ||resid_t||^2)``, and must lie within :data:`STEP_Z`
     standard errors (``nu / sqrt(2 (n - r))``) of the mechanism's divisor for the step's
     realised batch size ``batch_sizes[t]``; the update is not compared (``rows_basis``: the
-    orthonormal basis of the clipped rows, :func:`white_box_basis` of ``grads_rows``, when the
-    caller has it; computed here otherwise). Method
+    orthonormal basis of the clipped rows, :func:`white_box_basis` of ``grads_rows``, and
+    ``rows_projection``, :func:`project_outputs` of ``updates`` in it, when the caller has them;
+    computed here otherwise). Method
     ``"residual read-off"``; ``resolves_adjacent`` says whether that band separates the
     divisors ``nu`` and ``nu + 1`` at the largest divisor seen.
 
@@ -372,7 +371,7 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
         r = basis.shape[1]
         if n - r < 1:
             raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
-        proj = project_outputs(U, basis)
+        proj = project_outputs(U, basis) if rows_projection is None else rows_projection
         res = np.maximum(proj["residual"], 1e-300)
         nu_read = float(sigma) * float(C) * np.sqrt((n - r) / res)
         nu_m = np.asarray(mech.normaliser(N_data, np.asarray(batch_sizes), q), dtype=float)
@@ -475,7 +474,7 @@ def _fmt(x) -> str:
 
 
 def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, step_seed, model_seed, batch_sizes,
-                 rows_basis=None):
+                 rows_basis=None, rows_projection=None):
     """:func:`check_steps` of one :func:`runners.run_steps` call (DPSUR's draws replayed from its seed)."""
     if implementation == "dpsur":  # replayed block by block: the noise of CHECK_BLOCK rounds at a time
         parts, offsets = [], []
@@ -485,7 +484,23 @@ def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, s
             parts.append(check_steps(updates[a:a + CHECK_BLOCK], rows, mechanism, q, sigma, C, draws=draws))
             offsets.append(a)
         return _merge_step_checks(parts, offsets)
-    return check_steps(updates, rows, mechanism, q, sigma, C, batch_sizes=batch_sizes, rows_basis=rows_basis)
+    return check_steps(updates, rows, mechanism, q, sigma, C, batch_sizes=batch_sizes, rows_basis=rows_basis,
+                       rows_projection=rows_projection)
+
+
+def reduce_shared(grads, N: int, C: float, basis=None) -> dict:
+    """The read-only inputs of :func:`reduce_chunk`, sent to each worker once: ``grads``
+    (``(N + 1, n)``), ``N``, ``basis`` (:func:`white_box_basis` of all rows; pass it when already
+    computed) and ``basis_D`` (of the first ``N``)."""
+    return {"grads": grads, "N": int(N), "basis": white_box_basis(grads, C) if basis is None else basis,
+            "basis_D": white_box_basis(grads[:N], C)}
+
+
+def reduce_args(implementation: str, model: str, mechanism, q: float, sigma: float, C: float, ds: str, m: int,
+                n: int, step_seed: int, model_seed: int, keep: int, scale: float = 1.0) -> dict:
+    """The per-chunk inputs of :func:`reduce_chunk` (its docstring names them)."""
+    return dict(implementation=implementation, model=model, mechanism=mechanism, q=q, sigma=sigma, C=C, ds=ds,
+                m=int(m), n=int(n), scale=scale, step_seed=int(step_seed), model_seed=int(model_seed), keep=int(keep))
 
 
 def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
@@ -493,10 +508,10 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
     (:func:`paperlib.implementations.parallel.run_chunks` with ``reduce=``), so that only this
     comes back to the audit, not the chunk's ``(m, n)`` updates.
 
-    ``args``: ``implementation``, ``model``, ``mechanism``, ``q``, ``sigma``, ``C``, ``ds``
+    ``args`` (:func:`reduce_args`): ``implementation``, ``model``, ``mechanism``, ``q``, ``sigma``, ``C``, ``ds``
     (``"D"`` or ``"D'"``), ``m`` and ``n`` (the expected shape), ``scale`` (the public output
     scale), ``step_seed`` and ``model_seed`` (to replay DPSUR's draws), ``keep`` (how many of the
-    first updates to return, for :func:`runners.detect_normaliser`). ``shared``: ``grads``
+    first updates to return, for :func:`runners.detect_normaliser`). ``shared`` (:func:`reduce_shared`): ``grads``
     (``(N + 1, n)`` per-example gradients), ``N``, ``basis`` (:func:`white_box_basis` of all of
     them) and ``basis_D`` (of the first ``N``).
 
@@ -512,11 +527,11 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
     scaled = upd * args["scale"] if args["scale"] != 1.0 else upd
     D = args["ds"] == "D"
     rows = shared["grads"][:shared["N"]] if D else shared["grads"]
+    proj = project_outputs(scaled, shared["basis"])  # on D' also the residual read-off's (same rows, same basis)
     check = _check_chunk(args["implementation"], args["model"], scaled, rows, args["mechanism"], args["q"],
                          args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
-                         rows_basis=shared["basis_D"] if D else shared["basis"])
-    red = dict(project_outputs(scaled, shared["basis"]), step_check=check,
-               first=np.array(upd[:max(0, int(args["keep"]))]))
+                         rows_basis=shared["basis_D"] if D else shared["basis"], rows_projection=None if D else proj)
+    red = dict(proj, step_check=check, first=np.array(upd[:max(0, int(args["keep"]))]))
     for k in ("seconds", "implementation", "version", "normaliser_rule", "notes"):
         red[k] = out.get(k)
     return red
@@ -702,7 +717,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     keep_total = max(20, min(200, CHUNK_ELEMENTS // max(n, 1)))  # the first steps kept for detect_normaliser
     # large read-only inputs of every chunk's reduction: sent to each worker once
-    shared = {"grads": grads, "N": N, "basis": basis, "basis_D": white_box_basis(grads[:N], C)}
+    shared = reduce_shared(grads, N, C, basis=basis)
 
     def impl_steps_projected(counts: dict) -> dict:
         """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel and are
@@ -716,9 +731,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         calls = [dict(implementation=implementation, model_name=model, X=X, y=y, dataset=ds_names[ds], trials=m,
                       seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False, **step_kw)
                  for ds, index, part, _, m in labels]
-        args = [dict(implementation=implementation, model=model, mechanism=mechanism, q=q, sigma=sigma, C=C, ds=ds,
-                     m=m, n=n, scale=scale, step_seed=_sub_seed(seed, index, part), model_seed=int(seed),
-                     keep=min(m, max(0, keep_total - done)))
+        args = [reduce_args(implementation, model, mechanism, q, sigma, C, ds, m, n, _sub_seed(seed, index, part),
+                            int(seed), min(m, max(0, keep_total - done)), scale=scale)
                 for ds, index, part, done, m in labels]
         blocks = {ds: [] for ds in counts}
         for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(

@@ -119,10 +119,10 @@ def _reduce_inputs(calls):
     X, y = calls[0]["X"], calls[0]["y"]
     grads = np.asarray(runners.per_example_gradients("tiny", X, y, seed=0), dtype=np.float64)
     N, C = X.shape[0] - 1, calls[0]["C"]
-    shared = {"grads": grads, "N": N, "basis": RA.white_box_basis(grads, C), "basis_D": RA.white_box_basis(grads[:N], C)}
-    args = [dict(implementation=c["implementation"], model="tiny", mechanism=runners.IMPLEMENTATION_MECHANISM[
-        c["implementation"]], q=c["q"], sigma=c["sigma"], C=C, ds="D" if c["dataset"] == "D" else "D'",
-        m=c["trials"], n=grads.shape[1], scale=1.0, step_seed=c["seed"], model_seed=0, keep=2) for c in calls]
+    shared = RA.reduce_shared(grads, N, C)
+    args = [RA.reduce_args(c["implementation"], "tiny", runners.IMPLEMENTATION_MECHANISM[c["implementation"]], c["q"],
+                           c["sigma"], C, "D" if c["dataset"] == "D" else "D'", c["trials"], grads.shape[1], c["seed"],
+                           0, 2) for c in calls]
     return shared, args
 
 
