@@ -603,3 +603,23 @@ def test_concurrent_installs_give_one_intact_install(cache, real_wheel):
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
         targets = list(ex.map(lambda _: oc.install_release("0.15.0"), range(2)))
     assert targets[0] == targets[1] and wheels.verify_install(targets[0], real_wheel, SHA_0_15_0)
+
+
+def test_a_rewrite_keeps_the_confirmations_of_unchanged_wheels(tmp_path):
+    """--refresh/--from-cache with --confirm installed (the default) confirms one release by a real step:
+    the stored confirmations of the others are kept where their wheel's sha256 is unchanged, dropped
+    (and said so) where it changed; the one confirmed again replaces its stored record."""
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({
+        "generated_utc": "2026-11-29T13:48:17Z",
+        "releases": [{"version": "0.15.0", "wheel_sha256": "aa"}, {"version": "1.0.2", "wheel_sha256": "bb"},
+                     {"version": "1.6.0", "wheel_sha256": "dd"}],
+        "confirmations": [{"opacus": "0.15.0", "verdict": "EA"}, {"opacus": "1.0.2", "verdict": "FEA"},
+                          {"opacus": "1.6.0", "verdict": "old"}]}))
+    lines = []
+    kept = cli._kept_confirmations(path, [{"opacus": "1.6.0", "verdict": "FEA"}],
+                                     {"0.15.0": "aa", "1.0.2": "cc", "1.6.0": "dd"}, lines.append)
+    assert kept == [{"opacus": "0.15.0", "verdict": "EA", "kept_from": "2026-11-29T13:48:17Z"}]
+    assert lines == ["kept 1 stored real-step confirmation(s) of unchanged wheels; dropped 1 whose wheel changed "
+                     "or is no longer audited: 1.0.2"]
+    assert cli._kept_confirmations(tmp_path / "none.json", [], {}, lines.append) == []  # a first build

@@ -28,6 +28,34 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+def _kept_confirmations(path: Path | None, done: list, sha: dict, log) -> list:
+    """The stored table's real-step confirmations of releases not confirmed again in this run,
+    kept where the release's wheel is the same file (same sha256 in the old and the new audit):
+    a rewrite with ``--confirm installed`` (the default) must not drop what ``--confirm all``
+    established. A confirmation of a wheel that changed, or is no longer audited, is dropped
+    and the log says so."""
+    try:
+        old = load_table(path)
+    except (AuditError, ValueError):  # no stored table (a first build) or an unreadable one: nothing to keep
+        return []
+    old_sha = {r.get("version"): r.get("wheel_sha256") for r in old.get("releases", [])}
+    redone = {c.get("opacus") for c in done}
+    kept, dropped = [], []
+    for c in old.get("confirmations", []):
+        v = c.get("opacus")
+        if v in redone:
+            continue
+        if v in sha and old_sha.get(v) and old_sha.get(v) == sha[v]:
+            kept.append({**c, "kept_from": old.get("generated_utc")})
+        else:
+            dropped.append(str(v))
+    if kept or dropped:
+        log(f"kept {len(kept)} stored real-step confirmation(s) of unchanged wheels"
+            + (f"; dropped {len(dropped)} whose wheel changed or is no longer audited: {', '.join(dropped)}"
+               if dropped else ""))
+    return kept
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit status (0, or 1 after a one-line ``paperlib: error: ...``)."""
     p = argparse.ArgumentParser(
@@ -86,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             c, f"subprocess, pip install --no-deps --target <cache>/opacus-{v}"))
                         log(f"real step, opacus {v}: {c['verdict']} -> {c['mechanism']}"
                             + (f" ({c.get('error')})" if c.get("error") else ""))
+            confirmations += _kept_confirmations(args.output, confirmations, sha, log)
             doc = build_table(recs, confirmations=confirmations, source=source)
             path = save_table(doc, args.output)
             log(f"wrote {path} ({len(recs)} releases)")
