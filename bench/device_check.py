@@ -34,17 +34,20 @@ Code paths (``id`` in the report). On the device (``torch`` device ``DEVICE``):
   of notebook 05's Figure 3 (projected path), one of notebook 04's table of normality
   tests (full path, nine distinguishers).
 
-On the CPU whatever ``DEVICE`` says (they take no device; reported as ``cpu-only``):
+The real implementations (reported as ``cpu-only``: timed on the CPU, and, in a GPU run,
+on CUDA too; run first, since full mode's time rests on them):
 ``implementations.runners.run_steps`` for each implementation (``opacus-installed`` and
 ``opacus-1.0.2`` at ``dpfeta-mnist``'s ``n = 1,485,217`` (DP-FETA's own denoiser), notebook 07's two audits;
-``opacus-0.15.0`` and ``dpsur`` at
-``cnn-mnist`` and ``cnn-cifar10``, notebook 06; ``opacus-0.13.0``, in no notebook of
-``make all``), with :func:`~paperlib.implementations.runners.detect_normaliser` on the
-steps, and ``implementations.real_audit.audit_implementation(mode="full")`` (one point
-of notebook 06 and of notebook 07). Their cost is measured and extrapolated, but there
-is nothing to compare with a device. Points come from synthetic images of the model's
-input shape (the cost does not depend on the pixels; the notebooks use the real data
-sets when they are there).
+``opacus-0.15.0`` at the CNNs and the denoisers of notebook 06 (``dpfeta-mnist``,
+``privimage-mnist``, ``privimage-cifar10``) and ``dpsur`` at ``cnn-mnist`` and ``cnn-cifar10``;
+``opacus-0.13.0``, in no notebook of ``make all``, last), with
+:func:`~paperlib.implementations.runners.detect_normaliser` on the steps; in a GPU run each
+implementation but DPSUR also steps on CUDA, timed, and compared with the CPU's steps at
+``sigma = 0`` (same masks: updates equal to ``CUDA_TOL``). Then
+``implementations.real_audit.audit_implementation(mode="full")`` (one point of notebook 06
+and of notebook 07; its steps on CUDA where torch sees a GPU). Points come from synthetic
+images of the model's input shape (the cost does not depend on the pixels; the notebooks
+use the real data sets when they are there).
 
 ``DEVICE=cpu`` (no GPU, CI): the "device" side is the CPU too, with another seed for the
 random parts (the same seed would give the same numbers and test nothing), so the
@@ -199,10 +202,12 @@ SIZES = {
     "smoke": {"audit_trials": 400, "sampler_trials": 2_000, "exact_trials": 200, "steps": {"tiny": 4},
               "real_trials": 6, "fixed_cost": True, "budget_s": 110},
     "quick": {"audit_trials": 4_000, "sampler_trials": 10_000, "exact_trials": 1_000,
-              "steps": {"cnn-mnist": 40, "cnn-cifar10": 20, "dpfeta-mnist": 3, "privimage-mnist": 3}, "real_trials": 10,
+              "steps": {"cnn-mnist": 40, "cnn-cifar10": 20, "dpfeta-mnist": 3, "privimage-mnist": 3,
+                        "privimage-cifar10": 3}, "real_trials": 10,
               "fixed_cost": True, "budget_s": 900},
     "full": {"audit_trials": 10_000, "sampler_trials": 20_000, "exact_trials": 2_000,
-             "steps": {"cnn-mnist": 200, "cnn-cifar10": 100, "dpfeta-mnist": 20, "privimage-mnist": 20}, "real_trials": 20,
+             "steps": {"cnn-mnist": 200, "cnn-cifar10": 100, "dpfeta-mnist": 20, "privimage-mnist": 20,
+                       "privimage-cifar10": 20}, "real_trials": 20,
              "fixed_cost": True, "budget_s": 480},
 }
 _P6, _P7 = NOTEBOOK_PARAMS["06_audit_real_figure4"], NOTEBOOK_PARAMS["07_opacus_feasgm_figure6"]
@@ -762,7 +767,7 @@ def full_models(impl: str) -> list:
     items = [w for ws in full_mode_work().values() for w in ws if w.get("implementation") == impl]
     if not items:
         return [ASGM_RELEASE_MODEL]
-    paper = set(_P6["PAPER_MODEL_OF"].values()) | {_P7["MODEL"]}
+    paper = {m for per_panel in _P6["PAPER_MODEL_OF"].values() for m in per_panel.values()} | {_P7["MODEL"]}
     return sorted(dict.fromkeys(w["model"] for w in items), key=lambda m: m in paper)  # stable sort
 
 
@@ -919,7 +924,8 @@ def path_real_audit(ck: Check, e: dict, nb: str, impl: str, model_full: str, N: 
                        "note": "CPU only: every round is a real step; the normaliser found on D and D' must be the "
                                "documented one; eps_L on so few rounds is not meaningful",
                        "eps_lower": r["eps_lower"], "path": r["path"]}
-    e["timing"] = {"seconds": wall, "steps": steps, "implementation_s": impl_s, "per_point_fixed_s": fixed,
+    e["timing"] = {"seconds": wall, "steps": steps, "step_device": r.get("step_device"), "implementation_s": impl_s,
+                   "per_point_fixed_s": fixed,
                    "project_per_step_s": proj, "per_trial_s": wall / max(steps, 1)}
     ck.measures[f"real-audit:{nb}"] = {"model": model, "fixed_s": fixed}
 
@@ -1030,8 +1036,10 @@ def parallel_estimate(ck: Check) -> dict:
 
     Per step on one worker: the run_steps cost (per step, plus the per-call cost spread over a chunk)
     on the CPU, or on CUDA where this run measured it (else ``gpus`` is 0: CPU workers only). The
-    projection of each step on the white-box basis and each audit's fixed cost run in the parent
-    process, one after another: they are the ``overhead_s`` of the estimate."""
+    projection of each step on the white-box basis runs in the worker that made the step
+    (``real_audit.reduce_chunk``), so it is spread over the workers; each audit's fixed cost runs in
+    the parent process, one audit after another. Both, added without overlap, are the
+    ``overhead_s`` of the estimate."""
     from paperlib.implementations.costs import full_mode_estimate
     from paperlib.implementations.models import MODEL_PARAMETERS
 
@@ -1054,7 +1062,8 @@ def parallel_estimate(ck: Check) -> dict:
                 gpu[(impl, model)] = s["cuda_per_step_s"] + per_call * s["cuda_per_call_s"]
             items.append({"implementation": impl, "model": model, "points": it["points"],
                           "steps_per_point": it["rounds_per_point"]})
-            serial += it["points"] * (it["rounds_per_point"] * s["project_per_step_s"] + ra.get("fixed_s", 0.0))
+            serial += it["points"] * (it["rounds_per_point"] * s["project_per_step_s"] / PARALLEL_WORKERS
+                                      + ra.get("fixed_s", 0.0))
     from paperlib.implementations.costs import CPU_ONLY as _cpu_only
 
     have_gpu = bool(items) and all((i["implementation"], i["model"]) in gpu for i in items
@@ -1087,7 +1096,9 @@ def _recorded_full(name: str):
 
 # ============================================================================ report
 def _paths(ck: Check):
-    """(entry, function) for every path, in the order they run (device paths first)."""
+    """(entry, function) for every path, in the order they run: the real implementations' steps and
+    audits first (full mode's time and its 30-minute budget rest on them: a budget spent early
+    skips the cheaper sampler and distinguisher paths, not them), the release in no notebook last."""
     dev = "device"
     cpu = "cpu-only"
     nb45 = ["04_audit_figure2", "05_audit_figure3"]
@@ -1130,8 +1141,8 @@ def _paths(ck: Check):
 
     # each implementation's timed steps, then the notebooks' real audits (they use the projection
     # cost measured with the steps), the release no notebook uses last
-    P += [steps("opacus-installed"), steps("dpsur"), steps("opacus-0.15.0")]
-    P += [
+    R = [steps("opacus-installed"), steps("dpsur"), steps("opacus-0.15.0")]
+    R += [
         ({"id": "implementations.real_audit.audit_implementation[07]", "functions": ["audit_implementation(mode='full')"],
           "notebooks": ["07_opacus_feasgm_figure6"], "device_support": cpu, "cpu_only_reason": why},
          lambda e: path_real_audit(ck, e, "07_opacus_feasgm_figure6", "opacus-installed", p7["MODEL"], p7["N"], p7["Q"])),
@@ -1140,9 +1151,8 @@ def _paths(ck: Check):
          lambda e: path_real_audit(ck, e, "06_audit_real_figure4", *(("dpsur", "cnn-cifar10", p6["N"], 0.7)
                                                                     if ck.mode == "smoke" else
                                                                     ("opacus-0.15.0", "cnn-cifar10", p6["N"], 0.5))))]
-    P.append(steps("opacus-1.0.2"))  # chapter 7's second audit (its real-audit overhead is the installed one's)
-    P.append(steps("opacus-0.13.0"))
-    return P
+    R.append(steps("opacus-1.0.2"))  # chapter 7's second audit (its real-audit overhead is the installed one's)
+    return R + P + [steps("opacus-0.13.0")]
 
 
 def _work_text(items: list) -> str:

@@ -466,7 +466,7 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
                         "dpsur (DPSUR's rule: a separate draw's size), "
                         "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
     a.add_argument("--model", required=True,
-                   choices=("cnn-mnist", "cnn-cifar10", "large-mnist", "dpfeta-mnist", "privimage-mnist"),
+                   choices=("cnn-mnist", "cnn-cifar10", "large-mnist", "dpfeta-mnist", "privimage-mnist", "privimage-cifar10"),
                    help="model at fixed parameters theta_0 (built from --seed)")
     a.add_argument("--dataset", required=True, choices=DATASET_CHOICES, metavar="DATASET",
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
@@ -561,7 +561,7 @@ def run_audit_implementation(args) -> dict:
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
             "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
             "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
-            "seconds_per_step", "full_mode_estimate_s")
+            "seconds_per_step", "step_device", "full_mode_estimate_s")
     out = {"command": "audit-implementation"}
     out.update({k: r.get(k) for k in keys})
     if args.batch_size is not None:

@@ -36,11 +36,14 @@ parameters, asserted exactly by ``tests/test_models.py``):
 ``"dpfeta-mnist"`` -- 1,485,217 parameters, input 1x28x28: DP-FETA's MNIST denoiser
     (EDM-preconditioned NCSN++), rebuilt from its code at a pinned commit.
 ``"privimage-mnist"`` -- 1,753,345 parameters, input 1x28x28: PrivImage's MNIST denoiser
-    (same network family, its own MNIST config). Both in
-    :mod:`paperlib.implementations.paper_models` (sources, sha256, ``file:line`` citations).
+    (same network family, its own MNIST config).
+``"privimage-cifar10"`` -- 1,754,499 parameters, input 3x32x32: PrivImage's CIFAR-10 denoiser
+    (its README's CIFAR-10 config). All three in
+    :mod:`paperlib.implementations.paper_models` (sources, sha256, ``file:line`` citations;
+    DP-FETA's code has no CIFAR-10 configuration, so there is no DP-FETA CIFAR-10 model).
 
 The classifiers output 10 logits and their loss is the cross-entropy
-(``torch.nn.functional.cross_entropy``, mean over the batch). The two denoisers output
+(``torch.nn.functional.cross_entropy``, mean over the batch). The denoisers output
 each example's EDM denoising loss (their code's training loss, with per-record draws;
 :class:`paperlib.implementations.paper_models.EDMLossModel`), and the batch loss is
 the mean. :func:`training_loss` is the one place that tells the two apart; the runners
@@ -67,6 +70,7 @@ MODEL_INPUT: dict[str, tuple[int, int, int]] = {
     "tiny": (1, 28, 28),
     "dpfeta-mnist": (1, 28, 28),
     "privimage-mnist": (1, 28, 28),
+    "privimage-cifar10": (3, 32, 32),
 }
 # the documented counts (asserted by the tests)
 MODEL_PARAMETERS: dict[str, int] = {
@@ -76,6 +80,7 @@ MODEL_PARAMETERS: dict[str, int] = {
     "tiny": 430,
     "dpfeta-mnist": 1_485_217,
     "privimage-mnist": 1_753_345,
+    "privimage-cifar10": 1_754_499,
 }
 MODEL_NAMES = tuple(MODEL_INPUT)
 
@@ -130,6 +135,7 @@ _BUILDERS: dict[str, Callable[[], nn.Module]] = {
     "tiny": _tiny,
     "dpfeta-mnist": lambda: build_paper_model("dpfeta-mnist"),
     "privimage-mnist": lambda: build_paper_model("privimage-mnist"),
+    "privimage-cifar10": lambda: build_paper_model("privimage-cifar10"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The MNIST denoisers of DP-FETA and PrivImage, rebuilt from their public code, with their training loss.
+"""The denoisers of DP-FETA and PrivImage, rebuilt from their public code, with their training loss.
 
 Wang et al. (2026, Sections 5.3-5.4, Appendix A.4) audit DP-FETA (Li et al., 2025) and
 PrivImage (Li et al., USENIX Security 2024) with "1,485,217-parameter" MNIST models. Both
@@ -25,22 +25,31 @@ Sources (``SOURCES``; the sha256 of every file read is stored, see :func:`verify
     third resolution 7x7, attention there, and 268,128 more parameters). The config was
     deleted five days later (commit 43b2cfa); the repository's newest commit has none for
     MNIST. ``model/ncsnpp.py`` at this commit is byte-identical to DP-FETA's (same sha256).
+``"privimage-cifar10"``: the same commit; the README's CIFAR-10 run (``README.md:42``) trains
+    with ``src/PRIVIMAGE+D/configs/cifar10_32/train_eps_10.0_s.yaml:28-33``:
+    ``NCSNpp(image_size=32, num_in_channels=3, num_out_channels=3, attn_resolutions=[16])``,
+    ``ch_mult`` and ``nf`` NCSNpp's defaults ``(1, 2, 2)`` and 32: **1,754,499 parameters** (the
+    paper gives no size for CIFAR-10). Its loss draws ``n_noise_samples: 8`` (``:65``).
+``DP-FETA on CIFAR-10``: cannot be had. DP-FETA's repository has no CIFAR-10 configuration at
+    the pinned commit (its newest) or any earlier one (``configs/`` holds ``camelyon_32``,
+    ``celeba_32_cond``, ``fmnist_28`` and ``mnist_28``), so no model is built under its name
+    for that panel (:data:`UNAVAILABLE`).
 
-Architecture (both; ``nf = 32``, ``num_res_blocks = 2``, ``resblock_type="biggan"``,
+Architecture (all three; ``nf = 32``, ``num_res_blocks = 2``, ``resblock_type="biggan"``,
 ``progressive="none"``, ``embedding_type="positional"``, ``skip_rescale=True``,
 ``dropout=0``, ``fir=False``, ``label_dim=10`` with classifier-free guidance, SiLU)
 -----------------------------------------------------------------------------------
 * noise embedding: sinusoidal embedding of ``c_noise`` (width ``nf``; ``layers.py:515-529``),
   plus a class embedding ``Embedding(11, nf)`` (10 labels and the "no label" of CFG),
   then ``Linear(nf, 4nf)``, SiLU, ``Linear(4nf, 4nf)`` (``ncsnpp.py:97-107, 264-282``);
-* ``conv3x3(1, nf)``; per resolution level ``i`` (sizes ``28 / 2**i``): ``num_res_blocks``
+* ``conv3x3(c, nf)`` (``c`` = 1 image channel, 3 on CIFAR-10); per resolution level ``i`` (sizes ``S / 2**i``): ``num_res_blocks``
   BigGAN residual blocks to ``nf * ch_mult[i]`` channels, each followed by self-attention
   when the size is in ``attn_resolutions``; between levels a residual block that
   down-samples (``ncsnpp.py:156-191``);
 * middle: residual block, attention, residual block (``ncsnpp.py:193-196``);
 * up path: per level, ``num_res_blocks + 1`` residual blocks on the concatenated skip,
   attention at the attention sizes, an up-sampling residual block between levels
-  (``ncsnpp.py:198-245``); then ``GroupNorm``, SiLU, ``conv3x3(ch, 1)`` (``ncsnpp.py:247-251``);
+  (``ncsnpp.py:198-245``); then ``GroupNorm``, SiLU, ``conv3x3(ch, c)`` (``ncsnpp.py:247-251``);
 * BigGAN residual block (``layerspp.py:212-287``): ``GroupNorm(min(c/4, 32))``, SiLU,
   (nearest up-sampling or 2x2 average down-sampling, ``up_or_down_sampling.py:59-69``, of
   both branches), ``conv3x3``, plus ``Linear(4nf, c_out)`` of the SiLU'd embedding,
@@ -91,8 +100,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["SOURCES", "PAPER_MODELS", "SUBSTITUTIONS", "LOSS_SEED", "NCSNpp", "EDMDenoiser", "EDMLossModel",
-           "build_paper_model", "loss_draws", "verify_source", "source_dir", "paper_model_info"]
+__all__ = ["SOURCES", "PAPER_MODELS", "UNAVAILABLE", "SUBSTITUTIONS", "substitutions", "LOSS_SEED", "NCSNpp",
+           "EDMDenoiser", "EDMLossModel", "build_paper_model", "loss_draws", "verify_source", "source_dir", "paper_model_info"]
 
 _FETA = "https://github.com/SunnierLee/DP-FETA"
 _PRIV = "https://github.com/SunnierLee/DP-ImaGen"
@@ -144,20 +153,41 @@ SOURCES: dict[str, dict[str, Any]] = {
         },
     },
 }
+SOURCES["privimage-cifar10"] = {
+    **SOURCES["privimage-mnist"], "config": "src/PRIVIMAGE+D/configs/cifar10_32/train_eps_10.0_s.yaml",
+    "files": {**{k: v for k, v in SOURCES["privimage-mnist"]["files"].items() if "/configs/" not in k},
+              "src/PRIVIMAGE+D/configs/cifar10_32/train_eps_10.0_s.yaml":
+                  "c9788e1e38f1da2244a46edf131dca1a1487b2512cf7ccbc9b65d5b9db19cd0c",
+              "README.md": "bc2a31803c2fbdf0fc17d1c6215411f467362757773f28894002e3f9e47f8e71"},  # :42 names the config
+}
+
+#: (method, panel) pairs of Figure 4 whose own model cannot be had from the method's code, with the reason
+UNAVAILABLE: dict[tuple[str, str], str] = {
+    ("DP-FETA", "cifar10"): "DP-FETA's public code has no CIFAR-10 configuration, at f95d3a7 or any earlier commit",
+}
 
 #: the network arguments each config gives (the rest are NCSNpp's defaults, ncsnpp.py:37-59)
 PAPER_MODELS: dict[str, dict[str, Any]] = {
     "dpfeta-mnist": {"image_size": 28, "attn_resolutions": (14,), "ch_mult": (2, 2), "parameters": 1_485_217},
     "privimage-mnist": {"image_size": 28, "attn_resolutions": (7,), "ch_mult": (1, 2, 2), "parameters": 1_753_345},
+    "privimage-cifar10": {"image_size": 32, "attn_resolutions": (16,), "ch_mult": (1, 2, 2), "in_ch": 3,
+                          "parameters": 1_754_499, "noise_samples": 8},
 }
 
-#: what the audit's model and loss do differently from the method's training run (for the grade)
+#: what the audit's model and loss do differently from the method's training run (for the grade); the
+#: noise draws per record of the config (``n_noise_samples``) go in at {k} (:func:`substitutions`)
 SUBSTITUTIONS = (
     "theta_0 is a seeded draw of the code's own initialisation, not the method's (unpublished) pre-trained checkpoint",
-    "one EDM noise draw per record, fixed by the record (the config draws 32 and the method's patched Opacus "
+    "one EDM noise draw per record, fixed by the record (the config draws {k} and the method's patched Opacus "
     "averages their gradients before clipping)",
     "the NIN projections written as the equal 1x1 convolutions (same function and parameter count)",
 )
+
+
+def substitutions(name: str) -> list[str]:
+    """:data:`SUBSTITUTIONS` for the paper model ``name``, with its config's noise draws per record."""
+    k = PAPER_MODELS[name].get("noise_samples", 32)  # both MNIST configs: n_noise_samples: 32
+    return [t.format(k=k) for t in SUBSTITUTIONS]
 
 #: seed of the per-record loss draws (sigma, noise, label dropout); part of the audit's fixed setting
 LOSS_SEED = 0
@@ -263,10 +293,11 @@ def _timestep_embedding(t: torch.Tensor, dim: int, max_positions: int = 10_000) 
 
 
 class NCSNpp(nn.Module):
-    """DPDM's NCSN++ (ncsnpp.py:34-401) for the settings both MNIST configs use.
+    """DPDM's NCSN++ (ncsnpp.py:34-401) for the settings the configs of :data:`PAPER_MODELS` use.
 
-    ``forward(x, c_noise, y)``: ``x`` ``[B, 1, S, S]`` float, ``c_noise`` ``[B]``, ``y`` ``[B]``
-    long in ``0..10`` (10 = no label) -> ``[B, 1, S, S]``. The submodules sit in
+    ``forward(x, c_noise, y)``: ``x`` ``[B, in_ch, S, S]`` float, ``c_noise`` ``[B]``, ``y`` ``[B]``
+    long in ``0..10`` (10 = no label) -> ``[B, in_ch, S, S]`` (``num_in_channels`` =
+    ``num_out_channels`` = ``in_ch`` in every config). The submodules sit in
     ``all_modules`` in the code's order, so parameter names and order follow it.
     """
 
@@ -332,7 +363,7 @@ class NCSNpp(nn.Module):
 
 class EDMDenoiser(nn.Module):
     """EDM preconditioning (denoiser.py:7-27): ``D(x; sigma, y) = c_skip x + c_out F(c_in x, log(sigma)/4, y)``.
-    ``x`` ``[B, 1, S, S]``, ``sigma`` ``[B, 1, 1, 1]`` (> 0), ``y`` ``[B]`` long."""
+    ``x`` ``[B, c, S, S]``, ``sigma`` ``[B, 1, 1, 1]`` (> 0), ``y`` ``[B]`` long."""
 
     def __init__(self, net: nn.Module, sigma_data: float = SIGMA_DATA):
         super().__init__()
@@ -350,8 +381,8 @@ class EDMDenoiser(nn.Module):
 class EDMLossModel(nn.Module):
     """The denoiser with EDM's loss as its output: ``forward(x, y, noise, sigma) -> [B]`` per-example losses.
 
-    ``x`` ``[B, 1, S, S]``; ``y`` ``[B]`` long (after label dropout, 10 = no label); ``noise``
-    ``[B, 1, S, S]`` standard normal; ``sigma`` ``[B]`` > 0. Loss of score_losses.py:148-171
+    ``x`` ``[B, c, S, S]``; ``y`` ``[B]`` long (after label dropout, 10 = no label); ``noise``
+    ``[B, c, S, S]`` standard normal; ``sigma`` ``[B]`` > 0. Loss of score_losses.py:148-171
     with one noise sample: ``mean_pixels w(sigma) (D(x + sigma noise; sigma, y) - x)^2``.
     The batch loss is the mean of the output (:func:`paperlib.implementations.models.training_loss`);
     the per-record draws come from :func:`loss_draws`.
@@ -363,7 +394,8 @@ class EDMLossModel(nn.Module):
         super().__init__()
         cfg = PAPER_MODELS[name]
         self.name = name
-        self.denoiser = EDMDenoiser(NCSNpp(cfg["image_size"], cfg["attn_resolutions"], cfg["ch_mult"]))
+        self.denoiser = EDMDenoiser(NCSNpp(cfg["image_size"], cfg["attn_resolutions"], cfg["ch_mult"],
+                                           in_ch=cfg.get("in_ch", 1)))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         s = sigma.reshape(-1, 1, 1, 1)
@@ -388,7 +420,7 @@ def loss_draws(X: torch.Tensor, y: torch.Tensor, seed: int = LOSS_SEED) -> tuple
     the label dropout (probability ``LABEL_DROP``, label -> 10) and ``noise ~ N(0, I)`` of
     ``x_i``'s shape (score_losses.py:16-29, 148-162). The same record gives the same draws
     in any batch, so its gradient is a function of the record (THEORY.md section 9).
-    ``X`` ``[B, 1, S, S]``, ``y`` ``[B]``; returns ``[B]`` long, ``[B, 1, S, S]``, ``[B]`` float32.
+    ``X`` ``[B, c, S, S]``, ``y`` ``[B]``; returns ``[B]`` long, ``[B, c, S, S]``, ``[B]`` float32.
     """
     X = torch.as_tensor(X, dtype=torch.float32).detach().cpu()
     y = torch.as_tensor(y, dtype=torch.long).detach().cpu()
@@ -413,11 +445,12 @@ def paper_model_info(name: str) -> dict[str, Any]:
     src, cfg = SOURCES[name], PAPER_MODELS[name]
     return {"method": src["method"], "repository": src["repository"], "commit": src["commit"],
             "config": src["config"],
-            "architecture": (f"EDM-preconditioned NCSN++ (DPDM), 28x28x1, nf 32, ch_mult {list(cfg['ch_mult'])}, "
+            "architecture": (f"EDM-preconditioned NCSN++ (DPDM), {cfg['image_size']}x{cfg['image_size']}x"
+                             f"{cfg.get('in_ch', 1)}, nf 32, ch_mult {list(cfg['ch_mult'])}, "
                              f"2 residual blocks per level, attention at {list(cfg['attn_resolutions'])}, "
                              "class-conditional (10 labels + no-label)"),
             "loss": "EDM denoising loss (score_losses.py EDMLoss), one fixed noise draw per record",
-            "substitutions": list(SUBSTITUTIONS)}
+            "substitutions": substitutions(name)}
 
 
 # ---------------------------------------------------------------------------- source verification

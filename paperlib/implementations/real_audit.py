@@ -106,7 +106,7 @@ _AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
-MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist")
+MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist", "privimage-cifar10")
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
@@ -517,7 +517,7 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
 
     Returns ``{"coords", "residual"}`` (:func:`project_outputs` of the scaled updates),
     ``step_check`` (:func:`check_steps`), ``first`` (the first ``keep`` unscaled updates) and the
-    chunk's ``seconds``, ``implementation``, ``version``, ``normaliser_rule`` and ``notes``.
+    chunk's ``seconds``, ``implementation``, ``version``, ``normaliser_rule``, ``notes`` and ``device``.
     Raises RuntimeError when the updates do not have shape ``(m, n)``.
     """
     upd = np.asarray(out["updates"])
@@ -532,7 +532,7 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
                          args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
                          rows_basis=shared["basis_D"] if D else shared["basis"], rows_projection=None if D else proj)
     red = dict(proj, step_check=check, first=np.array(upd[:max(0, int(args["keep"]))]))
-    for k in ("seconds", "implementation", "version", "normaliser_rule", "notes"):
+    for k in ("seconds", "implementation", "version", "normaliser_rule", "notes", "device"):
         red[k] = out.get(k)
     return red
 
@@ -742,7 +742,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
             step_checks[ds].append(out["step_check"])
             step_offsets[ds].append(done)
             impl_steps += m
-            for k in ("implementation", "version", "normaliser_rule", "notes"):
+            for k in ("implementation", "version", "normaliser_rule", "notes", "device"):
                 impl_info.setdefault(k, out.get(k))
             if out["first"].shape[0]:
                 first_updates[ds] = out["first"] if ds not in first_updates else np.concatenate(
@@ -824,6 +824,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
         "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
         "implementation_notes": impl_info.get("notes"),
+        "step_device": impl_info.get("device"),  # where the real steps ran (runners.step_device)
         "normaliser": normaliser, "normaliser_found": normaliser_found(mechanism, normaliser, steps_check),
         "step_check": steps_check,
         "real_steps_disagreeing": int(sum(c["disagreeing"] for c in steps_check.values())),
@@ -912,6 +913,7 @@ def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_
     three, on the shared CNN), ``"DPSGD-HF"``, the methods with their own models (the keys of
     ``paper_model_of``: DP-FETA, PrivImage) and the others (DPSUR). On a panel of
     ``paper_model_panels`` the methods of ``paper_model_of`` are audited with their own model
+    for that panel (None where their code has none: ``paper_models.UNAVAILABLE`` says why)
     and DPSGD-HF alone on the CNN, so the combined row is not audited there (None); on any
     other panel the paper models are not audited (None), DPSGD-HF has no row of its own (None)
     and the combined row stands for all three on the CNN. Every other method gets the CNN,
@@ -926,7 +928,8 @@ def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_
     model_of
         ``{panel: CNN model name}`` (notebook 06's ``MODEL_OF``).
     paper_model_of
-        ``{method: its own model name}`` (notebook 06's ``PAPER_MODEL_OF``).
+        ``{method: {panel: its own model name}}`` (notebook 06's ``PAPER_MODEL_OF``); a panel
+        missing from a method's mapping has no model of that method.
     paper_model_panels
         Panels on which the methods of ``paper_model_of`` are audited with their own models
         (notebook 06's ``PAPER_MODEL_PANELS``, per mode); any container.
@@ -945,7 +948,7 @@ def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_
         raise ValueError(f"panel must be one of {', '.join(map(str, model_of))}, got {panel!r}")
     own = panel in paper_model_panels
     if method in paper_model_of:
-        return paper_model_of[method] if own else None
+        return paper_model_of[method].get(panel) if own else None
     if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != own:
         return None  # the CNN row stands for all three only where the denoisers are not audited
     return model_of[panel]

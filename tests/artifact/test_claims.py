@@ -306,6 +306,26 @@ def test_fig4(rd):
     assert _claim("C4").evaluate(rd)["verdict"] == "not run"
 
 
+def test_fig4_a_point_without_the_methods_model_is_a_difference_not_a_failure(rd):
+    """DP-FETA on CIFAR-10 (its code has no such model): the point is listed among the differences from the
+    paper's setting (partly reproduced), the other points are graded as before; any other error stays missing."""
+    from paperlib.artifact.grading.setting import NOT_AUDITED
+
+    _fig4(rd)
+    doc = json.loads((rd / "06_fig4_real_audit.json").read_text())
+    doc["data"]["points"].append({"panel": "cifar10", "method": "DP-FETA", "impl": "x", "q": 0.5, "result": None,
+                                  "error": NOT_AUDITED + "its code has no CIFAR-10 configuration"})
+    (rd / "06_fig4_real_audit.json").write_text(json.dumps(doc))
+    r = _claim("C4").evaluate(rd)
+    assert r["verdict"] == "partly reproduced" and sum(p["graded"] for p in r["parts"]) == 6, r["reason"]
+    assert ("model: DP-FETA on cifar10 at q = 0.5: not audited (its code has no CIFAR-10 configuration) (1/7 points)"
+            in r["reason"])
+    doc["data"]["points"][-1]["error"] = "RuntimeError: boom"
+    (rd / "06_fig4_real_audit.json").write_text(json.dumps(doc))
+    r = _claim("C4").evaluate(rd)
+    assert r["verdict"] == "not run"  # a point that failed leaves the statement about every point open
+
+
 @pytest.mark.parametrize("dpsur", ["asgm", "dpsur"])  # DPSUR's step audited as ASGM or under its own rule
 def test_fig4_statements_can_fail(rd, dpsur):
     _fig4(rd, dpsur=dpsur)

@@ -124,7 +124,7 @@ def test_notebook_extrapolation_and_tables(smoke):
         assert "NOT the full-mode cost" in nbs[name]["basis"]
     w4 = nbs["04_audit_figure2"]["work"]
     assert [w["points"] for w in w4] == [44, 12, 3] and all(w["rounds_per_point"] == 20_000 for w in w4)
-    assert sum(w["points"] for w in nbs["06_audit_real_figure4"]["work"]) == 20 + 2  # + the seed spread
+    assert sum(w["points"] for w in nbs["06_audit_real_figure4"]["work"]) == 22 + 2  # + the seed spread
     assert nbs["01_tradeoff_basics"]["estimate_s"] is None  # no device path, no full-mode record here
     tot = rep["make_all_full"]
     assert tot["estimate_s"] is None and "01_tradeoff_basics" in tot["not_measured"]
@@ -145,11 +145,11 @@ def test_full_mode_estimate_on_16_workers(smoke):
                if e["id"] in RELEASE_PATHS and e["status"] == "skipped"}
     assert all(any(f"{impl} on " in m for impl in skipped) for m in par["missing"]), (par["missing"], skipped)
     assert "no GPU measured" in par["note"] and "not representative" in par["note"]
-    # 06: 22 audits (20 points and the seed spread's 2), 07: 2, each 2 x 10,000 steps; the estimate counts the
+    # 06: 24 audits (22 points and the seed spread's 2), 07: 2, each 2 x 10,000 steps; the estimate counts the
     # steps of every audit with a measured cost (the installed Opacus and DPSUR always have one)
     work = [w for n in smoke["report"]["notebooks"] if n["notebook"] in ("06_audit_real_figure4", "07_opacus_feasgm_figure6")
             for w in n["work"]]
-    assert sum(w["points"] for w in work) == 22 + 2 and all(w["rounds_per_point"] == 20_000 for w in work)
+    assert sum(w["points"] for w in work) == 24 + 2 and all(w["rounds_per_point"] == 20_000 for w in work)
     assert len(par["missing"]) < len(work)
     assert est["steps"] == sum(w["points"] * 20_000 for w in work if w["what"] not in par["missing"])
     assert est["seconds"] > 0
@@ -259,7 +259,7 @@ def test_counts_match_notebooks_06_07(counts):
     want = [w for w in want if w[1] is not None]
     w = counts["work"]["06_audit_real_figure4"]
     assert [(x["implementation"], x["model"]) for x in w[:-1]] == want
-    assert len(w) == len(want) + 1 == 21 and all(x["rounds_per_point"] == 2 * p["TRIALS"] == 20_000 for x in w)
+    assert len(w) == len(want) + 1 == 23 and all(x["rounds_per_point"] == 2 * p["TRIALS"] == 20_000 for x in w)
     p = _nb("07_opacus_feasgm_figure6")
     assert p["AUDIT_MODE"] == "full"
     src = (ROOT / "notebooks" / "07_opacus_feasgm_figure6.py").read_text(encoding="utf-8")
@@ -280,7 +280,7 @@ def test_timed_steps_use_the_notebooks_models_and_settings():
     p6, p7 = notebook_params("06_audit_real_figure4"), notebook_params("07_opacus_feasgm_figure6")
     assert {i: dc.full_models(i) for i in ("opacus-installed", "opacus-1.0.2", "opacus-0.15.0", "dpsur")} == {
         "opacus-installed": [p7["MODEL"]], "opacus-1.0.2": [p7["MODEL"]],
-        "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10", "dpfeta-mnist", "privimage-mnist"],
+        "opacus-0.15.0": ["cnn-mnist", "cnn-cifar10", "dpfeta-mnist", "privimage-mnist", "privimage-cifar10"],
         "dpsur": ["cnn-mnist", "cnn-cifar10"]}
     assert dc.full_models("opacus-0.13.0") == [dc.ASGM_RELEASE_MODEL]  # in no notebook
     for impl in p7["IMPLEMENTATIONS"]:

@@ -155,7 +155,7 @@ def test_the_real_notebooks():
     assert p5["DISTINGUISHERS"] == ["optimal", "normality", {"name": "normality", "ties": "half"}]
     assert "COMMON" not in p5  # changed in place under `if DEVICE == "cpu":`: not guessed
     panels = {m: notebook_params("06_audit_real_figure4", m)["PAPER_MODEL_PANELS"] for m in MODES}
-    assert panels == {"smoke": (), "quick": ("mnist", "fmnist"), "full": ("mnist", "fmnist")}
+    assert panels == {"smoke": (), "quick": ("mnist", "fmnist", "cifar10"), "full": ("mnist", "fmnist", "cifar10")}
     p6 = notebook_params("06_audit_real_figure4", "full")
     assert p6["AUDIT_MODE"] == "full" and notebook_params("06_audit_real_figure4", "quick")["AUDIT_MODE"] == "quick"
     assert list(p6["DATASETS"]) == ["mnist", "fmnist", "cifar10"] and len(p6["METHODS"]) == 10

@@ -7,7 +7,7 @@ from paperlib.implementations.models import (MODEL_INPUT, MODEL_NAMES, MODEL_PAR
                                              count_parameters, flat_parameters, per_example_grads)
 
 EXPECTED = {"cnn-mnist": 26_010, "cnn-cifar10": 550_570, "large-mnist": 1_485_217, "tiny": 430}
-DENOISERS = {"dpfeta-mnist": 1_485_217, "privimage-mnist": 1_753_345}  # tests/implementations/test_models_paper.py
+DENOISERS = {"dpfeta-mnist": 1_485_217, "privimage-mnist": 1_753_345, "privimage-cifar10": 1_754_499}  # tests/implementations/test_models_paper.py
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -9,26 +9,27 @@ import pytest
 import torch
 
 from paperlib.implementations import paper_models as pm
-from paperlib.implementations.models import (MODEL_PARAMETERS, build_model, count_parameters, flat_parameters,
+from paperlib.implementations.models import (MODEL_INPUT, MODEL_PARAMETERS, build_model, count_parameters, flat_parameters,
                                              model_info, per_example_grads, training_loss)
 
-NAMES = ("dpfeta-mnist", "privimage-mnist")
+NAMES = ("dpfeta-mnist", "privimage-mnist", "privimage-cifar10")
 
 
-def _data(k, seed=0):
+def _data(k, seed=0, name="dpfeta-mnist"):
     g = torch.Generator().manual_seed(seed)
-    return torch.rand((k, 1, 28, 28), generator=g) * 2 - 1, torch.randint(0, 10, (k,), generator=g)
+    return torch.rand((k, *MODEL_INPUT[name]), generator=g) * 2 - 1, torch.randint(0, 10, (k,), generator=g)
 
 
-@pytest.mark.parametrize("name,n", [("dpfeta-mnist", 1_485_217), ("privimage-mnist", 1_753_345)])
+@pytest.mark.parametrize("name,n", [("dpfeta-mnist", 1_485_217), ("privimage-mnist", 1_753_345),
+                                    ("privimage-cifar10", 1_754_499)])
 def test_parameter_count_and_shapes(name, n):
     model = build_model(name)
     assert count_parameters(model) == n == MODEL_PARAMETERS[name] == pm.PAPER_MODELS[name]["parameters"]
-    X, y = _data(3)
+    X, y = _data(3, name=name)
     draws = pm.loss_draws(X, y)
     assert model(X, *draws).shape == (3,)
     sigma = draws[2].reshape(-1, 1, 1, 1)
-    assert model.denoiser(X, sigma, y).shape == (3, 1, 28, 28)
+    assert model.denoiser(X, sigma, y).shape == (3, *MODEL_INPUT[name])
     info = model_info(name)
     assert info["parameters"] == n and pm.SOURCES[name]["commit"][:7] in info["source"]
 
@@ -85,7 +86,7 @@ def test_edm_loss_formula():
 @pytest.mark.parametrize("name", NAMES)
 def test_per_example_grads_match_autograd_loop(name):
     model = build_model(name, seed=1)
-    X, y = _data(2, seed=2)
+    X, y = _data(2, seed=2, name=name)
     G = per_example_grads(model, X, y)
     assert G.shape == (2, MODEL_PARAMETERS[name])
     for i in range(2):
@@ -134,7 +135,7 @@ def _original(name, tmp_path):
     if "missing" in status.values():
         pytest.skip(f"source of {name} not in {pm.source_dir(name)} (offline copy absent)")
     root = pm.source_dir(name)
-    code = root / "src" / "PRIVIMAGE+D" if name == "privimage-mnist" else root
+    code = root / "src" / "PRIVIMAGE+D" if name.startswith("privimage") else root
     stub = tmp_path / "stub" / "src" / "opacus"  # PrivImage's layers.py imports 'src.opacus' (its vendored copy)
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text("")
@@ -146,9 +147,11 @@ def _original(name, tmp_path):
         ncsnpp = importlib.import_module("model.ncsnpp")
         denoiser = importlib.import_module("denoiser")
         cfg = pm.PAPER_MODELS[name]
-        kw = {"image_size": 28, "attn_resolutions": list(cfg["attn_resolutions"])}
+        kw = {"image_size": cfg["image_size"], "attn_resolutions": list(cfg["attn_resolutions"])}
         if name == "dpfeta-mnist":
-            kw["ch_mult"] = list(cfg["ch_mult"])  # privimage's config leaves NCSNpp's default (1, 2, 2)
+            kw["ch_mult"] = list(cfg["ch_mult"])  # privimage's configs leave NCSNpp's default (1, 2, 2)
+        if cfg.get("in_ch", 1) != 1:  # the CIFAR-10 config's num_in_channels / num_out_channels
+            kw["num_in_channels"] = kw["num_out_channels"] = cfg["in_ch"]
         return denoiser.EDMDenoiser(ncsnpp.NCSNpp(**kw))
     finally:
         del sys.path[:2]
@@ -175,7 +178,7 @@ def test_same_function_as_the_original_code(name, tmp_path):
             d = 0.05 * torch.randn(p_o.shape, generator=g)
             p_o.add_(d)
             p_u.add_(d if p_u.shape == d.shape else d.T.reshape(p_u.shape))
-    X, y = _data(2, seed=8)
+    X, y = _data(2, seed=8, name=name)
     sigma = torch.tensor([0.3, 2.0]).reshape(-1, 1, 1, 1)
     with torch.no_grad():
         a = orig(X, sigma, y)
@@ -198,3 +201,14 @@ def test_opacus_step_is_the_clipped_mean_of_our_gradients():
     want = clipped.sum(0) / 3
     np.testing.assert_allclose(r["updates"][0], want.numpy(), rtol=1e-3, atol=1e-7)
     assert r["n"] == 1_485_217 and r["batch_sizes"][0] == 3
+
+
+def test_dpfeta_has_no_cifar10_configuration():
+    """DP-FETA's CIFAR-10 point is reported as not audited because its code has no CIFAR-10 configuration:
+    checked against a full copy of the repository at the pinned commit, where one is there."""
+    assert ("DP-FETA", "cifar10") in pm.UNAVAILABLE and "no CIFAR-10 configuration" in pm.UNAVAILABLE[("DP-FETA", "cifar10")]
+    configs = pm.source_dir("dpfeta-mnist") / "configs"
+    if not configs.is_dir() or pm.verify_source("dpfeta-mnist")["configs/mnist_28/train_eps_10.0.yaml"] != "ok":
+        pytest.skip(f"no verified copy of DP-FETA's configs/ in {configs.parent}")
+    names = sorted(p.name for p in configs.iterdir() if p.is_dir())
+    assert "mnist_28" in names and not [n for n in names if "cifar" in n.lower()], names

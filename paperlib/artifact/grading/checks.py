@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paperlib.artifact.grading.setting import SETTINGS, run_of_audit, runs_of_sweep, size_findings, substitutions
+from paperlib.artifact.grading.setting import (NOT_AUDITED, SETTINGS, not_audited, run_of_audit, runs_of_sweep,
+                                              size_findings, substitutions)
 from paperlib.artifact.grading.stats import (
     DIST_LABEL,
     PAPER_DISTINGUISHER,
@@ -402,11 +403,15 @@ def check_fig4(rd: Path) -> dict:
     pts = data.get("points")
     if not isinstance(pts, list) or not pts:
         raise NotRun(f"{name}: no points")
-    parts, rows, missing, fid = [], [], [], []
+    parts, rows, missing, fid, unavailable = [], [], [], [], []
     good = []
     for p in pts:
         label = f"{p.get('panel')}/{p.get('method')}/q={p.get('q')}"
         r = p.get("result")
+        if str(p.get("error") or "").startswith(NOT_AUDITED):  # the method's own model cannot be had there
+            unavailable.append((f"{p.get('method')} on {p.get('panel')} at q = {p.get('q')}",
+                                str(p["error"]).removeprefix(NOT_AUDITED)))
+            continue
         if p.get("error") or not isinstance(r, dict):
             missing.append(f"{label} ({p.get('error') or 'no result'})")
             continue
@@ -471,7 +476,8 @@ def check_fig4(rd: Path) -> dict:
                                              f"{r['eps_lower']:.2f}/{r['eps_claim']:.3g}"
                                              for r in rows if r["panel"] == pan) for pan in panels)
     data_kinds = sorted({str(r["data"]) for r in rows})
-    return {"mode": mode, "parts": parts, "values": {"points": rows}, "fidelity": substitutions(SETTINGS["C4"], fid),
+    return {"mode": mode, "parts": parts, "values": {"points": rows},
+            "fidelity": substitutions(SETTINGS["C4"], fid) + not_audited(unavailable, len(fid) + len(unavailable)),
             "findings": size_findings(fid),
             "measured": "eps_L (optimal)/claim " + meas + f" [data: {', '.join(data_kinds)}]"}
 

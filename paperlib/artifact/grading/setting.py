@@ -23,7 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ASPECTS", "PAPER_MODELS", "PAPER_SIZES", "size_findings", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep", "substitutions",
+__all__ = ["ASPECTS", "PAPER_MODELS", "PAPER_SIZES", "size_findings", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep",
+           "NOT_AUDITED", "not_audited", "substitutions",
            "split_of"]
 
 #: The aspects a run can differ in, in the order they are listed.
@@ -37,6 +38,7 @@ PAPER_MODELS = {
     "cnn-cifar10": "Tramèr & Boneh's CIFAR-10 CNN (550,570 parameters)",
     "dpfeta-mnist": "DP-FETA's own MNIST denoiser (its public code)",
     "privimage-mnist": "PrivImage's own MNIST denoiser (its public code)",
+    "privimage-cifar10": "PrivImage's own CIFAR-10 denoiser (its public code)",
 }
 #: The model sizes the paper states per method (Section 5.3: "1,485,217 parameters" for DP-FETA and PrivImage on
 #: MNIST and FMNIST). A model of the method's own code whose recorded size differs is a finding, not a substitution.
@@ -121,10 +123,12 @@ SETTINGS: dict[str, Setting] = {
     "X1": Setting("X1", data="real", split="train", all_rounds_real=True, trials=10_000, distinguisher=_PAPER_DIST,
                   ref="this claim's setting"),
 }
-#: CIFAR-10: the paper names no model per method; Tramèr & Boneh's CIFAR-10 CNN is DPSGD-HF's.
+#: CIFAR-10: the paper names no model per method; Tramèr & Boneh's CIFAR-10 CNN is DPSGD-HF's; PrivImage's own
+#: is its code's CIFAR-10 denoiser (the paper gives no size for it); DP-FETA's code has none (its CIFAR-10 point
+#: is reported as not audited, paperlib.implementations.paper_models.UNAVAILABLE).
 CIFAR_MODELS = {"DPSUR": _CIFAR_CNN, "DPSGD-HF": _CIFAR_CNN,
                 "DP-FETA": ((), "their own model (the paper gives its size, 1,485,217, for MNIST and FMNIST)"),
-                "PrivImage": ((), "their own model (the paper gives its size, 1,485,217, for MNIST and FMNIST)")}
+                "PrivImage": (("privimage-cifar10",), "PrivImage's own CIFAR-10 model (its public code)")}
 
 
 def split_of(inputs: dict) -> str | None:
@@ -254,6 +258,25 @@ def _one(setting: Setting, run: dict) -> list[tuple[str, ...]]:
             out.append(("parameters", "partly reproduced",
                         f"{k} = {_fmt(got)}; the paper: {' or '.join(_fmt(a) for a in allowed)}"))
     return out
+
+
+#: how a result names a point that was not audited because the method's own model cannot be had: this prefix,
+#: then the reason (paperlib.implementations.paper_models.UNAVAILABLE); notebook 06 writes it, check_fig4 reads it
+NOT_AUDITED = "not audited: "
+
+
+def not_audited(points: list[tuple[str, str]], total: int) -> list[dict]:
+    """Entries (as :func:`substitutions` gives them) for points of the paper that were not audited
+    because the method's own model cannot be had (``(what, reason)`` each, e.g. DP-FETA on
+    CIFAR-10: its code has no configuration for it); ``total``: the points of the claim. A
+    difference of the run from the paper's setting (partly reproduced), not a failure of the claim."""
+    groups: dict[str, list[str]] = {}
+    for what, reason in points:
+        groups.setdefault(reason, []).append(what)
+    return [{"aspect": "model", "verdict": "partly reproduced", "text": f"{', '.join(ws)}: not audited ({reason})",
+             "points": f"{len(ws)}/{total}",
+             "reason": f"model: {', '.join(ws)}: not audited ({reason}) ({len(ws)}/{total} points)"}
+            for reason, ws in groups.items()]
 
 
 def substitutions(setting: Setting | None, runs: list[dict]) -> list[dict]:
