@@ -360,7 +360,11 @@ def _legacy_serve() -> None:
     the original stdout, ``ok`` or ``error <message>`` (everything else the release prints
     goes to stderr, so the protocol cannot be garbled)."""
     import os
+    import signal
 
+    # an interrupt meant for the parent (Ctrl-C, a Dask worker's shutdown) reaches the whole process
+    # group: this server ends when its stdin closes instead, after the step in hand, with no traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of the release go to stderr
     for line in sys.stdin:
