@@ -767,7 +767,9 @@ def full_models(impl: str) -> list:
     items = [w for ws in full_mode_work().values() for w in ws if w.get("implementation") == impl]
     if not items:
         return [ASGM_RELEASE_MODEL]
-    paper = {m for per_panel in _P6["PAPER_MODEL_OF"].values() for m in per_panel.values()} | {_P7["MODEL"]}
+    from paperlib.implementations.real_audit import own_models
+
+    paper = own_models(_P6["PAPER_MODEL_OF"]) | {_P7["MODEL"]}
     return sorted(dict.fromkeys(w["model"] for w in items), key=lambda m: m in paper)  # stable sort
 
 

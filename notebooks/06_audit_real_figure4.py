@@ -108,7 +108,6 @@ MODEL_OF = {"mnist": "cnn-mnist", "fmnist": "cnn-mnist", "cifar10": "cnn-cifar10
 # real steps per dataset (the table counts them): ~7 s per audit on MNIST.
 PAPER_MODEL_OF = {"DP-FETA": {"mnist": "dpfeta-mnist", "fmnist": "dpfeta-mnist"},
                   "PrivImage": {"mnist": "privimage-mnist", "fmnist": "privimage-mnist", "cifar10": "privimage-cifar10"}}
-PAPER_MODELS = {m for per_panel in PAPER_MODEL_OF.values() for m in per_panel.values()}
 # smoke (the test build): none, to keep make test short
 PAPER_MODEL_PANELS = pf.pick(MODE, smoke=(), quick=("mnist", "fmnist", "cifar10"), full=("mnist", "fmnist", "cifar10"))
 CHECK_TRIALS_BIG = pf.pick(MODE, smoke=10, quick=10, full=None)  # 10 is audit_implementation's least
@@ -157,7 +156,7 @@ for name, (used, root, source) in SOURCES.items():
                 rows.append({"panel": name, "method": label, "impl": impl, "q": q, "model": "none", "result": None,
                              "error": NOT_AUDITED + why})
             continue
-        big = model in PAPER_MODELS
+        big = model in RA.own_models(PAPER_MODEL_OF)
         try:
             r = RA.audit_implementation(impl, model, used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
                                         seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS_BIG if big else

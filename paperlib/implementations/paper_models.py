@@ -189,6 +189,7 @@ def substitutions(name: str) -> list[str]:
     k = PAPER_MODELS[name].get("noise_samples", 32)  # both MNIST configs: n_noise_samples: 32
     return [t.format(k=k) for t in SUBSTITUTIONS]
 
+
 #: seed of the per-record loss draws (sigma, noise, label dropout); part of the audit's fixed setting
 LOSS_SEED = 0
 P_MEAN, P_STD, SIGMA_DATA, LABEL_DROP = -1.2, 1.2, math.sqrt(1.0 / 3.0), 0.1  # configs' loss:, score_losses.py:140

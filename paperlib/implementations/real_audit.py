@@ -906,6 +906,12 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
             "real_rounds": int(real_rounds), "rounds": int(rounds)}
 
 
+def own_models(paper_model_of) -> set:
+    """Every model name in ``paper_model_of`` (``{method: {panel: model}}``, notebook 06's
+    ``PAPER_MODEL_OF``): the methods' own models, whose audits run fewer real steps in quick mode."""
+    return {m for per_panel in paper_model_of.values() for m in per_panel.values()}
+
+
 def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_panels):
     """The model ``method`` is audited with on dataset ``panel`` in Figure 4 (notebook 06), or None.
 

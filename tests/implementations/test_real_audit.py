@@ -162,6 +162,7 @@ def test_model_for_figure4(panels):
         assert got == {**want, "DPSUR": cnn}, (panel, panels)
     with pytest.raises(ValueError, match=r"^panel must be one of mnist, fmnist, cifar10, got 'svhn'$"):
         RA.model_for("svhn", "DPSUR", **kw)
+    assert RA.own_models(PAPER_MODEL_OF) == {"dpfeta-mnist", "privimage-mnist", "privimage-cifar10"}
 
 
 def test_model_for_notebook_06_counts():
