@@ -146,6 +146,7 @@ SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DA
 
 # %%
 rows = []
+OWN_MODELS = RA.own_models(PAPER_MODEL_OF)  # audited with CHECK_TRIALS_BIG real steps in quick mode
 for name, (used, root, source) in SOURCES.items():
     for label, impl, q in METHODS:
         model = RA.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF,  # None: not audited
@@ -156,7 +157,7 @@ for name, (used, root, source) in SOURCES.items():
                 rows.append({"panel": name, "method": label, "impl": impl, "q": q, "model": "none", "result": None,
                              "error": NOT_AUDITED + why})
             continue
-        big = model in RA.own_models(PAPER_MODEL_OF)
+        big = model in OWN_MODELS
         try:
             r = RA.audit_implementation(impl, model, used, N=N, q=q, sigma=SIGMA, C=C, trials=TRIALS,
                                         seed=SEED, mode=AUDIT_MODE, check_trials=CHECK_TRIALS_BIG if big else
