@@ -219,6 +219,7 @@ STEP_SETTING = {"opacus-installed": (_P7["N"], _P7["Q"]), "opacus-1.0.2": (_P7["
                 "opacus-0.15.0": (_P6["N"], 0.5), "opacus-0.13.0": (_P6["N"], 0.5), "dpsur": (_P6["N"], 0.7)}
 SIGMA, C = _P6["SIGMA"], _P6["C"]  # every audit notebook's (tests/artifact/test_device_check.py: they agree)
 KS_LEVEL = 1e-3  # family-wise level of each path's KS tests (Bonferroni)
+DETECT_STEPS = 20  # first steps kept whole for the normaliser's detection (an audit keeps at least 20)
 REL_TOL = 1e-9  # deterministic parts: max |a - b| <= REL_TOL * max |a|
 
 
@@ -789,18 +790,28 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
     e["sizes"] = {"N": N, "q": q, "sigma": SIGMA, "C": C, "models": {}}
     e["comparison"] = None
     per_model, detections = {}, {}
+    from paperlib.implementations import real_audit as RA
+
     for model in _models_for(ck, impl):
         X, y = _points(model, N + 1, _seed(ck.seed, 30))
         m = ck.sz["steps"][model]
         kw = dict(dataset="D", q=q, sigma=SIGMA, C=C, seed=_seed(ck.seed, 31), download=_download(), device="cpu")
+        t0 = time.perf_counter()
+        grads = runners.per_example_gradients(model, X, y)
+        t_grads = time.perf_counter() - t0
+        # the steps as the audit takes them: projected on the white-box basis at the step (the Opacus
+        # implementations, real_audit.step_options; DPSUR returns its whole updates, projected after)
+        shared = RA.reduce_shared(grads, N, C)
+        opts = RA.step_options(RA.reduce_args(impl, model, documented, q, SIGMA, C, "D", m, grads.shape[1],
+                                              kw["seed"], 0, min(m, DETECT_STEPS)), shared)
         try:
             t1 = None
             if ck.sz["fixed_cost"]:
                 t0 = time.perf_counter()
-                runners.run_steps(impl, model, X, y, trials=1, **kw)
+                runners.run_steps(impl, model, X, y, trials=1, **kw, **opts)
                 t1 = time.perf_counter() - t0
             t0 = time.perf_counter()
-            out = runners.run_steps(impl, model, X, y, trials=m, **kw)
+            out = runners.run_steps(impl, model, X, y, trials=m, **kw, **opts)
             tm = time.perf_counter() - t0
         except runners.ReleaseNotAvailable as exc:
             e["status"] = "skipped"
@@ -815,17 +826,14 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
         else:
             a, b = 0.0, tm / m
             how = "one m-step call (per-call cost not separated)"
-        t0 = time.perf_counter()
-        grads = runners.per_example_gradients(model, X, y)
-        t_grads = time.perf_counter() - t0
-        # what the real audit adds per step: projecting each update on the white-box basis
-        from paperlib.implementations import real_audit as RA
-
-        basis = RA.white_box_basis(grads, C)
-        t0 = time.perf_counter()
-        RA.project_outputs(out["updates"], basis)
-        t_proj = (time.perf_counter() - t0) / m
-        f = runners.detect_normaliser(out["updates"], grads, q=q, sigma=SIGMA, C=C, N_data=N)
+        if out["updates"] is not None:  # what the real audit adds per step: projecting each update after the steps
+            t0 = time.perf_counter()
+            RA.project_outputs(out["updates"], shared["basis"])
+            t_proj = (time.perf_counter() - t0) / m
+            updates = out["updates"]
+        else:  # projected in the steps (timed with them)
+            t_proj, updates = 0.0, out["projected"]["first"]
+        f = runners.detect_normaliser(updates, grads, q=q, sigma=SIGMA, C=C, N_data=N)
         # Nq and floor(Nq) are one rule where N q is an integer; a documented rule among equally likely ones passes
         ok = f["normaliser"] in _accepted_rules(documented.rule, f["candidates"]) \
             or documented.rule in (f.get("ties") or [])
@@ -841,7 +849,7 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
                             "n": int(out["n"]),
                             "version": out.get("version")}
         if ck.cuda and impl not in CPU_ONLY:
-            per_model[model].update(_cuda_steps(runners, impl, model, X, y, m, kw))
+            per_model[model].update(_cuda_steps(runners, impl, model, X, y, m, kw, opts))
         e["sizes"]["models"][model] = {"n": int(out["n"]), "steps": m}
     e["timing"] = {"models": per_model, "seconds": sum(v["m_step_call_s"] + (v["one_step_call_s"] or 0.0)
                                                        for v in per_model.values()),
@@ -865,9 +873,10 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
 CUDA_TOL = 1e-4
 
 
-def _cuda_steps(runners, impl, model, X, y, m, kw) -> dict:
-    """Per-step cost on CUDA (a + k b fitted as on the CPU) and the sigma = 0 comparison with the CPU."""
-    ckw = {**kw, "device": "cuda"}
+def _cuda_steps(runners, impl, model, X, y, m, kw, opts) -> dict:
+    """Per-step cost on CUDA (a + k b fitted as on the CPU; projected on the GPU as the audit's steps
+    are, ``opts``) and the sigma = 0 comparison of whole updates with the CPU."""
+    ckw = {**kw, **opts, "device": "cuda"}
     t0 = time.perf_counter()
     runners.run_steps(impl, model, X, y, trials=1, **ckw)
     t1 = time.perf_counter() - t0
@@ -933,11 +942,11 @@ def path_real_audit(ck: Check, e: dict, nb: str, impl: str, model_full: str, N: 
 
 
 # ============================================================================ extrapolation
-def _calls_per_point(model_n: int, rounds: int) -> int:
+def _calls_per_point(impl: str, model_n: int, rounds: int) -> int:
     """run_steps calls of one full-mode real audit: per dataset ceil(steps / chunk), chunk as real_audit chunks."""
     from paperlib.implementations import real_audit as RA
 
-    chunk = max(1, min(RA.STEP_CHUNK, RA.CHUNK_ELEMENTS // max(model_n, 1)))
+    chunk = RA.chunk_steps(impl, model_n)
     per_ds = rounds // 2
     return 2 * math.ceil(per_ds / chunk)
 
@@ -965,7 +974,7 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
                     missing.append(it["what"])
                 else:
                     s = steps[mm]
-                    calls = _calls_per_point(MODEL_PARAMETERS[model], rounds)
+                    calls = _calls_per_point(impl, MODEL_PARAMETERS[model], rounds)
                     step_cost = calls * s["per_call_s"] + rounds * s["per_step_s"]
                     other = rounds * s["project_per_step_s"]
                     if ra is not None:
@@ -1057,7 +1066,7 @@ def parallel_estimate(ck: Check) -> dict:
                 missing.append(it["what"])
                 continue
             s = steps[mm]
-            calls = _calls_per_point(MODEL_PARAMETERS[model], it["rounds_per_point"])
+            calls = _calls_per_point(impl, MODEL_PARAMETERS[model], it["rounds_per_point"])
             per_call = calls / it["rounds_per_point"]  # calls per step
             cpu[(impl, model)] = s["per_step_s"] + per_call * s["per_call_s"]
             if "cuda_per_step_s" in s:

@@ -130,11 +130,17 @@ def run_chunk(call: dict) -> dict:
 
 def run_reduced(call: dict, reduce, args, shared) -> dict:
     """One chunk and its reduction, ``reduce(runners.run_steps(**call), args, shared)``, on one
-    thread (runs in a worker or in process; ``reduce`` must be a module-level function)."""
+    thread (runs in a worker or in process; ``reduce`` must be a module-level function). A
+    reduction that needs less than the whole updates says so with a function
+    ``reduce.step_options(args, shared) -> dict`` of extra ``run_steps`` keywords (such as
+    ``project``: the updates reduced at each step, where it runs), merged into the call here, where
+    ``shared`` has arrived."""
     from paperlib.implementations import runners
 
+    options = getattr(reduce, "step_options", None)
+    extra = options(args, shared) if options is not None else {}
     with one_thread():
-        return reduce(runners.run_steps(**call), args, shared)
+        return reduce(runners.run_steps(**call, **extra), args, shared)
 
 
 def quiet_distributed_logs() -> None:

@@ -85,6 +85,8 @@ __all__ = [
     "reduce_chunk",
     "reduce_shared",
     "reduce_args",
+    "step_options",
+    "chunk_steps",
     "check_outputs",
     "audit_implementation",
     "points_sha256",
@@ -110,8 +112,8 @@ MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "pr
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
-REAL_AUDIT_VERSION = 4  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check;
-# 4: chunks reduced where they ran (projection in torch)
+REAL_AUDIT_VERSION = 5  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check;
+# 4: chunks reduced where they ran (projection in torch); 5: Opacus steps projected at the step (runners.StepProjection)
 #: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
 CHECK_LEVEL = 1e-3
 #: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
@@ -120,6 +122,20 @@ STEP_CHUNK = 500
 CHUNK_ELEMENTS = 20_000_000
 #: at least this many steps per call for the old releases (each call starts a subprocess, ~10 s)
 RELEASE_CHUNK = 50
+#: steps projected where they run (:func:`step_options`) keep no ``chunk x n`` block: their chunks hold
+#: about PROJECTED_ELEMENTS / n steps (at least RELEASE_CHUNK, at most STEP_CHUNK): few calls (each builds
+#: the model and the engine) while every worker still gets many chunks of a full-mode audit
+PROJECTED_ELEMENTS = 150_000_000
+
+
+def chunk_steps(implementation: str, n: int) -> int:
+    """Steps per :func:`runners.run_steps` call of an audit of ``implementation`` on an ``n``-parameter
+    model (one definition: the audit and ``make device-check``'s count of calls). It fixes the chunks'
+    seeds, so it depends on nothing but these two."""
+    n = max(int(n), 1)
+    if implementation == "dpsur":  # its (chunk, n) updates are kept for the replayed check
+        return max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // n))
+    return min(STEP_CHUNK, max(RELEASE_CHUNK, PROJECTED_ELEMENTS // n))  # projected at the step (step_options)
 
 
 class ImplementationMismatch(RuntimeError):
@@ -160,10 +176,17 @@ def project_outputs(x, basis: np.ndarray) -> dict:
     if t.ndim != 2 or t.shape[1] != basis.shape[0]:
         raise ValueError(f"outputs must have shape (m, n={basis.shape[0]}), got {t.shape}")
     y = (torch.tensor(t, dtype=torch.float64) @ torch.tensor(np.asarray(basis), dtype=torch.float64)).numpy()
-    res = np.einsum("ij,ij->i", t, t) - np.einsum("ij,ij->i", y, y)
-    if basis.shape[1] == basis.shape[0]:
+    return {"coords": y, "residual": _residual(np.einsum("ij,ij->i", t, t), y, basis.shape[0])}
+
+
+def _residual(sq_norm, coords, n: int) -> np.ndarray:
+    """``||x||^2 - ||x U||^2`` from the squared norms and the coordinates in an orthonormal ``U``
+    (``(m, r)``), clipped at 0; 0 where ``U`` spans everything (``r = n``)."""
+    coords = np.asarray(coords, dtype=np.float64)
+    res = np.asarray(sq_norm, dtype=np.float64) - np.einsum("ij,ij->i", coords, coords)
+    if coords.shape[1] == n:
         res = np.zeros_like(res)
-    return {"coords": y, "residual": np.maximum(res, 0.0)}
+    return np.maximum(res, 0.0)
 
 
 def _concat(blocks: list) -> dict:
@@ -295,7 +318,8 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
                 batch_sizes=None, rows_basis=None, rows_projection=None) -> dict:
     """Does every real step divide as ``mechanism`` does for that step's batch? (issue 20, Build 2).
 
-    ``updates`` ``(m, n)``: the steps' outputs (already multiplied by any public output scale);
+    ``updates`` ``(m, n)``: the steps' outputs (already multiplied by any public output scale), or
+    ``None`` for the residual read-off when ``rows_projection`` is given (it is all that method reads);
     ``grads_rows`` ``(N_data, n)``: the per-example gradients of the dataset stepped on (clipped here).
 
     With ``draws`` (:func:`replay_dpsur_draws`: the steps' batch masks, separate draws and noise),
@@ -324,13 +348,19 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     from paperlib.mechanisms import sampler as S
 
     mech = Mechanism.parse(mechanism, tuple(Mechanism))
-    U = np.asarray(updates, dtype=np.float64)
     R = np.asarray(grads_rows, dtype=np.float64)
-    if U.ndim != 2 or R.ndim != 2 or U.shape[1] != R.shape[1] or R.shape[0] < 1:
+    if updates is None:
+        if draws is not None or rows_projection is None:
+            raise ValueError("updates: needed unless the residual read-off is given rows_projection")
+        U = None
+        m, n = int(np.shape(rows_projection["residual"])[0]), (R.shape[1] if R.ndim == 2 else -1)
+    else:
+        U = np.asarray(updates, dtype=np.float64)
+        m, n = U.shape if U.ndim == 2 else (-1, -1)
+    if n < 0 or R.ndim != 2 or n != R.shape[1] or R.shape[0] < 1:
         raise ValueError(f"updates must have shape (m, n) and grads_rows (N_data, n) with the same n, got "
-                         f"{U.shape} and {R.shape}")
+                         f"{None if U is None else U.shape} and {R.shape}")
     rows = mech_mod.clip(torch.as_tensor(R), check_positive(C, "C"))
-    m, n = U.shape
     N_data = rows.shape[0]
     if draws is not None and any(np.shape(draws[k]) != (m, N_data if k != "noise" else n)
                                  for k in ("batch_masks", "divisor_masks", "noise")):
@@ -491,9 +521,29 @@ def _check_chunk(implementation, model, updates, rows, mechanism, q, sigma, C, s
 def reduce_shared(grads, N: int, C: float, basis=None) -> dict:
     """The read-only inputs of :func:`reduce_chunk`, sent to each worker once: ``grads``
     (``(N + 1, n)``), ``N``, ``basis`` (:func:`white_box_basis` of all rows; pass it when already
-    computed) and ``basis_D`` (of the first ``N``)."""
-    return {"grads": grads, "N": int(N), "basis": white_box_basis(grads, C) if basis is None else basis,
-            "basis_D": white_box_basis(grads[:N], C)}
+    computed), ``basis_D`` (of the first ``N``), ``both`` (the two side by side, ``(n, r + r_D)``:
+    what a step on D is projected on, :func:`step_options`) and ``key`` (a content key of the
+    gradients, ``N`` and ``C``, which fix the bases: a process converts a basis once per key)."""
+    grads = np.asarray(grads, dtype=np.float64)
+    basis = white_box_basis(grads, C) if basis is None else np.asarray(basis, dtype=np.float64)
+    basis_D = white_box_basis(grads[:N], C)
+    h = hashlib.sha256(np.ascontiguousarray(grads).tobytes())
+    h.update(f"|{int(N)}|{float(C)!r}|{grads.shape}".encode())
+    return {"grads": grads, "N": int(N), "basis": basis, "basis_D": basis_D,
+            "both": np.ascontiguousarray(np.concatenate([basis, basis_D], axis=1)), "key": h.hexdigest()}
+
+
+def step_options(args: dict, shared: dict) -> dict:
+    """The keywords :func:`runners.run_steps` gets for a chunk reduced by :func:`reduce_chunk`
+    (``parallel.run_reduced`` asks ``reduce_chunk.step_options``): ``project`` (each step projected
+    where it ran, :class:`runners.StepProjection`: on D on ``basis`` and ``basis_D`` side by side, on
+    D' on ``basis``; scaled by ``args["scale"]``; the first ``args["keep"]`` updates kept whole). None
+    for ``"dpsur"``, whose replayed check needs every update whole."""
+    if args["implementation"] == "dpsur":
+        return {}
+    D = args["ds"] == "D"
+    return {"project": {"basis": shared["both"] if D else shared["basis"], "key": f"{shared['key']}:{args['ds']}",
+                        "scale": float(args["scale"]), "keep": int(args["keep"])}}
 
 
 def reduce_args(implementation: str, model: str, mechanism, q: float, sigma: float, C: float, ds: str, m: int,
@@ -515,26 +565,47 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
     (``(N + 1, n)`` per-example gradients), ``N``, ``basis`` (:func:`white_box_basis` of all of
     them) and ``basis_D`` (of the first ``N``).
 
+    ``out`` holds either the ``(m, n)`` updates (``"dpsur"``) or, for the Opacus implementations,
+    their projection made where the steps ran (``out["projected"]``, asked for by
+    :func:`step_options`, which ``parallel.run_reduced`` reads off ``reduce_chunk.step_options``):
+    the same quantities, without carrying the updates out of the step loop.
+
     Returns ``{"coords", "residual"}`` (:func:`project_outputs` of the scaled updates),
     ``step_check`` (:func:`check_steps`), ``first`` (the first ``keep`` unscaled updates) and the
     chunk's ``seconds``, ``implementation``, ``version``, ``normaliser_rule``, ``notes`` and ``device``.
-    Raises RuntimeError when the updates do not have shape ``(m, n)``.
+    Raises RuntimeError when the updates (or projections) do not have ``m`` rows of ``n`` parameters.
     """
-    upd = np.asarray(out["updates"])
     m, n = int(args["m"]), int(args["n"])
-    if upd.shape != (m, n):
-        raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
-    scaled = upd * args["scale"] if args["scale"] != 1.0 else upd
     D = args["ds"] == "D"
     rows = shared["grads"][:shared["N"]] if D else shared["grads"]
-    proj = project_outputs(scaled, shared["basis"])  # on D' also the residual read-off's (same rows, same basis)
-    check = _check_chunk(args["implementation"], args["model"], scaled, rows, args["mechanism"], args["q"],
-                         args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
-                         rows_basis=shared["basis_D"] if D else shared["basis"], rows_projection=None if D else proj)
-    red = dict(proj, step_check=check, first=np.array(upd[:max(0, int(args["keep"]))]))
+    rows_basis = shared["basis_D"] if D else shared["basis"]
+    if out.get("projected") is not None:  # projected where the steps ran (step_options)
+        p = out["projected"]
+        r = shared["basis"].shape[1]
+        if p["coords"].shape != (m, r + (rows_basis.shape[1] if D else 0)) or int(p["n"]) != n:
+            raise RuntimeError(f"run_steps returned projections of shape {p['coords'].shape} (n = {p['n']}), "
+                               f"expected {m} rows of n = {n}")
+        proj = {"coords": p["coords"][:, :r], "residual": _residual(p["sq_norm"], p["coords"][:, :r], n)}
+        rows_proj = {"residual": _residual(p["sq_norm"], p["coords"][:, r:], n)} if D else proj
+        check = check_steps(None, rows, args["mechanism"], args["q"], args["sigma"], args["C"],
+                            batch_sizes=out.get("batch_sizes"), rows_basis=rows_basis, rows_projection=rows_proj)
+        red = dict(proj, step_check=check, first=np.asarray(p["first"]))
+    else:
+        upd = np.asarray(out["updates"])
+        if upd.shape != (m, n):
+            raise RuntimeError(f"run_steps returned updates of shape {upd.shape}, expected {(m, n)}")
+        scaled = upd * args["scale"] if args["scale"] != 1.0 else upd
+        proj = project_outputs(scaled, shared["basis"])  # on D' also the residual read-off's (same rows, same basis)
+        check = _check_chunk(args["implementation"], args["model"], scaled, rows, args["mechanism"], args["q"],
+                             args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
+                             rows_basis=rows_basis, rows_projection=None if D else proj)
+        red = dict(proj, step_check=check, first=np.array(upd[:max(0, int(args["keep"]))]))
     for k in ("seconds", "implementation", "version", "normaliser_rule", "notes", "device"):
         red[k] = out.get(k)
     return red
+
+
+reduce_chunk.step_options = step_options  # what run_steps computes for it at the step (parallel.run_reduced)
 
 
 def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
@@ -709,9 +780,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     total_steps = 2 * trials if mode == "full" else 2 * check_trials
     # (the chunk also fixes the sub-seeds of the steps: never made to depend on the bar)
-    chunk = max(1, min(STEP_CHUNK, CHUNK_ELEMENTS // max(n, 1)))
-    if implementation in runners.RELEASES:  # one subprocess start per call: at least RELEASE_CHUNK steps
-        chunk = max(chunk, min(RELEASE_CHUNK, STEP_CHUNK))
+    chunk = chunk_steps(implementation, n)
     bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
                leave=False, file=sys.stderr)
 

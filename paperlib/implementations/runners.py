@@ -80,6 +80,7 @@ The normaliser, measured
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -153,6 +154,91 @@ def step_device(device=None) -> torch.device:
     return dev
 
 
+# ---------------------------------------------------------------------------- projection at the step
+#: rows of updates projected at once (a (PROJECT_BLOCK, n) buffer on the step's device, reused)
+PROJECT_BLOCK = 16
+#: projection bases held per process (by content key): one audit's D and D' bases
+_BASES: dict = {}
+
+
+def _basis_tensor(project: dict, dev: torch.device) -> torch.Tensor:
+    """The projection's basis as a float64 tensor on ``dev``, converted once per process and key."""
+    key = (str(project["key"]), str(dev))
+    t = _BASES.get(key)
+    if t is None:
+        b = project["basis"]
+        if isinstance(b, (str, Path)):  # a release subprocess gets the basis as a .npy file
+            b = np.load(b)
+        t = torch.tensor(np.asarray(b, dtype=np.float64), dtype=torch.float64, device=dev)
+        while len(_BASES) >= 2:  # one audit at a time: its D and D' bases
+            _BASES.pop(next(iter(_BASES)))
+        _BASES[key] = t
+    return t
+
+
+class StepProjection:
+    """What an audit keeps of each step, computed on the step's device as the steps are taken.
+
+    The white-box audit only uses the projection of each update on a few directions and its
+    squared norm (:func:`paperlib.implementations.real_audit.reduce_chunk`); for a model of
+    ``n`` = 1.5 million parameters an update is 12 MB of float64, and carrying ``m`` of them out
+    of the step loop (to numpy, out of a release's subprocess, into the reduction) cost several
+    times the step. ``project`` (built by :func:`paperlib.implementations.real_audit.step_options`):
+    ``basis`` (``(n, k)`` float64 array, or a ``.npy`` path in a release subprocess), ``key`` (a
+    content key of that basis: it is converted once per process), ``scale`` (the public output
+    scale applied before projecting), ``keep`` (how many of the first updates to return whole,
+    unscaled). Rows are projected ``PROJECT_BLOCK`` at a time (one matrix product per block: the
+    same bits for the same chunk wherever it runs, on one thread).
+
+    :meth:`result` gives ``coords`` ``(m, k)`` (scaled update times basis), ``sq_norm`` ``(m,)``
+    (squared norm of the scaled update), ``finite`` ``(m,)`` bool (every entry finite) and
+    ``first`` ``(keep, n)`` float64 (numpy).
+    """
+
+    def __init__(self, project: dict, m: int, n: int, dev: torch.device):
+        self.B = _basis_tensor(project, dev)
+        if self.B.ndim != 2 or self.B.shape[0] != n:
+            raise ValueError(f"project: basis must have shape (n={n}, k), got {tuple(self.B.shape)}")
+        self.scale = float(project.get("scale", 1.0))
+        self.m, self.n = int(m), int(n)
+        self.keep = max(0, min(self.m, int(project.get("keep", 0))))
+        self.first = np.empty((self.keep, self.n), dtype=np.float64)
+        self.buf = torch.empty((min(PROJECT_BLOCK, max(self.m, 1)), self.n), dtype=torch.float64, device=dev)
+        self.coords = torch.empty((self.m, self.B.shape[1]), dtype=torch.float64, device=dev)
+        self.sq = torch.empty(self.m, dtype=torch.float64, device=dev)
+        self.finite = torch.empty(self.m, dtype=torch.bool, device=dev)
+        self.t = 0
+
+    def add(self, flat0: torch.Tensor, flat1: torch.Tensor, lr: float) -> None:
+        """The next step: ``theta_0`` (float64) and ``theta_1`` (the parameters, flat); its update
+        ``(theta_0 - theta_1) / lr`` is formed in float64 in the buffer (the same values as
+        ``(flat0 - flat1.double()) / lr``, without allocating a vector per step)."""
+        t, row = self.t, self.t % self.buf.shape[0]
+        u = self.buf[row]
+        u.copy_(flat1)
+        torch.sub(flat0, u, out=u)
+        if lr != 1.0:  # dividing by 1 changes no bit
+            u.div_(lr)
+        if t < self.keep:
+            self.first[t] = u.cpu().numpy()
+        if self.scale != 1.0:
+            u.mul_(self.scale)
+        sq = torch.dot(u, u)
+        self.sq[t] = sq
+        # a square sum is finite exactly when every entry is, unless it overflowed: then look at the entries
+        self.finite[t] = torch.isfinite(sq) if bool(torch.isfinite(sq)) else torch.isfinite(u).all()
+        self.t += 1
+        if row == self.buf.shape[0] - 1 or self.t == self.m:
+            a = self.t - row - 1
+            self.coords[a:self.t] = self.buf[:row + 1] @ self.B
+
+    def result(self) -> dict:
+        if self.t != self.m:
+            raise RuntimeError(f"StepProjection: {self.t} steps added, {self.m} expected")
+        return {"coords": self.coords.cpu().numpy(), "sq_norm": self.sq.cpu().numpy(),
+                "finite": self.finite.cpu().numpy(), "first": self.first, "n": np.int64(self.n)}
+
+
 def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
     from paperlib.implementations.models import MODEL_INPUT
 
@@ -182,7 +268,7 @@ def _data(X, y, dataset):
 
 
 def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, fix_batch_size=None,
-                   device="cpu"):
+                   device="cpu", project=None):
     import warnings
 
     import opacus
@@ -220,7 +306,8 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
     theta0 = [p.detach().clone() for p in params]
     flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
     mask_gen = torch.Generator().manual_seed(seed)  # on the CPU: the same masks on every device
-    out = np.empty((trials, flat0.numel()), dtype=np.float64)
+    proj = None if project is None else StepProjection(project, trials, flat0.numel(), dev)
+    out = np.empty((trials, flat0.numel()), dtype=np.float64) if proj is None else None
     sizes = np.empty(trials, dtype=np.int64)
     t_last = time.perf_counter()
     # Opacus 1.0.x cannot run a zero-row batch (its conv grad sampler and clipper reshape a
@@ -249,14 +336,22 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
                 loss = training_loss(gsm, Xd[idx], yd[idx])  # the model's own loss (0 with a graph when empty)
                 loss.backward()
                 opt.step()
-        flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
-        out[t] = ((flat0 - flat1) / lr).cpu().numpy()
+        _record(out, proj, t, flat0, params, lr)
         if progress and time.perf_counter() - t_last > 5:
             print(f"opacus-installed: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
             t_last = time.perf_counter()
     if dev.type != "cpu":
         notes.append(f"run on {dev} (noise from a {dev.type} generator seeded with seed + 1; masks from the CPU one)")
-    return out, sizes, str(opacus.__version__), notes
+    return (out if proj is None else proj.result()), sizes, str(opacus.__version__), notes
+
+
+def _record(out, proj, t: int, flat0: torch.Tensor, params, lr: float) -> None:
+    """Step ``t``'s update ``(theta_0 - theta_1) / lr`` (float64): into row ``t`` of ``out``, or projected."""
+    flat1 = torch.cat([p.detach().reshape(-1) for p in params])
+    if proj is not None:
+        proj.add(flat0, flat1, lr)
+    else:
+        out[t] = ((flat0 - flat1.double()) / lr).cpu().numpy()
 
 
 # ---------------------------------------------------------------------------- old releases
@@ -282,10 +377,12 @@ def _legacy_worker(spec_path: str) -> None:
     yd = torch.from_numpy(np.load(spec["y"]))
     N, q, sigma, C, lr, trials, seed = (len(Xd), spec["q"], spec["sigma"], spec["C"], spec["lr"],
                                         spec["trials"], spec["seed"])
+    project = spec.get("project")  # {"basis": .npy path, "key", "scale", "keep"}: project at the step
     if api == "v1-make_private":  # v1.x: the installed-Opacus driver, run against this release
         out, sizes, _, notes = _run_installed(spec["model_name"], Xd, yd, q, sigma, C, trials, seed, lr,
-                                              spec["model_seed"], bool(spec.get("progress")), device=dev)
-        np.save(spec["out"], out)
+                                              spec["model_seed"], bool(spec.get("progress")), device=dev,
+                                              project=project)
+        _save_steps(spec, out)
         np.save(spec["sizes"], sizes)
         Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
                                                   "torch": torch.__version__}))
@@ -318,7 +415,8 @@ def _legacy_worker(spec_path: str) -> None:
     theta0 = [p.detach().clone() for p in params]
     flat0 = torch.cat([t.reshape(-1) for t in theta0]).double()
     mask_gen = torch.Generator().manual_seed(seed)
-    out = np.empty((trials, flat0.numel()), dtype=np.float64)
+    proj = None if project is None else StepProjection(project, trials, flat0.numel(), dev)
+    out = np.empty((trials, flat0.numel()), dtype=np.float64) if proj is None else None
     sizes = np.empty(trials, dtype=np.int64)
     empty = 0
     for t in range(trials):
@@ -343,15 +441,24 @@ def _legacy_worker(spec_path: str) -> None:
             loss = training_loss(model, Xd[idx], yd[idx])
             loss.backward()
             opt.step()
-        flat1 = torch.cat([p.detach().reshape(-1) for p in params]).double()
-        out[t] = ((flat0 - flat1) / lr).cpu().numpy()
+        _record(out, proj, t, flat0, params, lr)
         if spec.get("progress") and (t + 1) % max(1, trials // 10) == 0:
             print(f"opacus {version}: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
     notes.append(f"{empty} of {trials} trials had an empty Poisson batch")
-    np.save(spec["out"], out)
+    _save_steps(spec, out if proj is None else proj.result())
     np.save(spec["sizes"], sizes)
     Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
                                               "torch": torch.__version__}))
+
+
+def _save_steps(spec: dict, out) -> None:
+    """The subprocess's steps to ``spec["out"]``: the ``(m, n)`` updates (``.npy``), or their projection
+    (:class:`StepProjection`'s result, an uncompressed ``.npz``)."""
+    if isinstance(out, dict):
+        with open(spec["out"], "wb") as f:
+            np.savez(f, **out)
+    else:
+        np.save(spec["out"], out)
 
 
 def _legacy_serve() -> None:
@@ -401,6 +508,34 @@ def _release_server(version: str, target: Path, env: dict) -> subprocess.Popen:
     return proc
 
 
+#: this process's projection bases as files for its release subprocesses: {"dir": folder, "keys": [key, ...]}
+_BASIS_FILES: dict = {}
+
+
+def _basis_file(project: dict) -> str:
+    """``project``'s basis as a ``.npy`` file a release subprocess can load (written once per key and
+    process; the files of at most two keys are kept, one audit's D and D')."""
+    import shutil
+
+    if "dir" not in _BASIS_FILES:
+        _BASIS_FILES["dir"] = tempfile.mkdtemp(prefix="paperlib-bases-")
+        _BASIS_FILES["keys"] = []
+        import atexit
+
+        atexit.register(shutil.rmtree, _BASIS_FILES["dir"], True)
+    key = str(project["key"])
+    path = Path(_BASIS_FILES["dir"]) / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
+    if key not in _BASIS_FILES["keys"]:
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, np.asarray(project["basis"], dtype=np.float64))
+        tmp.replace(path)  # never half-written where a subprocess reads it
+        _BASIS_FILES["keys"].append(key)
+        while len(_BASIS_FILES["keys"]) > 2:
+            old = _BASIS_FILES["keys"].pop(0)
+            (Path(_BASIS_FILES["dir"]) / f"{hashlib.sha256(old.encode()).hexdigest()[:32]}.npy").unlink(missing_ok=True)
+    return str(path)
+
+
 def close_release_servers() -> None:
     """End the release subprocesses this process started (they also end when it exits)."""
     while _SERVERS:
@@ -414,7 +549,7 @@ def close_release_servers() -> None:
 
 
 def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, progress, download,
-                 device="cpu"):
+                 device="cpu", project=None):
     """One call's steps in this process's subprocess of the release (started on first use and
     kept, so the release is imported once per process: one per Dask worker)."""
     from paperlib.implementations.opacus_code import AuditError, WheelVerificationError, install_release
@@ -438,6 +573,10 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
                 "C": C, "lr": lr, "trials": trials, "seed": seed, "progress": progress,
                 "device": str(device), "threads": 1, "X": str(d / "X.npy"), "y": str(d / "y.npy"), "out": str(d / "updates.npy"),
                 "sizes": str(d / "sizes.npy"), "meta": str(d / "meta.json")}
+        if project is not None:  # projected in the subprocess, at each step: only that comes back
+            spec["project"] = {"basis": _basis_file(project), "key": str(project["key"]),
+                               "scale": float(project.get("scale", 1.0)), "keep": int(project.get("keep", 0))}
+            spec["out"] = str(d / "steps.npz")
         (d / "spec.json").write_text(json.dumps(spec))
         proc = _release_server(version, target, env)
         try:
@@ -452,7 +591,12 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
         if answer != "ok" or not (d / "meta.json").is_file():
             raise ReleaseNotAvailable(f"opacus {version} failed in its subprocess: {answer.removeprefix('error ')[:300]}")
         meta = json.loads((d / "meta.json").read_text())
-        return np.load(d / "updates.npy"), np.load(d / "sizes.npy"), meta["version"], meta["notes"]
+        if project is not None:
+            with np.load(spec["out"]) as z:
+                steps = {k: z[k] for k in z.files}
+        else:
+            steps = np.load(spec["out"])
+        return steps, np.load(d / "sizes.npy"), meta["version"], meta["notes"]
 
 
 # ---------------------------------------------------------------------------- DPSUR
@@ -486,14 +630,17 @@ def _run_dpsur(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed, so
 def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: float, sigma: float, C: float,
               trials: int, seed: int, lr: float = 1.0, progress: bool = False, model_seed: int = DEFAULT_MODEL_SEED,
               download: bool = True, batch_size: int | None = None, source_download: bool = False,
-              device: str | None = None) -> dict[str, Any]:
+              device: str | None = None, project: dict | None = None) -> dict[str, Any]:
     """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
 
     ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
     the first ``N`` points, ``"Dprime"`` all ``N+1``. Returns a dict:
 
     * ``updates``: ``np.ndarray`` float64 ``[trials, n]``, ``u = (theta_0 - theta_1)/lr``
-      in ``model.parameters()`` order;
+      in ``model.parameters()`` order (``None`` with ``project``);
+    * ``projected``: with ``project``, :class:`StepProjection`'s result (each update projected on
+      ``project["basis"]`` where and as the step ran, and its squared norm; the first
+      ``project["keep"]`` updates whole), else ``None``;
     * ``implementation``, ``version`` (the Opacus version that ran, or ``"paperlib"``);
     * ``normaliser_rule``: what the code is documented to divide by:
       ``"floor(Nq)"``, ``"Nq"`` or ``"|B|"``;
@@ -520,17 +667,25 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     sees a GPU, else the CPU), in process and in the old releases' subprocess alike; the
     result's ``device`` names it. ``"dpsur"`` runs on the CPU (its draws come from one CPU
     generator in DPSUR's order; a note says so when a GPU was asked for).
+
+    ``project``: keep only what a white-box audit uses of each step (:class:`StepProjection`:
+    ``basis``, ``key``, ``scale``, ``keep``), computed on the step's device in the step loop (in
+    an old release's subprocess too), instead of returning every update. Not for ``"dpsur"``,
+    whose step-by-step check compares whole updates with its replayed draws (ValueError).
     """
     t0 = time.perf_counter()
     _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr)
     fix_b = _check_batch_size(implementation, batch_size)
+    if project is not None and implementation == "dpsur":
+        raise ValueError("project: dpsur's steps are checked against its replayed draws, which needs every update "
+                         "whole; leave project unset for it")
     dev = step_device(device)
     Xd, yd = _data(X, y, dataset)
     args = (model_name, Xd, yd, float(q), float(sigma), float(C), int(trials), int(seed), float(lr), int(model_seed))
     if implementation == "opacus-installed":
-        U, sizes, version, notes = _run_installed(*args, progress, device=dev)
+        U, sizes, version, notes = _run_installed(*args, progress, device=dev, project=project)
     elif implementation == "opacus-installed+fix":
-        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b, device=dev)
+        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b, device=dev, project=project)
     elif implementation == "dpsur":
         U, sizes, version, notes = _run_dpsur(*args, source_download=source_download)
         if dev.type != "cpu":
@@ -538,13 +693,16 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
                                    "generator in DPSUR's order"]
             dev = torch.device("cpu")
     else:
-        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download, device=dev)
+        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download, device=dev,
+                                                project=project)
     documented = IMPLEMENTATION_MECHANISM[implementation]
-    bad = int((~np.isfinite(U).all(axis=1)).sum())
+    projected = U if isinstance(U, dict) else None
+    bad = int((~projected["finite"]).sum()) if projected is not None else int((~np.isfinite(U).all(axis=1)).sum())
     if bad:
         notes = list(notes) + [f"{bad} of {trials} updates are not finite (inf/nan)"]
     return {
-        "updates": np.ascontiguousarray(U, dtype=np.float64),
+        "updates": None if projected is not None else np.ascontiguousarray(U, dtype=np.float64),
+        "projected": projected,
         "implementation": implementation,
         "version": version,
         "normaliser_rule": documented.rule if fix_b is None else str(fix_b),
@@ -554,7 +712,7 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "seconds": time.perf_counter() - t0,
         "batch_sizes": np.asarray(sizes, dtype=np.int64),
         "N_data": len(Xd),
-        "n": int(U.shape[1]),
+        "n": int(projected["n"]) if projected is not None else int(U.shape[1]),
         "model_name": model_name,
         "dataset": dataset,
         "q": float(q), "sigma": float(sigma), "C": float(C), "lr": float(lr),
