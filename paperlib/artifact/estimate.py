@@ -53,9 +53,9 @@ def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS, workers: i
     ``audit_implementation``; ``None`` entries, audits that did not run, are skipped) on ``workers``
     CPU worker processes, and how many ran without a measured cost.
 
-    Each audit's measured ``seconds_per_step`` times the real steps full mode runs (its
-    ``full_mode_estimate_s`` divided by that cost, scaled by ``full_trials / trials`` so a smoke
-    run's smaller game is extrapolated to full mode's) is handed to
+    Each audit's ``full_mode_estimate_s`` (its measured cost per step and per call, at the
+    ``2 trials`` steps of its game), spread over the ``2 full_trials`` steps full mode runs (so a
+    smoke run's smaller game is extrapolated to full mode's), is handed to
     :func:`paperlib.implementations.costs.full_mode_estimate`, the one model of how the steps
     spread over the workers. An audit listed twice (equal records) counts once. ValueError naming
     ``workers`` unless it is an integer >= 1.
@@ -74,10 +74,13 @@ def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS, workers: i
         if not (isinstance(v, (int, float)) and v == v and v >= 0 and isinstance(c, (int, float)) and c == c and c > 0):
             missing += 1
             continue
-        scale = full_trials / t if isinstance(t, (int, float)) and t > 0 else 1.0
-        steps = int(round(float(v) / float(c) * scale))
+        if not (isinstance(t, (int, float)) and t > 0):
+            missing += 1
+            continue
+        # full mode's steps of this audit, each at its share of the estimate (step and call set-up)
+        steps = 2 * int(full_trials)
         ident = (str(r.get("implementation")), f"{r.get('model')} #{len(work)}")  # each audit its own measured cost
-        cost[ident] = float(c)
+        cost[ident] = float(v) / (2.0 * float(t))
         work.append({"implementation": ident[0], "model": ident[1], "points": 1, "steps_per_point": steps})
     if not work:
         return 0.0, missing

@@ -600,7 +600,8 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
                              args["sigma"], args["C"], args["step_seed"], args["model_seed"], out.get("batch_sizes"),
                              rows_basis=rows_basis, rows_projection=None if D else proj)
         red = dict(proj, step_check=check, first=np.array(upd[:max(0, int(args["keep"]))]))
-    for k in ("seconds", "implementation", "version", "normaliser_rule", "notes", "device"):
+    for k in ("seconds", "step_seconds", "startup_seconds", "implementation", "version", "normaliser_rule", "notes",
+              "device"):
         red[k] = out.get(k)
     return red
 
@@ -677,8 +678,11 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     ``fpr``/``fnr``/``fpr_ci``/``fnr_ci``/``eps_lower``/``violation`` per distinguisher,
     ``eps_claimed`` (``sgm_claim(q, sigma).epsilon(delta)``), ``results`` (the full
     :class:`~paperlib.audit.AuditResult` dicts), ``trials``, ``seconds``,
-    ``seconds_per_step`` (the implementation's measured cost per step) and
-    ``full_mode_estimate_s`` (that cost times the rounds a full-mode run needs), and
+    ``seconds_per_step`` (the implementation's measured cost per step, in its loop of steps),
+    ``seconds_per_call`` (the least set-up of one ``run_steps`` call seen: model, engine, data and
+    results moved; an old release's subprocess start, once per process, is left out) and
+    ``full_mode_estimate_s`` (the steps and calls a full-mode run needs at these costs, in one
+    process: ``2 trials`` steps in chunks of :func:`chunk_steps`), and
     ``inputs`` (:func:`audit_inputs`: which data and which code really ran, and how many
     of the rounds were implementation steps).
 
@@ -772,7 +776,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if batch_size is not None:
         step_kw["batch_size"] = int(batch_size)
     impl_info: dict = {}
-    impl_seconds, impl_steps = 0.0, 0
+    impl_seconds, impl_steps, impl_setups = 0.0, 0, []
     step_checks: dict = {"D": [], "D'": []}
     step_offsets: dict = {"D": [], "D'": []}
     first_updates: dict = {}
@@ -807,7 +811,10 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(
                 calls, workers=workers, scheduler=scheduler, bar=bar, reduce=reduce_chunk, reduce_args=args,
                 shared=shared)):
-            impl_seconds += float(out.get("seconds") or 0.0)
+            loop = float(out.get("step_seconds") or 0.0)
+            impl_seconds += loop
+            impl_setups.append(max(float(out.get("seconds") or 0.0) - loop - float(out.get("startup_seconds") or 0.0),
+                                   0.0))
             step_checks[ds].append(out["step_check"])
             step_offsets[ds].append(done)
             impl_steps += m
@@ -884,7 +891,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     wall = time.perf_counter() - t0
     per_step = impl_seconds / impl_steps if impl_steps else float("nan")
+    per_call = min(impl_setups) if impl_setups else float("nan")  # the least: a cold first call is not the rule
     full_rounds = 2 * trials  # calibration + counted, both datasets
+    full_calls = 2 * math.ceil(trials / chunk)  # each dataset's trials steps, in chunks as full mode cuts them
     results = {label: r.to_dict() for label, r in res.items()}
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     data = {
@@ -905,8 +914,8 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "eps_lower": {k: r["eps_lower"] for k, r in results.items()},
         "violation": {k: bool(r["eps_lower"] > eps_claimed) for k, r in results.items()},
         "eps_claimed": _jsonnum(eps_claimed), "results": results,
-        "seconds": wall, "seconds_per_step": _jsonnum(per_step),
-        "full_mode_estimate_s": _jsonnum(per_step * full_rounds),
+        "seconds": wall, "seconds_per_step": _jsonnum(per_step), "seconds_per_call": _jsonnum(per_call),
+        "full_mode_estimate_s": _jsonnum(per_step * full_rounds + per_call * full_calls),
         "cached": False,
     }
     if batch_size is not None:  # the fix: one public divisor, measured on both sides

@@ -319,6 +319,7 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
         notes.append("Opacus 1.0.x fails on a zero-row batch; an empty Poisson batch is passed to its "
                      "DPOptimizer.step as one all-zero per-sample gradient (clipped sum 0, then the release's "
                      "noise and division by expected_batch_size)")
+    t_loop = time.perf_counter()
     for t in range(trials):
         with torch.no_grad():
             for p, p0 in zip(params, theta0):
@@ -342,7 +343,8 @@ def _run_installed(model_name, Xd, yd, q, sigma, C, trials, seed, lr, model_seed
             t_last = time.perf_counter()
     if dev.type != "cpu":
         notes.append(f"run on {dev} (noise from a {dev.type} generator seeded with seed + 1; masks from the CPU one)")
-    return (out if proj is None else proj.result()), sizes, str(opacus.__version__), notes
+    out = out if proj is None else proj.result()
+    return out, sizes, str(opacus.__version__), notes, {"step_seconds": time.perf_counter() - t_loop}
 
 
 def _record(out, proj, t: int, flat0: torch.Tensor, params, lr: float) -> None:
@@ -379,13 +381,13 @@ def _legacy_worker(spec_path: str) -> None:
                                         spec["trials"], spec["seed"])
     project = spec.get("project")  # {"basis": .npy path, "key", "scale", "keep"}: project at the step
     if api == "v1-make_private":  # v1.x: the installed-Opacus driver, run against this release
-        out, sizes, _, notes = _run_installed(spec["model_name"], Xd, yd, q, sigma, C, trials, seed, lr,
-                                              spec["model_seed"], bool(spec.get("progress")), device=dev,
-                                              project=project)
+        out, sizes, _, notes, timing = _run_installed(spec["model_name"], Xd, yd, q, sigma, C, trials, seed, lr,
+                                                      spec["model_seed"], bool(spec.get("progress")), device=dev,
+                                                      project=project)
         _save_steps(spec, out)
         np.save(spec["sizes"], sizes)
         Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
-                                                  "torch": torch.__version__}))
+                                                  "torch": torch.__version__, **timing}))
         return
     model = build_model(spec["model_name"], seed=spec["model_seed"]).to(dev)  # before the engine reads its device
     Xd, yd = Xd.to(dev), yd.to(dev)
@@ -419,6 +421,7 @@ def _legacy_worker(spec_path: str) -> None:
     out = np.empty((trials, flat0.numel()), dtype=np.float64) if proj is None else None
     sizes = np.empty(trials, dtype=np.int64)
     empty = 0
+    t_loop = time.perf_counter()
     for t in range(trials):
         with torch.no_grad():
             for p, p0 in zip(params, theta0):
@@ -445,10 +448,12 @@ def _legacy_worker(spec_path: str) -> None:
         if spec.get("progress") and (t + 1) % max(1, trials // 10) == 0:
             print(f"opacus {version}: trial {t + 1}/{trials}", file=sys.stderr, flush=True)
     notes.append(f"{empty} of {trials} trials had an empty Poisson batch")
-    _save_steps(spec, out if proj is None else proj.result())
+    out = out if proj is None else proj.result()
+    step_seconds = time.perf_counter() - t_loop
+    _save_steps(spec, out)
     np.save(spec["sizes"], sizes)
     Path(spec["meta"]).write_text(json.dumps({"version": version, "api": api, "notes": notes,
-                                              "torch": torch.__version__}))
+                                              "torch": torch.__version__, "step_seconds": step_seconds}))
 
 
 def _save_steps(spec: dict, out) -> None:
@@ -462,7 +467,8 @@ def _save_steps(spec: dict, out) -> None:
 
 
 def _legacy_serve() -> None:
-    """Runs inside a long-lived release subprocess: the release is imported once, then each
+    """Runs inside a long-lived release subprocess: the release is imported once (then ``ready``
+    on the original stdout: the parent times this start-up apart from the steps), then each
     line on stdin is a spec path, run by :func:`_legacy_worker`; the answer is one line on
     the original stdout, ``ok`` or ``error <message>`` (everything else the release prints
     goes to stderr, so the protocol cannot be garbled)."""
@@ -474,6 +480,17 @@ def _legacy_serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of the release go to stderr
+    try:  # what every first step would import: the release, and torch's optimiser machinery
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import opacus  # noqa: F401
+
+            torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    except Exception:  # a release that does not import says so on its first spec, in _legacy_worker
+        pass
+    proto.write("ready\n")
     for line in sys.stdin:
         path = line.strip()
         if not path:
@@ -491,21 +508,27 @@ _SERVE_CALL = "from paperlib.implementations.runners import _legacy_serve\n_lega
 _SERVERS: dict = {}
 
 
-def _release_server(version: str, target: Path, env: dict) -> subprocess.Popen:
+def _release_server(version: str, target: Path, env: dict) -> tuple[subprocess.Popen, float]:
+    """This process's subprocess of the release, and the seconds it took to start (0 when it was
+    already running): started once per process, it imports the release before its first step."""
     from paperlib.implementations.opacus_code.stepcheck import SHIM_PRELUDE
 
     key = (version, str(target))
     proc = _SERVERS.get(key)
+    startup = 0.0
     if proc is None or proc.poll() is not None:
+        t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", SHIM_PRELUDE + _SERVE_CALL], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=None, text=True, env=env, cwd=str(target),
                                 bufsize=1)
+        proc.stdout.readline()  # "ready" (or nothing: it died, and the first spec reports it)
+        startup = time.perf_counter() - t0
         _SERVERS[key] = proc
         if len(_SERVERS) == 1:
             import atexit
 
             atexit.register(close_release_servers)
-    return proc
+    return proc, startup
 
 
 #: this process's projection bases as files for its release subprocesses: {"dir": folder, "keys": [key, ...]}
@@ -578,7 +601,7 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
                                "scale": float(project.get("scale", 1.0)), "keep": int(project.get("keep", 0))}
             spec["out"] = str(d / "steps.npz")
         (d / "spec.json").write_text(json.dumps(spec))
-        proc = _release_server(version, target, env)
+        proc, startup = _release_server(version, target, env)
         try:
             proc.stdin.write(str(d / "spec.json") + "\n")
             proc.stdin.flush()
@@ -596,7 +619,8 @@ def _run_release(version, model_name, Xd, yd, q, sigma, C, trials, seed, lr, mod
                 steps = {k: z[k] for k in z.files}
         else:
             steps = np.load(spec["out"])
-        return steps, np.load(d / "sizes.npy"), meta["version"], meta["notes"]
+        timing = {"step_seconds": float(meta["step_seconds"]), "startup_seconds": startup}
+        return steps, np.load(d / "sizes.npy"), meta["version"], meta["notes"], timing
 
 
 # ---------------------------------------------------------------------------- DPSUR
@@ -645,7 +669,9 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     * ``normaliser_rule``: what the code is documented to divide by:
       ``"floor(Nq)"``, ``"Nq"`` or ``"|B|"``;
     * ``notes``: list of strings (how it was driven, empty batches, division by zero);
-    * ``seconds``: wall time;
+    * ``seconds``: wall time; ``step_seconds``: the part spent in the loop of steps (the rest is the
+      call's set-up: model, engine, data and results moved); ``startup_seconds``: the part spent
+      starting an old release's subprocess (once per process; 0 otherwise);
     * also ``batch_sizes`` (the realised ``|B|`` per trial), ``N_data``, ``n``, ``q``,
       ``sigma``, ``C``, ``lr``, ``seed``, ``model_seed``, ``dataset``, ``model_name``,
       ``mechanism``.
@@ -683,18 +709,21 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
     Xd, yd = _data(X, y, dataset)
     args = (model_name, Xd, yd, float(q), float(sigma), float(C), int(trials), int(seed), float(lr), int(model_seed))
     if implementation == "opacus-installed":
-        U, sizes, version, notes = _run_installed(*args, progress, device=dev, project=project)
+        U, sizes, version, notes, timing = _run_installed(*args, progress, device=dev, project=project)
     elif implementation == "opacus-installed+fix":
-        U, sizes, version, notes = _run_installed(*args, progress, fix_batch_size=fix_b, device=dev, project=project)
+        U, sizes, version, notes, timing = _run_installed(*args, progress, fix_batch_size=fix_b, device=dev,
+                                                          project=project)
     elif implementation == "dpsur":
+        t_dpsur = time.perf_counter()
         U, sizes, version, notes = _run_dpsur(*args, source_download=source_download)
+        timing = {"step_seconds": time.perf_counter() - t_dpsur}  # batched over the steps: no set-up apart
         if dev.type != "cpu":
             notes = list(notes) + [f"run on the CPU although {dev} is available: DPSUR's draws come from one CPU "
                                    "generator in DPSUR's order"]
             dev = torch.device("cpu")
     else:
-        U, sizes, version, notes = _run_release(RELEASES[implementation], *args, progress, download, device=dev,
-                                                project=project)
+        U, sizes, version, notes, timing = _run_release(RELEASES[implementation], *args, progress, download,
+                                                        device=dev, project=project)
     documented = IMPLEMENTATION_MECHANISM[implementation]
     projected = U if isinstance(U, dict) else None
     bad = int((~projected["finite"]).sum()) if projected is not None else int((~np.isfinite(U).all(axis=1)).sum())
@@ -710,6 +739,8 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
         "notes": list(notes),
         "device": str(dev),
         "seconds": time.perf_counter() - t0,
+        "step_seconds": float(timing["step_seconds"]),
+        "startup_seconds": float(timing.get("startup_seconds", 0.0)),
         "batch_sizes": np.asarray(sizes, dtype=np.int64),
         "N_data": len(Xd),
         "n": int(projected["n"]) if projected is not None else int(U.shape[1]),

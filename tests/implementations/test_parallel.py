@@ -22,7 +22,8 @@ from paperlib.implementations import real_audit as RA
 
 ROOT = Path(__file__).resolve().parents[2]
 #: wall-clock keys of a result (they differ run to run; everything else must be equal)
-_TIMES = ("seconds", "seconds_per_step", "full_mode_estimate_s", "wall_time_s")
+_TIMES = ("seconds", "step_seconds", "startup_seconds", "seconds_per_step", "seconds_per_call", "full_mode_estimate_s",
+          "wall_time_s")
 AUDIT = dict(N=3, q=0.5, sigma=2.0, C=0.5, trials=40, seed=11, mode="full", progress=False, cache=None)
 
 

@@ -120,3 +120,25 @@ def test_chunks_of_projected_steps_follow_the_model_size():
     assert RA.chunk_steps("opacus-0.15.0", 1_485_217) == RA.PROJECTED_ELEMENTS // 1_485_217
     assert RA.chunk_steps("opacus-installed", 10 ** 9) == RA.RELEASE_CHUNK
     assert RA.chunk_steps("dpsur", 1_485_217) == RA.CHUNK_ELEMENTS // 1_485_217  # whole updates: memory-bound
+
+
+def test_a_call_reports_its_steps_apart_from_its_set_up_and_a_release_start():
+    _cached_release("opacus-0.15.0")
+    X, y = _points(1)
+    runners.close_release_servers()  # the next call starts the release's subprocess
+    call = dict(implementation="opacus-0.15.0", model_name="tiny", X=X, y=y, dataset="D", q=Q, sigma=SIGMA, C=C,
+                trials=4, seed=1, download=False)
+    cold, warm = runners.run_steps(**call), runners.run_steps(**call)
+    assert cold["startup_seconds"] > 0 and warm["startup_seconds"] == 0.0
+    for r in (cold, warm):
+        assert 0 < r["step_seconds"] and r["step_seconds"] + r["startup_seconds"] <= r["seconds"]
+    here = runners.run_steps(**dict(call, implementation="opacus-installed"))
+    assert here["startup_seconds"] == 0.0 and 0 < here["step_seconds"] <= here["seconds"]
+
+
+def test_the_full_mode_estimate_counts_full_modes_steps_and_calls():
+    r = RA.audit_implementation("opacus-installed", "tiny", "synthetic", N=N, q=Q, sigma=SIGMA, C=C, trials=40, seed=2,
+                                mode="quick", check_trials=12, progress=False, cache=None, workers=1)
+    chunk = RA.chunk_steps("opacus-installed", r["n"])
+    want = r["seconds_per_step"] * 2 * 40 + r["seconds_per_call"] * 2 * -(-40 // chunk)
+    assert r["seconds_per_call"] >= 0 and r["full_mode_estimate_s"] == pytest.approx(want, rel=1e-12)
