@@ -33,7 +33,10 @@ and what an audit keeps of them is small (their projection on the ``N + 1`` grad
 step check, a few rows). ``run_chunks(..., reduce=f, reduce_args=..., shared=...)`` therefore
 applies ``f`` where the chunk ran, so only its result travels back; ``shared`` (large
 read-only inputs such as the gradients and the basis) is sent to each worker once
-(``Client.scatter(broadcast=True)``), not with every chunk. Worker processes of the local
+(``Client.scatter(broadcast=True)``), not with every chunk. A reduction may also ask the steps to
+be reduced as they are taken (``f.step_options``, :func:`run_reduced`): the real audits' Opacus
+steps are projected in the loop of steps (:class:`paperlib.implementations.runners.StepProjection`),
+so the whole updates never leave it. Worker processes of the local
 cluster keep freed memory instead of trimming it back to the system after every call
 (``MALLOC_TRIM_THRESHOLD_``, which distributed sets to 64 KiB, and ``MALLOC_MMAP_THRESHOLD_``:
 each chunk's arrays would be returned and faulted in again).
