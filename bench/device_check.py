@@ -101,6 +101,9 @@ NOTEBOOK_NAMES = {
                               "PAPER_MODEL_PANELS", "METHODS", "SPREAD_SEED_COUNT"),
     # one audit of MODEL per release in IMPLEMENTATIONS (the paper's, the installed one)
     "07_opacus_feasgm_figure6": ("AUDIT_MODE", "TRIALS", "N", "Q", "SIGMA", "C", "MODEL", "IMPLEMENTATIONS"),
+    # chapter 7's game on MODEL twice: the release as shipped (chapter 7's own audit, reused from its
+    # cache) and the fixed step ("opacus-installed+fix", BATCH_SIZE): the second is new work
+    "11_the_fix": ("AUDIT_MODE", "TRIALS", "N", "Q", "MODEL", "BATCH_SIZE"),
 }
 
 
@@ -126,7 +129,6 @@ HOST_ONLY_NOTEBOOKS = {
     "08_opacus_code_audit": "reads the stored code audit; one ten-example Opacus step on the CPU (mode-independent)",
     "09_multiround_figure7": "NumPy/SciPy composition numerics (DEVICE unused)",
     "10_practitioners": "NumPy/SciPy accounting (DEVICE unused)",
-    "11_the_fix": "Opacus steps on the CPU (DEVICE unused); full mode is chapter 7's installed-Opacus work twice",
 }
 
 
@@ -143,8 +145,8 @@ def full_mode_work() -> dict:
     from paperlib.audit import normality_test_specs
     from paperlib.implementations.real_audit import model_for
 
-    p4, p5, p6, p7 = (NOTEBOOK_PARAMS[k] for k in ("04_audit_figure2", "05_audit_figure3",
-                                                     "06_audit_real_figure4", "07_opacus_feasgm_figure6"))
+    p4, p5, p6, p7, p11 = (NOTEBOOK_PARAMS[k] for k in ("04_audit_figure2", "05_audit_figure3", "06_audit_real_figure4",
+                                                          "07_opacus_feasgm_figure6", "11_the_fix"))
     nb06 = []
     for ds in p6["DATASETS"]:
         for label, impl, q in p6["METHODS"]:
@@ -188,6 +190,15 @@ def full_mode_work() -> dict:
             {"what": f"{impl} on {p7['MODEL']}, q = {p7['Q']}", "points": 1,
              "rounds_per_point": _rounds("07_opacus_feasgm_figure6"), "implementation": impl,
              "model": p7["MODEL"], "measure": "real"} for impl in p7["IMPLEMENTATIONS"]
+        ],
+        # the fixed step is the installed Opacus step with another divisor: its cost is that step's, and
+        # its audit's fixed cost chapter 7's (the same game on the same model)
+        "11_the_fix": [
+            {"what": f"opacus-installed+fix (batch size {p11['BATCH_SIZE']}) on {p11['MODEL']}, q = {p11['Q']} "
+                     "(the release's audit is chapter 7's, reused)", "points": 1,
+             "rounds_per_point": _rounds("11_the_fix"), "implementation": "opacus-installed+fix",
+             "model": p11["MODEL"], "measure": "real", "cost_of": "opacus-installed",
+             "audit_like": "07_opacus_feasgm_figure6"},
         ],
     }
 
@@ -966,9 +977,9 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
             rounds = it["rounds_per_point"]
             if it["measure"] == "real":
                 impl, model = it["implementation"], it["model"]
-                steps = ck.measures.get(f"steps:{impl}") or {}
+                steps = ck.measures.get(f"steps:{it.get('cost_of', impl)}") or {}
                 mm = model if model in steps else ("tiny" if "tiny" in steps else None)
-                ra = ck.measures.get(f"real-audit:{nb}")
+                ra = ck.measures.get(f"real-audit:{it.get('audit_like', nb)}")
                 if mm is None:
                     row["estimate_s"] = None
                     missing.append(it["what"])
@@ -1002,8 +1013,9 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
             rows.append(row)
         notebooks.append({"notebook": nb, "work": rows, "estimate_s": None if missing else total,
                           "partial_estimate_s": total, "missing": missing,
-                          "runs_on": "cpu" if nb in ("06_audit_real_figure4", "07_opacus_feasgm_figure6")
-                          else str(ck.dev),
+                          # the Opacus steps run on the checked device (runners.step_device), DPSUR's on the CPU
+                          "runs_on": str(ck.dev) + (" (DPSUR: cpu)" if ck.dev.type != "cpu" and any(
+                              w.get("implementation") == "dpsur" for w in items) else ""),
                           "representative": representative,
                           "basis": ("measured per point/step at full-mode sizes" if representative else
                                     f"measured at {ck.mode}-mode sizes: NOT the full-mode cost")})
@@ -1039,10 +1051,12 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
 
 #: the machine full mode is written for (issue 20): 16 CPU workers and one data-centre GPU, 30 minutes
 PARALLEL_WORKERS, PARALLEL_GPUS, FULL_BUDGET_S = 16, 1, 1800
+#: the notebooks whose full mode runs real implementation steps (chapters 6, 7 and 11)
+REAL_STEP_NOTEBOOKS = ("06_audit_real_figure4", "07_opacus_feasgm_figure6", "11_the_fix")
 
 
 def parallel_estimate(ck: Check) -> dict:
-    """Full mode's real steps (notebooks 06 and 07) on PARALLEL_WORKERS workers and PARALLEL_GPUS GPUs
+    """Full mode's real steps (notebooks 06, 07 and 11) on PARALLEL_WORKERS workers and PARALLEL_GPUS GPUs
     (:func:`paperlib.implementations.costs.full_mode_estimate`), from the costs measured here.
 
     Per step on one worker: the run_steps cost (per step, plus the per-call cost spread over a chunk)
@@ -1056,15 +1070,15 @@ def parallel_estimate(ck: Check) -> dict:
 
     work = full_mode_work()
     items, cpu, gpu, serial, missing = [], {}, {}, 0.0, []
-    for nb in ("06_audit_real_figure4", "07_opacus_feasgm_figure6"):
-        ra = ck.measures.get(f"real-audit:{nb}") or {}
+    for nb in REAL_STEP_NOTEBOOKS:
         for it in work[nb]:
             impl, model = it["implementation"], it["model"]
-            steps = ck.measures.get(f"steps:{impl}") or {}
+            steps = ck.measures.get(f"steps:{it.get('cost_of', impl)}") or {}
             mm = model if model in steps else ("tiny" if "tiny" in steps else None)
             if mm is None:
                 missing.append(it["what"])
                 continue
+            ra = ck.measures.get(f"real-audit:{it.get('audit_like', nb)}") or {}
             s = steps[mm]
             calls = _calls_per_point(impl, MODEL_PARAMETERS[model], it["rounds_per_point"])
             per_call = calls / it["rounds_per_point"]  # calls per step
@@ -1220,7 +1234,7 @@ def tables(report: dict) -> str:
     par = report.get("full_mode_parallel")
     if par:
         est = par["estimate"]
-        L += [f"Real steps of notebooks 06 and 07 in full mode on {par['workers']} workers and {par['gpus']} GPU(s) "
+        L += [f"Real steps of notebooks 06, 07 and 11 in full mode on {par['workers']} workers and {par['gpus']} GPU(s) "
               f"(paperlib.implementations.costs.full_mode_estimate): {_fmt_s(est['seconds'])} "
               f"(CPU part {_fmt_s(est['cpu_seconds'])}, GPU part {_fmt_s(est['gpu_seconds'])}, serial projection "
               f"and per-audit work {_fmt_s(est['overhead_s'])}; {par['workers']} CPU workers alone: "

@@ -229,7 +229,8 @@ glue("nb11_delta_release", f"{GUAR['release']['delta_at_claim_eps']:.3g}", displ
 # real steps per dataset must pass chapter 7's Kolmogorov–Smirnov check against the
 # mechanism the step documents (FEASGM for the release, SGM for the fix) before the
 # batched mechanism fills the remaining rounds; in full mode every round is a real step.
-# Every step runs on the CPU (`DEVICE` is unused).
+# The steps run where `paperlib.implementations.runners.step_device` puts them: on CUDA when torch
+# sees a GPU, else on the CPU (`DEVICE` itself is not read).
 
 # %%
 CACHE = pv.ResultCache(MODE)

@@ -119,7 +119,8 @@ def test_notebook_extrapolation_and_tables(smoke):
     rep, md, out = smoke["report"], smoke["md"], smoke["proc"].stdout
     nbs = {n["notebook"]: n for n in rep["notebooks"]}
     assert sorted(nbs) == NOTEBOOKS
-    for name in ("04_audit_figure2", "05_audit_figure3", "06_audit_real_figure4", "07_opacus_feasgm_figure6"):
+    for name in ("04_audit_figure2", "05_audit_figure3", "06_audit_real_figure4", "07_opacus_feasgm_figure6",
+                 "11_the_fix"):
         assert nbs[name]["partial_estimate_s"] > 0 and nbs[name]["representative"] is False
         assert "NOT the full-mode cost" in nbs[name]["basis"]
     w4 = nbs["04_audit_figure2"]["work"]
@@ -135,7 +136,7 @@ def test_notebook_extrapolation_and_tables(smoke):
 
 
 def test_full_mode_estimate_on_16_workers(smoke):
-    """The real steps of notebooks 06/07 on 16 workers (and one GPU where measured), by costs.full_mode_estimate."""
+    """The real steps of notebooks 06, 07 and 11 on 16 workers (and one GPU where measured), by costs.full_mode_estimate."""
     par = smoke["report"]["full_mode_parallel"]
     est = par["estimate"]
     assert par["workers"] == 16 and par["gpus"] == 0  # no GPU here: CPU workers only
@@ -145,11 +146,14 @@ def test_full_mode_estimate_on_16_workers(smoke):
                if e["id"] in RELEASE_PATHS and e["status"] == "skipped"}
     assert all(any(f"{impl} on " in m for impl in skipped) for m in par["missing"]), (par["missing"], skipped)
     assert "no GPU measured" in par["note"] and "not representative" in par["note"]
-    # 06: 24 audits (22 points and the seed spread's 2), 07: 2, each 2 x 10,000 steps; the estimate counts the
-    # steps of every audit with a measured cost (the installed Opacus and DPSUR always have one)
-    work = [w for n in smoke["report"]["notebooks"] if n["notebook"] in ("06_audit_real_figure4", "07_opacus_feasgm_figure6")
-            for w in n["work"]]
-    assert sum(w["points"] for w in work) == 24 + 2 and all(w["rounds_per_point"] == 20_000 for w in work)
+    # 06: 24 audits (22 points and the seed spread's 2), 07: 2, 11: 1 (the fixed step; the release's audit is
+    # chapter 7's), each 2 x 10,000 steps; the estimate counts the steps of every audit with a measured cost
+    # (the installed Opacus, which also prices the fixed step, and DPSUR always have one)
+    real = ("06_audit_real_figure4", "07_opacus_feasgm_figure6", "11_the_fix")
+    work = [w for n in smoke["report"]["notebooks"] if n["notebook"] in real for w in n["work"]]
+    assert sum(w["points"] for w in work) == 24 + 2 + 1 and all(w["rounds_per_point"] == 20_000 for w in work)
+    [fix] = [w for w in work if w["implementation"] == "opacus-installed+fix"]
+    assert fix["what"] not in par["missing"] and fix["measured_model"] in ("tiny", fix["model"])
     assert len(par["missing"]) < len(work)
     assert est["steps"] == sum(w["points"] * 20_000 for w in work if w["what"] not in par["missing"])
     assert est["seconds"] > 0
