@@ -156,12 +156,12 @@ def full_mode_work() -> dict:
                 continue
             nb06.append({"what": f"{label}: {impl} on {ds} ({model}), q = {q}", "points": 1,
                          "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": impl,
-                         "model": model, "measure": "real"})
+                         "model": model, "q": q, "measure": "real"})
     # the seed spread: dpsur on mnist at q = 0.7 again at SEED + 1, ... (SEED is the figure's run)
     more = p6["SPREAD_SEED_COUNT"] - 1
     nb06.append({"what": f"seed spread: dpsur on mnist (cnn-mnist), q = 0.7, {more} more seeds", "points": more,
                  "rounds_per_point": _rounds("06_audit_real_figure4"), "implementation": "dpsur",
-                 "model": p6["MODEL_OF"]["mnist"], "measure": "real"})
+                 "model": p6["MODEL_OF"]["mnist"], "q": 0.7, "measure": "real"})
     return {
         "04_audit_figure2": [
             {"what": f"Figure 2 sweep (projected path, {len(p4['DISTINGUISHERS'])} distinguishers, "
@@ -189,7 +189,7 @@ def full_mode_work() -> dict:
         "07_opacus_feasgm_figure6": [
             {"what": f"{impl} on {p7['MODEL']}, q = {p7['Q']}", "points": 1,
              "rounds_per_point": _rounds("07_opacus_feasgm_figure6"), "implementation": impl,
-             "model": p7["MODEL"], "measure": "real"} for impl in p7["IMPLEMENTATIONS"]
+             "model": p7["MODEL"], "q": p7["Q"], "measure": "real"} for impl in p7["IMPLEMENTATIONS"]
         ],
         # the fixed step is the installed Opacus step with another divisor: its cost is that step's, and
         # its audit's fixed cost chapter 7's (the same game on the same model)
@@ -197,7 +197,7 @@ def full_mode_work() -> dict:
             {"what": f"opacus-installed+fix (batch size {p11['BATCH_SIZE']}) on {p11['MODEL']}, q = {p11['Q']} "
                      "(the release's audit is chapter 7's, reused)", "points": 1,
              "rounds_per_point": _rounds("11_the_fix"), "implementation": "opacus-installed+fix",
-             "model": p11["MODEL"], "measure": "real", "cost_of": "opacus-installed",
+             "model": p11["MODEL"], "q": p11["Q"], "measure": "real", "cost_of": "opacus-installed",
              "audit_like": "07_opacus_feasgm_figure6"},
         ],
     }
@@ -228,6 +228,10 @@ ASGM_RELEASE_MODEL = "cnn-mnist"
 #: 07: Q); opacus-0.13.0, in no notebook, as opacus-0.15.0
 STEP_SETTING = {"opacus-installed": (_P7["N"], _P7["Q"]), "opacus-1.0.2": (_P7["N"], _P7["Q"]),
                 "opacus-0.15.0": (_P6["N"], 0.5), "opacus-0.13.0": (_P6["N"], 0.5), "dpsur": (_P6["N"], 0.7)}
+#: the other sampling rates chapter 6 audits an implementation at: its steps are timed there too (a step
+#: at q = 0.005 is mostly an empty batch, an order of magnitude cheaper for a large model than at q = 0.5)
+EXTRA_STEP_QS = {impl: tuple(sorted({q for _, i, q in _P6["METHODS"] if i == impl} - {STEP_SETTING[impl][1]}))
+                 for impl in STEP_SETTING}
 SIGMA, C = _P6["SIGMA"], _P6["C"]  # every audit notebook's (tests/artifact/test_device_check.py: they agree)
 KS_LEVEL = 1e-3  # family-wise level of each path's KS tests (Bonferroni)
 DETECT_STEPS = 20  # first steps kept whole for the normaliser's detection (an audit keeps at least 20)
@@ -813,37 +817,43 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
         # the steps as the audit takes them: projected on the white-box basis at the step (the Opacus
         # implementations, real_audit.step_options; DPSUR returns its whole updates, projected after)
         shared = RA.reduce_shared(grads, N, C)
-        opts = RA.step_options(RA.reduce_args(impl, model, documented, q, SIGMA, C, "D", m, grads.shape[1],
-                                              kw["seed"], 0, min(m, DETECT_STEPS)), shared)
+
+        def options(keep):
+            return RA.step_options(RA.reduce_args(impl, model, documented, q, SIGMA, C, "D", m, grads.shape[1],
+                                                  kw["seed"], 0, keep), shared)
+        opts = options(0)  # as an audit's chunks after its first: no whole update kept
         try:
-            t1 = None
-            if ck.sz["fixed_cost"]:
+            t1, startup = None, 0.0
+            if ck.sz["fixed_cost"]:  # a first call: an old release's subprocess starts, the basis is converted
                 t0 = time.perf_counter()
-                runners.run_steps(impl, model, X, y, trials=1, **kw, **opts)
+                startup = runners.run_steps(impl, model, X, y, trials=1, **kw, **opts)["startup_seconds"]
                 t1 = time.perf_counter() - t0
             t0 = time.perf_counter()
             out = runners.run_steps(impl, model, X, y, trials=m, **kw, **opts)
             tm = time.perf_counter() - t0
+            by_q = {f"{q:g}": out["step_seconds"] / m}
+            for q2 in EXTRA_STEP_QS[impl]:  # the loop of steps at the notebooks' other sampling rates
+                o2 = runners.run_steps(impl, model, X, y, trials=m, **{**kw, "q": q2}, **opts)
+                by_q[f"{q2:g}"] = o2["step_seconds"] / m
+            if out["updates"] is None:  # whole updates for the normaliser's detection (as an audit's first chunk)
+                k = min(m, DETECT_STEPS)
+                first = runners.run_steps(impl, model, X, y, trials=k, **kw, **options(k))["projected"]["first"]
         except runners.ReleaseNotAvailable as exc:
             e["status"] = "skipped"
             e["note"] = str(exc).strip().splitlines()[0]
             return
-        if t1 is not None and m > 1:
-            # a call costs a + k b for k steps (set-up, or the old releases' subprocess, then the steps)
-            b = max((tm - t1) / (m - 1), 0.0)
-            a = max(t1 - b, 0.0)
-            how = "a + k b fitted to a 1-step and an m-step call" + (
-                " (per-step cost below the timing noise: 0)" if b == 0.0 else "")
-        else:
-            a, b = 0.0, tm / m
-            how = "one m-step call (per-call cost not separated)"
+        # run_steps times its loop of steps itself; the rest of a call is its set-up (model, engine, data and
+        # results moved), an old release's subprocess start apart (once per worker, startup_s)
+        b = out["step_seconds"] / m
+        a = max(out["seconds"] - out["step_seconds"] - out["startup_seconds"], 0.0)
+        how = "the loop of steps timed inside an m-step call; the call's set-up apart (a release's start excluded)"
         if out["updates"] is not None:  # what the real audit adds per step: projecting each update after the steps
             t0 = time.perf_counter()
             RA.project_outputs(out["updates"], shared["basis"])
             t_proj = (time.perf_counter() - t0) / m
             updates = out["updates"]
         else:  # projected in the steps (timed with them)
-            t_proj, updates = 0.0, out["projected"]["first"]
+            t_proj, updates = 0.0, first
         f = runners.detect_normaliser(updates, grads, q=q, sigma=SIGMA, C=C, N_data=N)
         # Nq and floor(Nq) are one rule where N q is an integer; a documented rule among equally likely ones passes
         ok = f["normaliser"] in _accepted_rules(documented.rule, f["candidates"]) \
@@ -855,12 +865,13 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
             ok = True
         detections[model] = {"documented": documented.rule, "found": f["normaliser"], "ties": f.get("ties"),
                              "agreement": f.get("agreement"), "trials": f.get("trials"), "passed": ok}
-        per_model[model] = {"steps": m, "per_call_s": a, "per_step_s": b, "one_step_call_s": t1, "m_step_call_s": tm,
+        per_model[model] = {"steps": m, "per_call_s": a, "per_step_s": b, "per_step_s_by_q": by_q, "startup_s": startup,
+                            "one_step_call_s": t1, "m_step_call_s": tm,
                             "per_example_gradients_s": t_grads, "project_per_step_s": t_proj, "how": how,
                             "n": int(out["n"]),
                             "version": out.get("version")}
         if ck.cuda and impl not in CPU_ONLY:
-            per_model[model].update(_cuda_steps(runners, impl, model, X, y, m, kw, opts))
+            per_model[model].update(_cuda_steps(runners, impl, model, X, y, m, kw, opts, EXTRA_STEP_QS[impl]))
         e["sizes"]["models"][model] = {"n": int(out["n"]), "steps": m}
     e["timing"] = {"models": per_model, "seconds": sum(v["m_step_call_s"] + (v["one_step_call_s"] or 0.0)
                                                        for v in per_model.values()),
@@ -884,17 +895,19 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
 CUDA_TOL = 1e-4
 
 
-def _cuda_steps(runners, impl, model, X, y, m, kw, opts) -> dict:
-    """Per-step cost on CUDA (a + k b fitted as on the CPU; projected on the GPU as the audit's steps
-    are, ``opts``) and the sigma = 0 comparison of whole updates with the CPU."""
+def _cuda_steps(runners, impl, model, X, y, m, kw, opts, extra_qs=()) -> dict:
+    """Per-step and per-call cost on CUDA (timed as on the CPU; projected on the GPU as the audit's steps
+    are, ``opts``), at ``kw["q"]`` and ``extra_qs``, and the sigma = 0 comparison of whole updates with the CPU."""
     ckw = {**kw, **opts, "device": "cuda"}
+    runners.run_steps(impl, model, X, y, trials=1, **ckw)  # warm: CUDA context, kernels, the basis on the GPU
     t0 = time.perf_counter()
-    runners.run_steps(impl, model, X, y, trials=1, **ckw)
-    t1 = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    runners.run_steps(impl, model, X, y, trials=m, **ckw)
+    o = runners.run_steps(impl, model, X, y, trials=m, **ckw)
     tm = time.perf_counter() - t0
-    b = max((tm - t1) / max(m - 1, 1), 0.0)
+    b = o["step_seconds"] / m
+    a = max(o["seconds"] - o["step_seconds"] - o["startup_seconds"], 0.0)
+    by_q = {f"{kw['q']:g}": b}
+    for q2 in extra_qs:
+        by_q[f"{q2:g}"] = runners.run_steps(impl, model, X, y, trials=m, **{**ckw, "q": q2})["step_seconds"] / m
     k = min(m, 8)
     z = {**kw, "sigma": 0.0}
     cpu = runners.run_steps(impl, model, X, y, trials=k, **z)
@@ -902,7 +915,7 @@ def _cuda_steps(runners, impl, model, X, y, m, kw, opts) -> dict:
     scale = float(np.abs(cpu["updates"]).max()) or 1.0
     diff = float(np.abs(cpu["updates"] - gpu["updates"]).max())
     same_masks = bool(np.array_equal(cpu["batch_sizes"], gpu["batch_sizes"]))
-    return {"cuda_per_step_s": b, "cuda_per_call_s": max(t1 - b, 0.0), "cuda_m_step_call_s": tm,
+    return {"cuda_per_step_s": b, "cuda_per_call_s": a, "cuda_per_step_s_by_q": by_q, "cuda_m_step_call_s": tm,
             "cuda_vs_cpu": {"kind": "cpu-cuda-sigma0", "model": model, "steps": k, "max_abs_diff": diff,
                             "max_abs_update": scale, "tolerance": CUDA_TOL * scale, "same_batch_sizes": same_masks,
                             "passed": bool(same_masks and diff <= CUDA_TOL * scale)}}
@@ -953,6 +966,11 @@ def path_real_audit(ck: Check, e: dict, nb: str, impl: str, model_full: str, N: 
 
 
 # ============================================================================ extrapolation
+def _step_cost(s: dict, item: dict, prefix: str = "") -> float:
+    """Seconds per step of a work item: the cost measured at its sampling rate, else at the timed one."""
+    return float((s.get(f"{prefix}per_step_s_by_q") or {}).get(f"{item.get('q', -1):g}", s[f"{prefix}per_step_s"]))
+
+
 def _calls_per_point(impl: str, model_n: int, rounds: int) -> int:
     """run_steps calls of one full-mode real audit: per dataset ceil(steps / chunk), chunk as real_audit chunks."""
     from paperlib.implementations import real_audit as RA
@@ -986,7 +1004,7 @@ def extrapolate(ck: Check) -> tuple[list, dict]:
                 else:
                     s = steps[mm]
                     calls = _calls_per_point(impl, MODEL_PARAMETERS[model], rounds)
-                    step_cost = calls * s["per_call_s"] + rounds * s["per_step_s"]
+                    step_cost = calls * s["per_call_s"] + rounds * _step_cost(s, it)
                     other = rounds * s["project_per_step_s"]
                     if ra is not None:
                         other += ra["fixed_s"]  # measured on one model per notebook (the largest)
@@ -1082,10 +1100,11 @@ def parallel_estimate(ck: Check) -> dict:
             s = steps[mm]
             calls = _calls_per_point(impl, MODEL_PARAMETERS[model], it["rounds_per_point"])
             per_call = calls / it["rounds_per_point"]  # calls per step
-            cpu[(impl, model)] = s["per_step_s"] + per_call * s["per_call_s"]
+            key = (impl, f"{model} #{len(items)}")  # each item at its own sampling rate's cost
+            cpu[key] = _step_cost(s, it) + per_call * s["per_call_s"]
             if "cuda_per_step_s" in s:
-                gpu[(impl, model)] = s["cuda_per_step_s"] + per_call * s["cuda_per_call_s"]
-            items.append({"implementation": impl, "model": model, "points": it["points"],
+                gpu[key] = _step_cost(s, it, "cuda_") + per_call * s["cuda_per_call_s"]
+            items.append({"implementation": impl, "model": key[1], "points": it["points"],
                           "steps_per_point": it["rounds_per_point"]})
             serial += it["points"] * (it["rounds_per_point"] * s["project_per_step_s"] / PARALLEL_WORKERS
                                       + ra.get("fixed_s", 0.0))
