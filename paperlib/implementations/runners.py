@@ -238,7 +238,8 @@ class StepProjection:
         sq = torch.dot(u, u)
         self.sq[t] = sq
         # a square sum is finite exactly when every entry is, unless it overflowed: then look at the entries
-        self.finite[t] = torch.isfinite(sq) if bool(torch.isfinite(sq)) else torch.isfinite(u).all()
+        fin = torch.isfinite(sq)
+        self.finite[t] = fin if bool(fin) else torch.isfinite(u).all()
         self.t += 1
         if row == self.buf.shape[0] - 1 or self.t == self.m:
             a = self.t - row - 1
