@@ -400,7 +400,7 @@ glue("nb04_rerun_spread",
      "both sweeps seed point i of their own list with SeedSequence([SEED, i]), so a setting gets different "
      "rounds in the two. The optimal distinguisher's ε_L differs between them by "
      + ", ".join(f"{abs(a - b):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})" for p, a, b in _diffs)
-     + f". The largest, {_a:.2f} in Figure 2 against {_b:.2f} here, comes from the error of the rarer kind: "
+     + f". The largest, {_a:.2f} in the paper's Figure 2 against {_b:.2f} here, comes from the error of the rarer kind: "
      + f"ε_L rests on the Clopper-Pearson limit of {_k1} and {_k2} such errors among {TRIALS // 2:,} rounds, "
      + "and ε_L is the logarithm of that limit, so where the count is small two runs differ by much more than "
      + "at the other settings listed.", display=False)
@@ -459,7 +459,7 @@ spread, _ = pf.cached("04_seed_spread", {"point": SPREAD_POINT, "index": SPREAD_
 _c = claim[SPREAD_POINT["q"]]
 _rows = A.spread_rows(spread, ["optimal", NORMALITY], _c)
 show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim"], name="04_seed_spread",
-           caption=f"One point of Figure 2 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "
+           caption=f"One point of the paper's Figure 2 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "
                    f"N = {SPREAD_POINT['N']}, n = {N_DIM}) audited at three seeds, {TRIALS:,} counted trials each: "
                    "ε_L at δ = 1e-5 with both distinguishers, against the SGM claim.",
            formats={"ε_L optimal": ".2f", "ε_L normality": ".2f", "ε SGM claim": ".3f"})

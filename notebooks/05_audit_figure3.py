@@ -337,7 +337,7 @@ else:
 # %% [markdown]
 # ## 4. The spread of $\varepsilon_L$ across seeds
 #
-# One representative point of Figure 3 is audited again at three seeds derived from
+# One representative point of the paper's Figure 3 is audited again at three seeds derived from
 # `SEED` ({glue:text}`nb05_spread_seeds`): {glue:text}`nb05_spread_point`. It is the point
 # where the paper's normality distinguisher is graded against the claim in C3 and where a
 # single run can fall on either side of it, its optimal $\varepsilon_L$ is below the
@@ -360,7 +360,7 @@ _c = claim[SPREAD_POINT["q"]]
 _rows = A.spread_rows(spread, ["optimal", NORMALITY, HALF], _c)
 show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε_L normality (ties ½)", "ε SGM claim"],
            name="05_seed_spread",
-           caption=f"One point of Figure 3 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "
+           caption=f"One point of the paper's Figure 3 ({SPREAD_POINT['mechanism'].upper()}, q = {SPREAD_POINT['q']:g}, "
                    f"N = {SPREAD_POINT['N']}, n = {SPREAD_POINT['n']:,}) audited at three seeds, {TRIALS:,} counted "
                    "trials each: ε_L at δ = 1e-5 with each distinguisher, against the SGM claim.",
            formats={"ε_L optimal": ".2f", "ε_L normality": ".2f", "ε_L normality (ties ½)": ".2f",

@@ -227,7 +227,7 @@ _saved = save_result(
 # %% [markdown]
 # ## 3. The spread of $\varepsilon_L$ across seeds
 #
-# Figure 6 has a single point, so it is the representative one: the audit of
+# The paper's Figure 6 has a single point, so it is the representative one: the audit of
 # {glue:text}`nb07_spread_code` is repeated at three seeds derived from `SEED`
 # ({glue:text}`nb07_spread_seeds`). The seed draws the four points, the model's starting
 # parameters and every round, so the spread covers all three, and shows how close to the
@@ -270,7 +270,7 @@ if spread is not None:
     _rows = A.spread_rows(spread, [OPT, NORM], _c, extra=_real)
     show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim", "real Opacus steps / rounds"],
                name="07_seed_spread",
-               caption=f"Figure 6's point (Opacus {SPREAD_RUNS[SEED]['version']}, q = {Q:g}, |D| = {N}) audited at "
+               caption=f"The point of the paper's Figure 6 (Opacus {SPREAD_RUNS[SEED]['version']}, q = {Q:g}, |D| = {N}) audited at "
                        f"three seeds, {TRIALS:,} counted trials each: ε_L at δ = 1e-5 with both distinguishers, "
                        "against the SGM claim, and how many rounds were real Opacus steps.",
                formats={"ε_L optimal": ".2f", "ε_L normality": ".2f", "ε SGM claim": ".3f"})

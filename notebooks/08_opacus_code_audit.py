@@ -208,7 +208,8 @@ for (gen, _), r in latest.items():
 # `pip install --no-deps --target` and run in a separate process. Releases v0.9–v0.11
 # need two import shims on current PyTorch (a stub for the optional `torchcsprng`
 # package, and an alias for an exception class PyTorch has since removed); neither
-# touches the code path being measured. For those three releases the check also feeds
+# touches the code path being measured. For the releases of those three minor versions (five
+# releases, v0.9.0 to v0.11.0) the check also feeds
 # one batch larger than the configured batch size and records that the engine rejects
 # it, which is what makes them "Not supported".
 

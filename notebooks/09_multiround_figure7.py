@@ -75,7 +75,8 @@ ASGM_N_PARAMS = 26_010
 # {glue:text}`nb09_rel_tol` of $\varepsilon$, or until the composed distribution would be
 # longer than the mode's limit, {glue:text}`nb09_fft` points in this run
 # ({glue:text}`nb09_mode` mode). The step reached is {glue:text}`nb09_step_tight` for the
-# tight claim and is given in the title of each panel of section 4. The mode also sets
+# tight claim; the ASGM bound's own step is the "loss bin" in the title of each panel of
+# section 4. The mode also sets
 # the number of $\delta$ values from which the RDP claim curve is built
 # ({glue:text}`nb09_ndelta` here).
 

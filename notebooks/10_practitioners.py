@@ -406,7 +406,7 @@ ACCOUNTANT = None  # what your run printed: "rdp" or "prv" (None: the release's 
 mine = check_run(OPACUS_VERSION, DATASET_SIZE, BATCH_SIZE, sample_rate=SAMPLE_RATE, epochs=EPOCHS,
                  noise_multiplier=NOISE_MULTIPLIER, n_params=N_PARAMS, loss_reduction=LOSS_REDUCTION, delta=DELTA,
                  accountant=ACCOUNTANT)
-print(format_statement(mine, width=80))
+print(format_statement(mine, width=72))  # fits the book's code column (about 78 characters at 1,280 px)
 
 # %% [markdown]
 # The statement is what `python -m paperlib check` prints (`--json` gives the same as one

@@ -602,9 +602,6 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += ["```", "make env     # creates .venv/ from requirements-lock.txt (any later make command does it too)", "```",
           "", f"Cost: {cost(HUMAN_MINUTES_SETUP, env.get('wall_s') if env else None, env.get('bytes') if env else None)}"
           + (" (measured by `make`)." if env else " (installation not measured on this machine)."), ""]
-    el = _env_line(ctx)
-    if el:
-        L += [el, ""]
     L += H("Basic test")
     smoke = _tier_cold(ctx, "smoke")
     L += ["```", "# the test suite: make lint, unit tests, every notebook through nbval, the book in a browser",

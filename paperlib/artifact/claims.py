@@ -249,12 +249,12 @@ def _verdict_of(parts: list[dict], fidelity: list[dict]) -> tuple[str, list[dict
 
 
 def _reason_text(reasons: list[dict]) -> str:
-    """The reasons as one line: ``kind: text; text. kind: text``."""
+    """The reasons as one line: ``kind: text; text. Kind: text`` (a kind after a full stop capitalised)."""
     out = []
     for kind in ("substituted", "violated", "unresolved", "incomplete"):
         items = [r["text"] for r in reasons if r["kind"] == kind]
         if items:
-            out.append(f"{kind}: " + "; ".join(items))
+            out.append(f"{kind if not out else kind.capitalize()}: " + "; ".join(items))
     return ". ".join(out)
 
 
