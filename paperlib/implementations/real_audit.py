@@ -120,7 +120,8 @@ CHECK_LEVEL = 1e-3
 #: CHUNK_ELEMENTS / n (bounds the memory of one call's updates, chunk x n floats)
 STEP_CHUNK = 500
 CHUNK_ELEMENTS = 20_000_000
-#: at least this many steps per call for the old releases (each call starts a subprocess, ~10 s)
+#: at least this many steps per call of an Opacus implementation (each call builds the model and the engine;
+#: an old release's subprocess is started once per process and kept)
 RELEASE_CHUNK = 50
 #: steps projected where they run (:func:`step_options`) keep no ``chunk x n`` block: their chunks hold
 #: about PROJECTED_ELEMENTS / n steps (at least RELEASE_CHUNK, at most STEP_CHUNK): few calls (each builds
@@ -776,7 +777,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if batch_size is not None:
         step_kw["batch_size"] = int(batch_size)
     impl_info: dict = {}
-    impl_seconds, impl_steps, impl_setups = 0.0, 0, []
+    loop_seconds, impl_steps, impl_setups = 0.0, 0, []
     step_checks: dict = {"D": [], "D'": []}
     step_offsets: dict = {"D": [], "D'": []}
     first_updates: dict = {}
@@ -795,7 +796,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     def impl_steps_projected(counts: dict) -> dict:
         """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel and are
         reduced where they ran (paperlib.implementations.parallel: the same bits for any worker count)."""
-        nonlocal impl_seconds, impl_steps
+        nonlocal loop_seconds, impl_steps
         from paperlib.implementations import parallel
 
         # (dataset, its index, chunk number, first step of the chunk, steps in it)
@@ -812,7 +813,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                 calls, workers=workers, scheduler=scheduler, bar=bar, reduce=reduce_chunk, reduce_args=args,
                 shared=shared)):
             loop = float(out.get("step_seconds") or 0.0)
-            impl_seconds += loop
+            loop_seconds += loop
             impl_setups.append(max(float(out.get("seconds") or 0.0) - loop - float(out.get("startup_seconds") or 0.0),
                                    0.0))
             step_checks[ds].append(out["step_check"])
@@ -890,7 +891,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     from paperlib.implementations.models import model_info
 
     wall = time.perf_counter() - t0
-    per_step = impl_seconds / impl_steps if impl_steps else float("nan")
+    per_step = loop_seconds / impl_steps if impl_steps else float("nan")
     per_call = min(impl_setups) if impl_setups else float("nan")  # the least: a cold first call is not the rule
     full_rounds = 2 * trials  # calibration + counted, both datasets
     full_calls = 2 * math.ceil(trials / chunk)  # each dataset's trials steps, in chunks as full mode cuts them
