@@ -559,16 +559,18 @@ def _basis_file(project: dict) -> str:
         import atexit
 
         atexit.register(shutil.rmtree, _BASIS_FILES["dir"], True)
+    def path_of(key: str) -> Path:  # a file name from the key (which holds characters a name may not)
+        return Path(_BASIS_FILES["dir"]) / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
+
     key = str(project["key"])
-    path = Path(_BASIS_FILES["dir"]) / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
+    path = path_of(key)
     if key not in _BASIS_FILES["keys"]:
         tmp = path.with_suffix(".tmp.npy")
         np.save(tmp, np.asarray(project["basis"], dtype=np.float64))
         tmp.replace(path)  # never half-written where a subprocess reads it
         _BASIS_FILES["keys"].append(key)
         while len(_BASIS_FILES["keys"]) > 2:
-            old = _BASIS_FILES["keys"].pop(0)
-            (Path(_BASIS_FILES["dir"]) / f"{hashlib.sha256(old.encode()).hexdigest()[:32]}.npy").unlink(missing_ok=True)
+            path_of(_BASIS_FILES["keys"].pop(0)).unlink(missing_ok=True)
     return str(path)
 
 
