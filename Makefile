@@ -331,7 +331,7 @@ test: lint sync test-book browser-deps | $(KERNEL_SPEC) $(ENV_TARGET)
 	done
 	@rc=0; env -u MPLBACKEND JUPYTER_PLATFORM_DIRS=1 PYDEVD_DISABLE_FILE_VALIDATION=1 \
 	  PAPERLIB_RESULTS=$(TESTBOOK)/results PAPERLIB_FIGURES=$(ROOT)/build/test/figures \
-	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html \
+	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html PAPERLIB_BOOK_FIGURES=$(TESTBOOK)/figures \
 	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
 	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(NBVAL_NB)) \
 	  || rc=$$?; \

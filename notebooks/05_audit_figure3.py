@@ -382,7 +382,7 @@ glue("nb05_spread_text",
      + " than its spread.", display=False)
 
 # %% [markdown]
-# **Table {glue:text}`nb05_spread_tab`.** {glue:text}`nb05_spread_text` Whether one run of
+# Table {glue:text}`nb05_spread_tab` shows the spread. {glue:text}`nb05_spread_text` Whether one run of
 # the paper's distinguisher lands above or below the claim at this point is therefore
 # partly a matter of the seed wherever its spread reaches across the claim.
 

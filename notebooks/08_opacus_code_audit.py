@@ -50,13 +50,14 @@ SEED = 0
 
 # %%
 import math
+import re
 from collections import Counter
 
 from IPython.display import display
 from packaging.version import Version
 
 from paperlib.implementations import opacus_code as oc
-from paperlib.artifact.tables import show_table
+from paperlib.artifact.tables import LINE_BREAK, SOFT_BREAK, show_table
 
 doc = oc.load_table()
 # the real step's dataset, as the check builds it (its defaults), for the text below
@@ -107,21 +108,27 @@ print(f"releases audited: {len(releases)} (v{versions[0]} to v{versions[-1]})")
 # fits none of the generations stops the audit with an error instead of being guessed.
 
 # %%
-show_table(oc.Table(["Rule", "Generation", "File", "Pattern"],
-                    [[f"`{r['name']}`", r["generation"], f"`{r['file']}`", f"`{r['pattern']}`"] for r in doc["rules"]]),
+# a rule's name and its regular expression have no spaces to wrap at: they may break after each _ of the
+# name and each \s* or \s+ of the expression (SOFT_BREAK)
+show_table([[f"`{r['name'].replace('_', '_' + SOFT_BREAK)}`{LINE_BREAK}in `{r['file'].removeprefix('opacus/')}`",
+             r["generation"],
+             "`" + re.sub(r"(\\s[*+])", r"\1" + SOFT_BREAK, r["pattern"]) + "`"] for r in doc["rules"]],
+           ["Rule, and the file it reads", "Generation", "Pattern (a regular expression)"],
            name="08_rules", caption="The rules of the code audit: the source pattern that identifies each "
                                     "generation of the normalisation code.", markup=True)
 
 # %% [markdown]
 # ## 2. The audit, one row per release
 #
-# "File:line" and "Code" give the line in `privacy_engine.py` that fixes the divisor
+# The first column gives the line in `privacy_engine.py` that fixes the divisor
 # (for v1.x, where the value of `expected_batch_size` is set; the division itself is in
 # `optimizers/optimizer.py`, listed further down). The last column compares the row
 # with the paper's Table 2.
 
 # %%
-show_table(oc.records_table(releases), name="08_releases", markup=True,
+_audit = oc.records_table(releases)  # release, file:line and code in one cell, so that the table fits the page
+show_table([[f"**{r[0]}**{LINE_BREAK}{r[1]}{LINE_BREAK}{r[2]}", *r[3:]] for r in _audit.rows],
+           ["Release, file:line and code", *_audit.header[3:]], name="08_releases", markup=True,
            caption="The code audit, one row per release: the line that fixes the divisor, the normalisation, "
                    "built-in Poisson sampling, the resulting mechanism, and the comparison with the paper's Table 2.")
 

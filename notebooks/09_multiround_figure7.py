@@ -301,10 +301,10 @@ pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N":
 rows = []
 for n in N_PARAMS:
     r = fig7["feasgm"][str(n)]
-    rows.append(["FEASGM", f"{n:,}", f"{r['m']:,}", f"{int(r['x'])}/{int(r['x']) + 1}", r["mu"], r["gamma"],
+    rows.append([f"{n:,}", f"{r['m']:,}", f"{int(r['x'])}/{int(r['x']) + 1}", r["mu"], r["gamma"],
                  r["eps"], cl["rdp"]["eps"], cl["prv"]["eps"], cl["tight"]["eps_bracket"][1]])
-pf.markdown_table(["mechanism", "n", "m = T(n−1)", "normalisers", "μ (CLT)", "γ (CLT)", "ε of f̄^⊗T (exact)",
-                   "ε claim (RDP)", "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".4g")
+pf.markdown_table(["n (FEASGM)", "m = T(n−1)", "normalisers", "μ (CLT)", "γ (CLT)", "ε of the T-round bound (exact)",
+                   "ε claim (RDP)", "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".3g")
 
 # %% [markdown]
 # ## 3. The same question for EASGM
@@ -323,9 +323,9 @@ pf.show_figure(fig, "09_easgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS,
                                         "sigma": SIGMA, "n": N_PARAMS})
 
 eps_ea = {n: fig7["easgm"][str(n)]["eps"] for n in N_PARAMS}
-rows = [["EASGM", f"{n:,}", fig7["easgm"][str(n)]["mu"], eps_ea[n], cl["rdp"]["eps"], cl["prv"]["eps"],
+rows = [[f"{n:,}", fig7["easgm"][str(n)]["mu"], eps_ea[n], cl["rdp"]["eps"], cl["prv"]["eps"],
          cl["tight"]["eps_bracket"][1]] for n in N_PARAMS]
-display_table = pf.markdown_table(["mechanism", "n", "μ (CLT)", "ε of f̄^⊗T (exact)", "ε claim (RDP)",
+display_table = pf.markdown_table(["n (EASGM)", "μ (CLT)", "ε of the T-round bound (exact)", "ε claim (RDP)",
                                    "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".4g")
 # the large model: weaker than every claim; the small model: weaker than the tight claim only
 assert eps_ea[N_PARAMS[1]] > max(cl["rdp"]["eps"], cl["prv"]["eps"])
@@ -429,7 +429,7 @@ for j, N in enumerate(ASGM_NS):
 plotting.figure_legend(fig, ncol=2)  # the same four curves in every panel: one legend below them
 pf.show_figure(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
                                        "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_length": MAX_LENGTH})
-pf.markdown_table(["|D|", "ε one round (Eq. 14)", f"ε of f̄^⊗T ≥", "ε of f̄^⊗T ≤", "ε claim (RDP)", "ε claim (PRV)",
+pf.markdown_table(["|D|", "ε one round (Eq. 14)", "ε of the T-round bound ≥", "ε of the T-round bound ≤", "ε claim (RDP)", "ε claim (PRV)",
                    "ε claim (tight, ≤)", "bound weaker than RDP claim?"], rows, floatfmt=".4g")
 
 # %%

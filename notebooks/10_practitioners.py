@@ -389,18 +389,22 @@ display(Markdown("\n".join(other) if other else
 # ```
 
 # %% tags=["edit-here"]
-# ======================= ✎ YOUR RUN: edit these values =======================
+# ================== ✎ YOUR RUN: edit these values ==================
 OPACUS_VERSION = "1.6.0"  # the release you trained with
 DATASET_SIZE = 60_000  # len(train_dataset)
-BATCH_SIZE = 256  # the DataLoader's batch_size (or set SAMPLE_RATE and BATCH_SIZE = None)
+# the DataLoader's batch_size (or set SAMPLE_RATE and BATCH_SIZE = None)
+BATCH_SIZE = 256
 SAMPLE_RATE = None  # Poisson sampling rate, if you set it yourself
 EPOCHS = 10
 NOISE_MULTIPLIER = 1.1
-N_PARAMS = 26_010  # trainable parameters: sum(p.numel() for p in model.parameters() if p.requires_grad)
+# trainable parameters:
+# sum(p.numel() for p in model.parameters() if p.requires_grad)
+N_PARAMS = 26_010
 LOSS_REDUCTION = "mean"  # as passed to make_private
 DELTA = 1e-5
-ACCOUNTANT = None  # what your run printed: "rdp" or "prv" (None: the release's default)
-# ==============================================================================
+# what your run printed: "rdp" or "prv" (None: the release's default)
+ACCOUNTANT = None
+# ===================================================================
 
 # %%
 mine = check_run(OPACUS_VERSION, DATASET_SIZE, BATCH_SIZE, sample_rate=SAMPLE_RATE, epochs=EPOCHS,
@@ -482,10 +486,12 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 # import paperlib
 #
 # engine = PrivacyEngine()
+# n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
 # engine.accountant = paperlib.CertifiedAccountant(
-#     dataset_size=len(train_set), n_params=sum(p.numel() for p in model.parameters() if p.requires_grad))
-# model, optimizer, loader = engine.make_private(module=model, optimizer=optimizer, data_loader=loader,
-#                                                noise_multiplier=1.1, max_grad_norm=1.0)
+#     dataset_size=len(train_set), n_params=n_params)
+# model, optimizer, loader = engine.make_private(
+#     module=model, optimizer=optimizer, data_loader=loader,
+#     noise_multiplier=1.1, max_grad_norm=1.0)
 # ...  # train
 # engine.get_epsilon(1e-5)
 # ```

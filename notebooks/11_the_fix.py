@@ -62,7 +62,7 @@ SEED = 0
 # model, optimizer, train_loader = privacy_engine.make_private(
 #     module=model, optimizer=optimizer, data_loader=train_loader,
 #     noise_multiplier=sigma, max_grad_norm=C, poisson_sampling=True)
-# fix_normaliser(optimizer, batch_size)  # divides by batch_size, not int(N * q)
+# fix_normaliser(optimizer, batch_size)  # divides by batch_size, not int(N*q)
 # ```
 #
 # An equivalent without touching the optimiser is `loss_reduction="sum"` in

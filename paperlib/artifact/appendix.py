@@ -424,23 +424,29 @@ def _experiment_cost_lines(ctx: dict, e: dict, est: dict) -> list[str]:
 
 
 def _tier_table(ctx: dict) -> list[str]:
-    L = ["| mode | what it is | last cold run | notebooks | disk after it | last run |", "|---|---|---|---|---|---|"]
+    """The modes (a list: what each is), their measured runs (a narrow table) and, below it, each cold
+    run's machine and disk breakdown (too long for a cell of a table that fits the page)."""
+    L = [f"- **{m}**: {MODE_NOTES[m]}" for m in MODES] + [""]
+    L += ["| mode | last cold run | notebooks | disk after it | last run |", "|---|---|---|---|---|"]
+    notes = []
     for m in MODES:
         t = ctx["tiers"].get(m) or {}
         cold, last = t.get("last_cold"), t.get("last")
         if cold:
             disk = sum(cold.get("disk_bytes", {}).values())
             detail = ", ".join(f"{k} {_fmt_b(v)}" for k, v in cold.get("disk_bytes", {}).items() if v > 10**6)
-            row = (f"{_fmt_s(cold.get('wall_s'))} ({cold.get('device')}, {cold.get('finished_utc')}; "
-                   f"{runlog.hardware_text(cold.get('hardware'))})",
+            row = (f"{_fmt_s(cold.get('wall_s'))} ({cold.get('device')})",
                    f"{len(cold.get('notebooks_executed', []))} of {cold.get('notebooks_total')}",
-                   f"{_fmt_b(disk)} ({detail})")
+                   _fmt_b(disk))
+            notes.append(f"- {m}, last cold run: finished {cold.get('finished_utc')} on "
+                         f"{runlog.hardware_text(cold.get('hardware'))}; disk: {detail or 'nothing above 1 MB'}.")
         else:
             row = ("not measured", "-", "-")
-        lr = (f"{_fmt_s(last.get('wall_s'))}, {len(last.get('notebooks_executed', []))} notebooks re-run"
+        n_re = len(last.get("notebooks_executed", [])) if last else 0
+        lr = (f"{_fmt_s(last.get('wall_s'))}, {n_re} notebook{'' if n_re == 1 else 's'} re-run"
               if last else "not measured")
-        L.append(f"| {m} | {_esc(MODE_NOTES[m])} | " + " | ".join(_esc(x) for x in row) + f" | {_esc(lr)} |")
-    return L
+        L.append(f"| {m} | " + " | ".join(_esc(x) for x in row) + f" | {_esc(lr)} |")
+    return L + ([""] + notes if notes else [])
 
 
 def _env_line(ctx: dict) -> str | None:
@@ -599,19 +605,19 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     L += H("Set-up")
     L += H("Installation")
     env = ctx["env"]
-    L += ["```", "make env     # creates .venv/ from requirements-lock.txt (any later make command does it too)", "```",
+    L += ["```", "# creates .venv/ from requirements-lock.txt", "# (any later make command does it too)", "make env", "```",
           "", f"Cost: {cost(HUMAN_MINUTES_SETUP, env.get('wall_s') if env else None, env.get('bytes') if env else None)}"
           + (" (measured by `make`)." if env else " (installation not measured on this machine)."), ""]
     L += H("Basic test")
     smoke = _tier_cold(ctx, "smoke")
-    L += ["```", "# the test suite: make lint, unit tests, every notebook through nbval, the book in a browser",
+    L += ["```", "# the test suite: make lint, unit tests, every notebook through nbval,", "# and the book in a browser",
           "make test", "# every notebook end to end at the smallest sizes, the grade, the book", "make all MODE=smoke",
           "```", "",
           "`make all MODE=smoke` ends with the grade table and the path of the book; numbers are not meaningful "
           "in smoke mode, only that every step runs. Cost: "
           + cost(HUMAN_MINUTES_BASIC_TEST, smoke.get("wall_s") if smoke else None,
                  sum(smoke.get("disk_bytes", {}).values()) if smoke else None)
-          + (" (measured)." if smoke else " (not measured on this machine)."), ""]
+          + (" (measured)." if smoke else "."), ""]
 
     L += H("Evaluation workflow")
     L += H("Major claims")

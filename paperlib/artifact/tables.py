@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["show_table", "number_of", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
+__all__ = ["LINE_BREAK", "SOFT_BREAK", "show_table", "number_of", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
 
 # name -> number "C.k", and the last k per chapter (the kernel's tables so far)
 _NUMBERS: dict[str, str] = {}
@@ -142,6 +142,13 @@ def _keep_numbers_whole(escaped: str) -> str:
     return _E_NUMBER.sub(lambda m: f'<span style="white-space:nowrap">{m.group(0)}</span>', escaped)
 
 
+LINE_BREAK = "\n"
+"""In a markup cell: a line break (``<br>`` in HTML, a space in Markdown)."""
+SOFT_BREAK = "\u200b"
+"""In a markup cell: where a long token may break if it must (``<wbr>`` in HTML, nothing in
+Markdown), e.g. after each ``\\s*`` of a regular expression, which has no spaces to break at."""
+
+
 def _cell_html(text: str, markup: bool) -> str:
     if not markup:
         return _keep_numbers_whole(html.escape(text))
@@ -150,7 +157,12 @@ def _cell_html(text: str, markup: bool) -> str:
         part = html.escape(part)
         out.append(f"<code>{part}</code>" if i % 2
                    else _keep_numbers_whole(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)))
-    return "".join(out)
+    return "".join(out).replace(LINE_BREAK, "<br>").replace(SOFT_BREAK, "<wbr>")
+
+
+def _cell_markdown(text: str) -> str:
+    """A cell of a Markdown table: pipes escaped, line breaks as spaces, soft breaks dropped."""
+    return text.replace("|", "\\|").replace(LINE_BREAK, " ").replace(SOFT_BREAK, "")
 
 
 def _header_html(text: str, markup: bool) -> str:
@@ -167,8 +179,8 @@ def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, captio
                 table_id: str | None = None, markup: bool = False) -> str:
     """An HTML table of already formatted cells that wraps instead of overflowing its container.
 
-    ``markup``: cells may hold ```code``` and ``**bold**`` (rendered as such); otherwise
-    all text is escaped.
+    ``markup``: cells may hold ```code```, ``**bold**``, :data:`LINE_BREAK` and :data:`SOFT_BREAK`
+    (rendered as such); otherwise all text is escaped.
     """
     ncol = max(len(headers), 1)
     size = "100%" if ncol <= 6 else ("90%" if ncol <= 9 else "80%")
@@ -207,7 +219,7 @@ class HtmlTable:
                            markup=self.markup)
 
     def _repr_markdown_(self) -> str:
-        esc = lambda c: c.replace("|", "\\|")  # noqa: E731
+        esc = _cell_markdown
         lines = ([f"**{self.caption}**", ""] if self.caption else [])
         lines += ["| " + " | ".join(map(esc, self.headers)) + " |", "|" + "---|" * len(self.headers)]
         lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
@@ -241,7 +253,7 @@ def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *
     formats : dict column -> format spec or callable
         Overrides ``digits`` for those columns (e.g. ``{"N": ",d", "ε_L": ".2f"}``).
     markup : bool
-        Cells may hold ```code``` and ``**bold**``.
+        Cells may hold ```code```, ``**bold**``, :data:`LINE_BREAK` and :data:`SOFT_BREAK`.
     display : bool
         Display the table (IPython) and return ``None`` (default); else return it.
 

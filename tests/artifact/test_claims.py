@@ -872,6 +872,21 @@ def test_expected_full_says_which_substitutions_full_mode_removes():
 
 
 # ---------------------------------------------------------------- reader's items (trends, typesetting, wording)
+def test_fig3_finding_keeps_unresolved_small_n_apart(rd):
+    """Below n = 100 a point estimate at or under the claim is a finding; a point whose estimate is
+    above the claim but not certified at quick mode's trials is named as unresolved, not as part of
+    the finding (the grade page listed only n=1 while Table 5.2 also showed n=10 under the claim)."""
+    _fig3(rd, paper={"asgm": {1: 0.5, 10: 0.42}}, trials=4000)
+    r = _claim("C3").evaluate(rd)
+    f = next(x for x in r["findings"] if x.startswith("ASGM q=0.7: our rebuilt normality distinguisher"))
+    assert "does not certify leakage above the claim at n=1 (" in f
+    assert f.endswith("; n=10: point estimate above the claim, not certified at this run's trials "
+                      "(unresolved, not part of this finding)")
+    _fig3(rd, paper={"asgm": {1: 0.5}}, trials=4000)
+    f = next(x for x in _claim("C3").evaluate(rd)["findings"] if x.startswith("ASGM q=0.7: our rebuilt"))
+    assert "unresolved" not in f
+
+
 def test_rises_needs_evidence_of_a_rise(rd):
     """A flat, non-monotone series (quick mode's ASGM q = 0.7 with the normality test: 0, 0.09, 0.44,
     0.10, 0.40, 0.45) is no evidence of "rises": monotone within the intervals is not enough."""

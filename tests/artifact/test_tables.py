@@ -62,6 +62,23 @@ def test_html_wraps_and_escapes():
     assert "<code>a/<wbr>b</code> code</th>" in h  # never inside a closing tag
 
 
+def test_line_and_soft_breaks_in_markup_cells():
+    """A markup cell's LINE_BREAK is <br> and its SOFT_BREAK <wbr> in HTML; Markdown gets a space and
+    nothing, so a pipe table stays one line per row and a regular expression reads as it matches."""
+    cell = f"`a.py:3`{tables.LINE_BREAK}`x /= n`"
+    regex = "`" + "\\s*" + tables.SOFT_BREAK + "p\\.grad|q`"
+    t = tables.show_table([[cell, regex]], ["where", "pattern"], name="08_br", caption="c", markup=True,
+                          display=False)
+    h = t._repr_html_()
+    assert "<code>a.py:3</code><br><code>x /= n</code>" in h
+    assert "<code>\\s*<wbr>p\\.grad|q</code>" in h
+    md = t._repr_markdown_().splitlines()
+    assert md[-1] == "| `a.py:3` `x /= n` | `\\s*p\\.grad\\|q` |"
+    # without markup the characters are not markup: escaped text, no tags made from them
+    plain = tables.render_html(["h"], [[f"a{tables.LINE_BREAK}b"]])
+    assert "<br>" not in plain
+
+
 def test_table_like_objects_and_bad_input():
     class Obj:
         header = ["a", "b"]

@@ -201,7 +201,7 @@ def render_markdown(g: dict) -> str:
             for f in fid:
                 lines.append(f"  - {_md(f['reason'])} ({_md_escape(f['verdict'])})")
         elif c.get("verdict") not in ("not applicable", "not run"):
-            lines.append(f"- Differs from {setting_name(c)}: in nothing that the results record")
+            lines.append(f"- Matches {setting_name(c)} in everything the results record")
         for p in c["parts"]:
             tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
             lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}. {_md(p['detail'])}")
@@ -233,12 +233,12 @@ def chapter_grade(c: dict) -> str:
     lines += bullets(f"Differs from {setting_name(c)}:", [f"{_md(f['reason'])} ({_md_escape(f['verdict'])})"
                                                            for f in fid])
     if not fid and c.get("verdict") not in ("not applicable", "not run"):
-        lines += [f"Differs from {setting_name(c)} in nothing that the results record.", ""]
+        lines += [f"Matches {setting_name(c)} in everything the results record.", ""]
     if c.get("expected_full"):
         lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
     lines += bullets("Found by this artifact, apart from the verdict (not the paper's statements):",
                      [_md(t) for t in c.get("findings") or []])
-    lines.append("Every statement and its detail: the grade page.")
+    lines.append("Every statement and its detail: [the grade page](../grade.md).")
     return "\n".join(lines) + "\n"
 
 
