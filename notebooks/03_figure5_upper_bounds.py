@@ -90,7 +90,8 @@ G_ASGM_NS = pf.pick(MODE, smoke={26_010: [1, 4], 1_485_217: [1, 4]},
 N_CLT = pf.pick(MODE, smoke=201, quick=1001, full=4001)
 print(f"MODE={MODE} SEED={SEED}: guarantee tolerance {TOL_G:g}, CLT grid {N_CLT} points")
 for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT, "tolub": f"{TOL_UB:.0e}",
-             "eps_max": f"2^{math.log2(EPS_MAX):.0f} = {EPS_MAX:,.0f}",
+             "eps_max": f"2{str(round(math.log2(EPS_MAX))).translate(str.maketrans('0123456789', '⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+                        f" = {EPS_MAX:,.0f}",
              "g_easgm_ns": "{" + ", ".join(f"{N:,}" for N in G_EASGM_NS) + "}",
              "g_asgm_ns": "; ".join(f"N ∈ {{{', '.join(f'{N:,}' for N in Ns)}}} at n = {n:,}"
                                     for n, Ns in G_ASGM_NS.items())}.items():
@@ -297,9 +298,9 @@ pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_P
 # the largest vertical distance $\sup_\alpha (f_q(\alpha) - \bar f(\alpha))$ between
 # claim and bound, and $\varepsilon$ at $\delta = 10^{-5}$. Because $\bar f$ lies above
 # the guarantee, its $\varepsilon$ is a *lower* bound on the guarantee's $\varepsilon$
-# (∞ means that $\delta(\varepsilon)$ is still 1 at the search limit $\varepsilon$ =
-# {glue:text}`nb03_eps_max` of `paperlib.fdp.tradeoff.EPS_MAX`: the two outputs are,
-# numerically, never confused).
+# (∞ means that $\delta(\varepsilon)$ is still 1 at $\varepsilon$ =
+# {glue:text}`nb03_eps_max`, the largest $\varepsilon$ the library searches: the two
+# outputs are, numerically, never confused).
 
 # %%
 a_clt = np.linspace(0.0, 1.0, N_CLT)
@@ -588,5 +589,5 @@ save_result("03_figure5_readout", {"mode": MODE, "NS": NS, "n": N_PARAMS, "tol_g
             {"fnr": FNR_READ, "delta": DELTA, "readout": table, "clt_vs_exact": clt_table},
             mode=MODE, seed=SEED, wall_time=wall)
 C5 = grade_claim("C5")  # the grade's own check of the paper's claim, on the results just written
-print(f"C5 ({C5['item']}): {C5['verdict']}; notebook 03 finished in {wall:.1f} s (MODE={MODE})")
+print(f"notebook 03 finished in {wall:.1f} s (MODE={MODE})")
 display(Markdown(chapter_grade(C5)))  # the grade page's sentence and list of substitutions, in the chapter

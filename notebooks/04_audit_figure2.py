@@ -317,19 +317,25 @@ glue("nb04_over_guar", str(len(over_guarantee)), display=False)
 _norm_below = [(m, q, N) for lab, m, q, N, _e, _c in below if lab == "normality"]
 glue("nb04_norm_below_where", f"In this run they are {prose.settings_list(_norm_below)}." if _norm_below
      else "In this run there are none.", display=False)
-# ε_L to 2 decimals (its run-to-run spread is a few tenths), FPR/FNR to 3 significant digits
+# ε_L to 2 decimals (its run-to-run spread is a few tenths), FPR/FNR to 3 significant digits; an ε_L
+# between 0 and 0.005 keeps one significant digit, so that it is not printed as the 0 the figure marks ▼
+def eps_cell(v):
+    return f"{v:.2f}" if v == 0 or abs(v) >= 0.005 else f"{v:.1g}"
+
+
 show_table(rows, ["mechanism", "q", "N", "ε claim", "ε_L normality", "ε_L optimal", "FPR (opt.)",
                   "FNR (opt.)", "ε guarantee"], name="04_audits",
            caption="Every audited point: the SGM claim, ε_L with both distinguishers, the optimal "
                    "distinguisher's FPR and FNR, and the corrected guarantee (δ = 1e-5).",
            digits={"ε claim": 3, "FPR (opt.)": 3, "FNR (opt.)": 3, "ε guarantee": 3},
-           formats={"q": "g", "ε_L normality": ".2f", "ε_L optimal": ".2f"})
+           formats={"q": "g", "ε_L normality": eps_cell, "ε_L optimal": eps_cell})
 
 # %%
 if below:
     show_table(below, ["distinguisher", "mechanism", "q", "N", "ε_L", "ε claim"], name="04_below_claim",
-               caption="Audits at or below the SGM claim.", formats={"q": "g", "ε_L": ".2f"})
-    print(f"{len(below)} audited point(s) at or below the SGM claim (see the discussion below).")
+               caption="Audits at or below the SGM claim.", formats={"q": "g", "ε_L": eps_cell})
+    print(f"{len(below)} audited {'point' if len(below) == 1 else 'points'} at or below the SGM claim "
+          "(see the discussion below).")
 else:
     print("Every audited point, with both distinguishers, lies above the SGM claim.")
 
@@ -405,17 +411,19 @@ _k1, _k2 = (round(min(r["fpr"], r["fnr"]) * (TRIALS // 2)) for r in (OPT[_key], 
 glue("nb04_rerun_spread",
      "both sweeps seed point i of their own list with SeedSequence([SEED, i]), so a setting gets different "
      "rounds in the two. The optimal distinguisher's ε_L differs between them by "
-     + ", ".join(f"{abs(a - b):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})" for p, a, b in _diffs)
-     + f". The largest, {_a:.2f} in the paper's Figure 2 against {_b:.2f} here, comes from the error of the rarer kind: "
-     + f"ε_L rests on the Clopper-Pearson limit of {_k1} and {_k2} such errors among {TRIALS // 2:,} rounds, "
-     + "and ε_L is the logarithm of that limit, so where the count is small two runs differ by much more than "
-     + "at the other settings listed.", display=False)
+     # differences of the values as the tables print them (2 decimals), so that the text and the tables agree
+     + ", ".join(f"{abs(round(a, 2) - round(b, 2)):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})"
+                 for p, a, b in _diffs)
+     + f". The largest, {_a:.2f} in Table {number_of('04_audits')} against {_b:.2f} here, comes from the error "
+     + f"of the rarer kind: the first ε_L rests on {_k1} such errors among {TRIALS // 2:,} rounds, the second on "
+     + f"{_k2}. ε_L is the logarithm of the Clopper-Pearson limit of that count, so where the count is small two "
+     + "runs differ by much more than at the other settings listed.", display=False)
 show_table(rows, ["setting", "ε SGM claim"] + [_heads[k] for k in SPECS], name="04_normality_tests",
            caption="ε_L at δ = 1e-5 for each normality test and aggregation, and the optimal distinguisher, "
                    "on the same rounds. χ²: chi-square test of ‖z‖²; KS: Kolmogorov-Smirnov; K²: "
                    "D'Agostino-Pearson; w: probability-weighted votes; m: majority; ½: an undecided pair counts "
                    "half a vote each way instead of a coin.",
-           formats={"ε SGM claim": ".3f", **{_heads[k]: ".2f" for k in SPECS}})
+           formats={"ε SGM claim": ".3f", **{_heads[k]: eps_cell for k in SPECS}})
 glue("nb04_tab_tests", number_of("04_normality_tests"), display=False)
 # weighted against majority aggregation on EASGM, per test, against the re-audit spread there
 _TEST_NAMES = {"chi2": "chi-square", "ks": "Kolmogorov-Smirnov", "normaltest": "K²"}
@@ -495,11 +503,10 @@ print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
 
 # %%
 # The paper's claim C2, graded from this notebook's results by the same check (and
-# tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
+# tolerance) as the grade page; the verdict, including "not reproduced", is shown here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
 from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C2")
-print(f"C2 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -266,8 +266,8 @@ def _count(k, noun_one, noun_many):
 
 _k, _j = len(below), len(below_large)
 _w, _verb = _count(_k, "is", "are")
-_reading = (f"{_w} of the {2 * len(POINTS)} audits ({len(POINTS)} points, two distinguishers) {_verb} at or "
-            "below the SGM claim")
+_reading = (f"{_w} of the {2 * len(POINTS)} audits ({len(POINTS)} points, each with the paper's normality "
+            f"distinguisher and the optimal one; the half-vote variant is not counted) {_verb} at or below the SGM claim")
 if _k:
     _w2, _verb2 = _count(_j, "has", "have")
     _reading += f", and {_w2.lower()} of them {_verb2} n ≥ 100"
@@ -391,11 +391,10 @@ print(f"notebook wall time: {time.perf_counter() - T_START:.1f} s")
 
 # %%
 # The paper's claim C3, graded from this notebook's results by the same check (and
-# tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
+# tolerance) as the grade page; the verdict, including "not reproduced", is shown here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
 from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C3")
-print(f"C3 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

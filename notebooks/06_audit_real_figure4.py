@@ -84,7 +84,7 @@ from paperlib.artifact import provenance as pv
 from paperlib.artifact import prose
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.grading.setting import NOT_AUDITED
-from paperlib.artifact.tables import show_table
+from paperlib.artifact.tables import number_of, show_table
 from paperlib import audit as A
 from paperlib.audit import cp_upper, eps_lower
 from paperlib.implementations import datasets as DS
@@ -214,10 +214,12 @@ show_table(table, {"panel": "panel", "method": "method [model]", "q": "q", "norm
            "divisor, the size of a separate Poisson draw; the last column counts the rounds that were real "
            "implementation steps.",
            formats={"claim": ".3g", "q": "g"})  # significant digits: a claim of 0.000925 is not "0.001"
+glue("nb06_tab_audits", number_of("06_fig4_audits"), display=False)
 DISAGREE = sum(row["result"]["real_steps_disagreeing"] for row in rows if row["result"])
 display(Markdown(f"Real steps whose divisor or update differs from the documented mechanism's for the same batch: "
                  f"**{DISAGREE}** in the {sum(1 for row in rows if row['result'])} audits "
-                 + ("(in this mode one would refuse the substitution of the other rounds)." if AUDIT_MODE == "quick"
+                 + ("(a single one would have stopped the audit: the other rounds are drawn from the mechanism "
+                    "only because every real step agrees with it)." if AUDIT_MODE == "quick"
                     else "(counted: in full mode every round is a real step and nothing is substituted).")))
 NOT_RUN = sorted({(row["method"], DATASETS[row["panel"]], row["error"].removeprefix(NOT_AUDITED)) for row in rows
                   if row["result"] is None and row["error"].startswith(NOT_AUDITED)})
@@ -272,9 +274,21 @@ fig.suptitle(f"One DP-SGD step on {N + 1} {'real ' if REAL else ''}points per da
              f"σ = {SIGMA} (mode {MODE}, seed {SEED}, {TRIALS:,} counted trials)")
 _real_steps = ("every round" if not CHECK_TRIALS else f"{CHECK_TRIALS:,} (CNNs), {CHECK_TRIALS_BIG:,} (denoisers)"
                if PAPER_MODEL_PANELS else f"{CHECK_TRIALS:,}")
-meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "real steps per dataset": _real_steps, "N": N, "sigma": SIGMA,
+meta = {"mode": MODE, "seed": SEED, "trials": TRIALS, "real steps on each of D and D′": _real_steps, "N": N,
+        "sigma": SIGMA,
         "C": C, "delta": DELTA, "data": {k: v[2] for k, v in SOURCES.items()}}
 pf.show_figure(fig, "06_fig4_real_audit", meta)
+# the caption explains the tick names the figure shows, no other
+_TICK_TEXT = {"DPSGD-HF": "HF = DPSGD-HF with the CNN",
+              "DP-FETA": "FETA = DP-FETA with its own denoiser", "PrivImage": "PrivIm = PrivImage with its own denoiser",
+              "DPSGD-HF / DP-FETA / PrivImage": '"all 3" = the CNN standing for the three methods, whose '
+                                                "denoisers are not audited in this mode",
+              "DPSUR": "DPSUR with its CNN"}
+_shown = {row["method"] for row in rows}
+glue("nb06_tick_names", "; ".join([t for m, t in _TICK_TEXT.items() if m in _shown]
+                                  + (['"(n/a)": not audited, the method\'s code has no model for that dataset '
+                                      "(DP-FETA on CIFAR-10)"] if any(not row["result"] for row in rows) else [])),
+     display=False)
 
 # %% [markdown]
 # ```{glue:figure} 06_fig4_real_audit
@@ -283,10 +297,7 @@ pf.show_figure(fig, "06_fig4_real_audit", meta)
 # The paper's Figure 4, regenerated on {glue:text}`nb06_data`: audited $\varepsilon_L$ of
 # one step of the EASGM code path (Opacus v0.15.0, the code path of DPSGD-HF, DP-FETA and
 # PrivImage) at $q = 0.005, 0.5$ and of DPSUR's step (its own rule) at $q = 0.7, 0.8$. Tick
-# names: HF = DPSGD-HF with the CNN; FETA and PrivIm = DP-FETA and PrivImage with their own
-# denoisers; "all 3" = the CNN standing for the three where their denoisers are not audited
-# (the table above names every audit's model); "(n/a)": not audited, the method's code has no
-# model for that dataset (DP-FETA on CIFAR-10). With
+# names: {glue:text}`nb06_tick_names` (Table {glue:text}`nb06_tab_audits` names every audit's model). With
 # $|D| = 4$, $|D'| = 5$, $C = 0.1$, $\sigma = 10$, $\delta = 10^{-5}$, on a log $\varepsilon$ axis;
 # markers: the two distinguishers (a ▼ at the bottom edge: $\varepsilon_L = 0$); black ticks: the
 # SGM claim's $\varepsilon$. Of the
@@ -432,5 +443,4 @@ from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C4")
-print(f"C4 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

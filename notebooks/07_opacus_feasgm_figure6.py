@@ -193,7 +193,7 @@ ax.set_title(f"Opacus FEASGM on {DATA_LABEL}, q = {Q}, |D| = {N}, σ = {SIGMA}, 
 fig.tight_layout()
 pf.show_figure(fig, "07_fig6_opacus_feasgm", {"mode": MODE, "seed": SEED, "trials": TRIALS, "N": N, "q": Q,
                                              "sigma": SIGMA, "C": C, "model": MODEL, "data": SOURCE,
-                                             "check_trials": CHECK_TRIALS})
+                                             "real steps on each of D and D′": CHECK_TRIALS or "every round"})
 _saved = save_result(
     "07_fig6_opacus_feasgm",
     {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "q": Q, "sigma": SIGMA,
@@ -304,5 +304,4 @@ from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C6")
-print(f"C6 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

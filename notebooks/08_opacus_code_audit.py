@@ -228,7 +228,7 @@ for c in sorted(doc["confirmations"], key=lambda c: Version(c["opacus"])):
     agree = r is not None and c["verdict"] == r["normalisation"] and c["mechanism"] == r["mechanism"]
     note = []
     if c.get("shims"):
-        note.append(f"{len(c['shims'])} import shim(s)")
+        note.append(f"{len(c['shims'])} import shim{'' if len(c['shims']) == 1 else 's'}")
     rej = [run.get("rejects_larger_batch") for run in c.get("runs", []) if "rejects_larger_batch" in run]
     if rej:
         note.append("rejects a batch above batch_size" if all(rej) else "accepts a batch above batch_size")
@@ -297,11 +297,10 @@ for N, q in [(140_199, 0.005), (59_999, 0.005), (10, 0.25), (3, 0.5)]:
 
 # %%
 # The paper's claim C8, graded from this notebook's results by the same check (and
-# tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
+# tolerance) as the grade page; the verdict, including "not reproduced", is shown here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
 from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C8")
-print(f"C8 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

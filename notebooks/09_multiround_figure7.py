@@ -50,8 +50,8 @@
 MODE = "quick"
 DEVICE = "cpu"
 SEED = 0
-ROUNDS = 200  # T: one epoch at q = 1/200
-N_SMALL = 140_199  # |D|; |D'| = N_SMALL + 1 = 140,200
+ROUNDS = 200  # the number of rounds T: one epoch at the sampling rate 1/200
+N_SMALL = 140_199  # the size of D (D' has one record more: 140,200)
 Q = 0.005
 SIGMA = 10.0
 N_PARAMS = [26_010, 1_485_217]  # the two model sizes of the paper
@@ -490,9 +490,9 @@ _ch3 = {N: _g.asgm_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS).epsilon(DELTA) f
 _dev = max(abs(_ch3[N] - asgm["bound"][str(N)]["one_round_eps"]) for N in ASGM_NS)
 assert _dev < 1e-6, _dev
 glue("nb09_one_round_note",
-     "The one-round column is the ε of the Eq. 14 bound of chapter 3 (paperlib.mechanisms.guarantees."
-     "asgm_upper_bound, the same curve as multiround.asgm_upper_bound_pair used here; the two agree to "
-     f"{max(_dev, 1e-16):.0e}): " + ", ".join(f"{_ch3[N]:.4f} at |D| = {N:,}" for N in ASGM_NS) + ".",
+     "The one-round column is the ε of chapter 3's Eq. 14 bound, computed here by a second route (the pair "
+     f"of distributions the composition uses) that agrees with chapter 3's to {max(_dev, 1e-16):.0e}: "
+     + ", ".join(f"{_ch3[N]:.4f} for a data set of {N:,} records" for N in ASGM_NS) + ".",
      display=False)
 print("ASGM checks passed")
 
@@ -516,11 +516,10 @@ print(f"notebook 09 finished in {wall:.1f} s (MODE={MODE})")
 
 # %%
 # The paper's claim C7, graded from this notebook's results by the same check (and
-# tolerance) as the grade page; the verdict, including "not reproduced", is printed here and on the grade page.
+# tolerance) as the grade page; the verdict, including "not reproduced", is shown here and on the grade page.
 from paperlib.artifact.claims import require as grade_claim  # noqa: E402
 from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("C7")
-print(f"C7 ({GRADE['item']}): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -330,7 +330,8 @@ axes[0].legend(fontsize=8, loc="center right")
 fig.suptitle(f"One Opacus 1.6.0 step with and without the fix ({'MNIST, ' if DATASET == 'mnist' else ''}{SOURCE})\n"
              f"|D| = {N}, q = {Q}, σ = {SIGMA:g}, C = {C}, batch size {BATCH_SIZE}; {MODE} mode, {TRIALS:,} trials",
              fontsize=10)
-pf.show_figure(fig, "11_fix_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS,
+pf.show_figure(fig, "11_fix_audit", {"mode": MODE, "seed": SEED, "trials": TRIALS,
+                                     "real steps on each of D and D′": CHECK_TRIALS or "every round",
                                      "N": N, "q": Q, "sigma": SIGMA, "C": C, "model": MODEL, "batch_size": BATCH_SIZE,
                                      "data": SOURCE})
 
@@ -425,5 +426,4 @@ from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
 
 GRADE = grade_claim("X1")
-print(f"X1 ({GRADE['item']}, our addition): {GRADE['verdict']} in {GRADE['mode']} mode")
 display(Markdown(chapter_grade(GRADE)))  # the grade page's sentence and list of substitutions, in the chapter

@@ -318,7 +318,7 @@ def expected_full_values(results: str | Path) -> list[dict]:
         trials = p.get("trials") or (p.get("common") or {}).get("trials")
         full = SETTINGS[cid].trials
         pt = p.get("point") or {k: p[k] for k in ("panel", "method", "implementation", "N", "q") if k in p}
-        point = ", ".join(f"{k} = {'/'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in pt.items())
+        point = ", ".join(_point_item(k, v) for k, v in pt.items())
         for lab in d.get("labels") or []:
             try:
                 lo, hi, r = (float(d[k][lab]) for k in ("min", "max", "range"))
@@ -346,6 +346,14 @@ def expected_full_values(results: str | Path) -> list[dict]:
             rows.append({"claim": cid, "point": point, "label": lab, "trials": trials, "full_trials": full,
                          "seeds": d.get("seeds"), "min": lo, "max": hi, "range": r, "ceiling": top, "expected": exp})
     return rows
+
+
+def _point_item(key: str, value) -> str:
+    """One parameter of a re-run point in words: ``method = DPSUR (dpsur, q = 0.7)`` for a chapter's
+    ``[method, implementation, q]``, else ``key = value``."""
+    if key == "method" and isinstance(value, list) and len(value) == 3:
+        return f"method = {value[0]} ({value[1]}, q = {value[2]})"
+    return f"{key} = {'/'.join(map(str, value)) if isinstance(value, list) else value}"
 
 
 def _dist_words(label: str) -> str:
@@ -461,7 +469,7 @@ def _hardware_lines(ctx: dict | None = None) -> list[str]:
     out = ["- `smoke` and `quick`: CPU only (2 cores and 8 GB of memory suffice); no GPU.",
            "- `full`: the synthetic audits use a CUDA GPU where there is one, and so do the Opacus steps of the "
            "real-implementation audits of chapters 6, 7 and 11 (in the subprocesses of the old releases too; "
-           "paperlib.implementations.runners.step_device); DPSUR's steps stay on the CPU, spread over the Dask "
+           "`paperlib.implementations.runners.step_device`); DPSUR's steps stay on the CPU, spread over the Dask "
            "workers with the rest. Its measured cost appears below once it has run.",
            "- `full`, the real-implementation steps (chapters 6, 7, 11): "
            + _estimate.estimate_text(_estimate.notebook_estimates(ctx["results"] if ctx else None))]

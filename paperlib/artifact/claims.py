@@ -209,9 +209,9 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
         # say only what full mode changes for this claim's own substitutions (Fig. 3 has no real steps or points)
         how = [{"trials": "runs the paper's 10,000 trials per point", "real steps": "runs every round as a real step",
                 "split": "draws its points from the downloaded training split"}[a] for a in FULL_MODE_REMOVES if a in gone]
-        out.append(f"the differences in {', '.join(gone)} go (full mode {and_join(how)})")
+        out.append(f"full mode removes the differences in {and_join(gone)} (it {and_join(how)})")
     if stay:
-        out.append(f"the differences in {', '.join(stay)} stay, so the verdict stays at most partly reproduced")
+        out.append(f"the differences in {and_join(stay)} remain, so the verdict stays at most partly reproduced")
     if unres:
         out.append(f"{unres} statement{'s' if unres > 1 else ''} this run could not settle may be settled either way "
                    "(a point whose estimate lies above its claim is expected to be certified; one at or below it is "

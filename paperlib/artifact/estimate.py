@@ -128,7 +128,7 @@ def notebook_estimates(results_dir: str | Path | None = None) -> dict:
             "basis": f"measured seconds per real implementation step (quick or smoke run) times the rounds full mode "
                      f"runs as real steps ({FULL_TRIALS:,} counted trials per point and as many for calibration), "
                      "on the CPU of the measured run, spread over the workers as "
-                     "paperlib.implementations.costs.full_mode_estimate models it; where torch sees a GPU the "
+                     "`paperlib.implementations.costs.full_mode_estimate` models it; where torch sees a GPU the "
                      "Opacus steps run on it instead (DPSUR's stay on the CPU), which make device-check "
                      "measures"}
 

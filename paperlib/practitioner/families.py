@@ -77,7 +77,8 @@ def nearest_agreeing_batch(N: int, batch_size: int, span: int = 64) -> int:
     raise ValueError(f"batch_size: no batch size within {span} of {b} has agreeing floors on {N:,} records")
 
 
-_SUM_FIX = "summing the loss (loss_reduction='sum', learning rate divided by the batch size)"
+_SUM_FIX = ("summing the loss instead of averaging it (Opacus's sum reduction, learning rate divided by the "
+            "batch size)")
 _PUBLIC_FIX = "the fix fix_normaliser(optimizer, batch_size) (divide by the configured batch size)"
 
 
@@ -152,11 +153,13 @@ def _fmt(x) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else format(x, ".3g")  # never an exponent in a sentence
 
 
-def action_sentence(row: dict) -> str:
+def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     """The one sentence a practitioner can act on, from the row's numbers and verdicts.
 
     ``row`` as :func:`family_row` returns it (``claimed``, ``certified``, ``forced``, ``verdict``,
     ``verdicts``, ``attack``, ``fix``). The verdict decides the advice; every number is the row's.
+    ``attack_named=False`` says "the attack above" instead of its name (for a text that has just
+    named and described it).
     """
     c, lo, hi, v = row["claimed"], row["forced"], row["certified"], row["verdict"]
     fix = row["fix"]
@@ -173,7 +176,8 @@ def action_sentence(row: dict) -> str:
         return (f"Publish ε = {_fmt(c)}: the code that ran is certified at {_fmt(hi)} ≤ {_fmt(c)}, although it is "
                 "not the mechanism the accountant analyses.")
     if v == "refuted":
-        return (f"Do not publish ε = {_fmt(c)}: the attack '{row['attack']}' reaches ε = {_fmt(lo)}, so the run "
+        attack = f"the attack '{row['attack']}'" if attack_named else "the attack above"
+        return (f"Do not publish ε = {_fmt(c)}: {attack} reaches ε = {_fmt(lo)}, so the run "
                 f"leaks at least that much; {fixed}.")
     if v == "not covered":
         side = next(k for k, x in row["verdicts"].items() if x == "not covered")

@@ -554,14 +554,14 @@ def test_fix_claim_is_beyond_the_paper_and_listed_so(rd, tmp_path):
     c = _claim("X1")
     assert c.beyond_paper and c.notebook == "11_the_fix" and c.files == ("11_fix_audit.json",)
     assert not any(x.beyond_paper for x in cl.CLAIMS if x.id != "X1")
-    assert cl.item_label(c) == "the fix (our addition)" and cl.id_item(c) == "X1 (the fix) (our addition)"
+    assert cl.item_label(c) == "the fix (our addition)" and cl.id_item(c) == "X1 (the fix; our addition)"
     assert cl.item_label(_claim("C6")) == "Fig. 6"
     _fix(rd)
     g = cl.grade(rd)
     e1 = next(x for x in g["claims"] if x["id"] == "X1")
-    assert e1["beyond_paper"] is True and cl.id_item(e1) == "X1 (the fix) (our addition)"
+    assert e1["beyond_paper"] is True and cl.id_item(e1) == "X1 (the fix; our addition)"
     md = cl.render_markdown(g)
-    assert "- X1 (the fix) (our addition), reproduced. " in md and "### X1 (the fix) (our addition): reproduced" in md
+    assert "- X1 (the fix; our addition), reproduced. " in md and "### X1 (the fix; our addition): reproduced" in md
     assert "C6 (Fig. 6) (our addition)" not in md
     text = cl.render_text(g)
     assert "our addition, beyond the paper" in text.split("\nX1 ")[1]
@@ -856,19 +856,19 @@ def test_every_graded_chapter_shows_its_grade():
 def test_expected_full_says_which_substitutions_full_mode_removes():
     fid = [{"aspect": a} for a in ("split", "model", "real steps", "trials")]
     text = cl.expected_full("quick", fid, [{"kind": "unresolved"}])
-    assert text.startswith("the differences in split, real steps, trials go (full mode runs the paper's 10,000 "
-                           "trials per point, runs every round as a real step and draws its points from the "
+    assert text.startswith("full mode removes the differences in split, real steps and trials (it runs the paper's "
+                           "10,000 trials per point, runs every round as a real step and draws its points from the "
                            "downloaded training split)")
-    assert "the differences in model stay, so the verdict stays at most partly reproduced" in text
+    assert "the differences in model remain, so the verdict stays at most partly reproduced" in text
     assert "1 statement this run could not settle" in text
     assert cl.expected_full("full", fid, []) is None
     # only the claim's own substitutions are explained: Fig. 3's synthetic audit has no rounds or points
     text = cl.expected_full("quick", [{"aspect": "trials"}], [])
-    assert text == "the differences in trials go (full mode runs the paper's 10,000 trials per point)"
+    assert text == "full mode removes the differences in trials (it runs the paper's 10,000 trials per point)"
     assert "real step" not in text and "split" not in text
     text = cl.expected_full("quick", [{"aspect": "split"}, {"aspect": "real steps"}], [])
-    assert text == ("the differences in split, real steps go (full mode runs every round as a real step and draws "
-                    "its points from the downloaded training split)")
+    assert text == ("full mode removes the differences in split and real steps (it runs every round as a real step "
+                    "and draws its points from the downloaded training split)")
 
 
 # ---------------------------------------------------------------- reader's items (trends, typesetting, wording)
@@ -880,8 +880,9 @@ def test_fig3_finding_keeps_unresolved_small_n_apart(rd):
     r = _claim("C3").evaluate(rd)
     f = next(x for x in r["findings"] if x.startswith("ASGM q=0.7: our rebuilt normality distinguisher"))
     assert "does not certify leakage above the claim at n=1 (" in f
-    assert f.endswith("; n=10: point estimate above the claim, not certified at this run's trials "
-                      "(unresolved, not part of this finding)")
+    tail = f.split("; unresolved at this run's trials, and not part of this finding: ")[1]
+    assert tail.startswith("n=10: ") and "point estimate" in tail and "at 4,000 trials" in tail
+    assert "n=1:" not in tail and "n=30" not in tail
     _fig3(rd, paper={"asgm": {1: 0.5}}, trials=4000)
     f = next(x for x in _claim("C3").evaluate(rd)["findings"] if x.startswith("ASGM q=0.7: our rebuilt"))
     assert "unresolved" not in f

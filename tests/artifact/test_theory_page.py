@@ -38,6 +38,21 @@ def test_page_is_its_own_text_not_an_include_of_the_contract():
     assert text.startswith("# Mathematical appendix")
 
 
+def test_sections_are_numbered_as_in_the_contract():
+    """The page says it follows THEORY.md's numbering, and the chapters cite "THEORY.md §k": the
+    page's numbered sections are THEORY.md's, in the same order, on the same topics (a reader who
+    looks up §6 must land on the per-pair guarantees, not on the mixtures before them)."""
+    assert "follows its numbering of the topics" in _page()
+    heads = lambda text: re.findall(r"(?m)^## (\d+)\. (.+)$", text)  # noqa: E731
+    page, contract = heads(_page()), heads((ROOT / "THEORY.md").read_text(encoding="utf-8"))
+    assert [int(k) for k, _ in page] == [int(k) for k, _ in contract] == list(range(len(contract)))
+    # one word that names each topic in both titles
+    topics = ["setting", "trade-off", "four mechanisms", "sgm", "building block", "mixtures", "per-pair",
+              "upper bounds", "clt", "audit", "experiments", "round"]
+    for (k, a), (_, b), word in zip(page, contract, topics, strict=True):
+        assert word in a.lower() and word in b.lower(), (k, a, b)
+
+
 def test_tables_keep_their_columns():
     tables, block = [], []
     for line in _page().splitlines() + [""]:

@@ -87,6 +87,9 @@ def test_action_sentence_follows_the_verdict_and_the_numbers():
     assert s.startswith("Publish ε = 1:") and "0.9 ≤ 1" in s
     s = F.action_sentence(_row("refuted", forced=3.0, certified=4.0))
     assert s.startswith("Do not publish ε = 1:") and "'scale test' reaches ε = 3" in s
+    # a text that has just named the attack: the sentence points back to it, same numbers otherwise
+    short = F.action_sentence(_row("refuted", forced=3.0, certified=4.0), attack_named=False)
+    assert short == s.replace("the attack 'scale test'", "the attack above") and "scale test" not in short
     assert "certified at 0.8 ≤ 1: the claim then holds" in s
     s = F.action_sentence(_row("refuted", forced=3.0, certified=4.0, fix_cert=1.5))
     assert "then holds" not in s and "certified at 1.5" in s  # a fix above the claim is not said to hold

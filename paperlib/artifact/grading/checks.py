@@ -295,9 +295,8 @@ def check_fig3(rd: Path) -> dict:
                                 + ", ".join(x.split(':')[0] for x in small)
                                 + f" (n chosen by this book; the paper lists no n values and states a marked gap "
                                   f"only from n >= {FIG3_MARKED_N})"
-                                + (f"; {', '.join(x.split(':')[0] for x in unres)}: point estimate above the claim, "
-                                   f"not certified at this run's trials (unresolved, not part of this finding)"
-                                   if unres else ""))
+                                + (f"; unresolved at this run's trials, and not part of this finding: "
+                                   + "; ".join(unres) if unres else ""))
             why = "; ".join(x for x in (("quick mode cannot resolve " + ", ".join(unres)) if unres else "",
                                         ("not certified at the book's own choice of n below "
                                          f"{FIG3_MARKED_N}: " + "; ".join(small) + " (a finding, see below)")

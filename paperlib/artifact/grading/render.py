@@ -74,6 +74,13 @@ def verdict_label(c: dict) -> str:
     return f"{v} from committed data" if c.get("basis") and v == "reproduced" else v
 
 
+def mode_phrase(mode) -> str:
+    """How a record's mode reads in a sentence: ``"quick mode"``; ``"from the stored table"`` for a
+    claim read from committed data (its mode is ``"stored table"``)."""
+    mode = str(mode)
+    return "from the stored table" if mode == "stored table" else f"{mode} mode"
+
+
 def item_label(c) -> str:
     """The claim's item as listed: ``"Fig. 6"``, or ``"the fix (our addition)"`` beyond the paper.
     *c*: a claim (attributes ``item``, ``beyond_paper``) or a graded record (keys)."""
@@ -82,10 +89,10 @@ def item_label(c) -> str:
 
 
 def id_item(c) -> str:
-    """``"C6 (Fig. 6)"``; beyond the paper ``"X1 (the fix) (our addition)"``."""
+    """``"C6 (Fig. 6)"``; beyond the paper ``"X1 (the fix; our addition)"``."""
     cid, item, beyond = ((c.get("id", ""), c.get("item", ""), c.get("beyond_paper")) if isinstance(c, dict)
                          else (c.id, c.item, c.beyond_paper))
-    return f"{cid} ({item})" + (f" {OUR_ADDITION}" if beyond else "")
+    return f"{cid} ({item}; {OUR_ADDITION.strip('()')})" if beyond else f"{cid} ({item})"
 
 
 def _count(k: int, one: str, many: str | None = None) -> str:
@@ -205,7 +212,7 @@ def render_markdown(g: dict) -> str:
         for p in c["parts"]:
             tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
             lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}. {_md(p['detail'])}")
-        lines.append(f"- Measured ({_md_escape(c['mode'])} mode): {_md(c['measured'])}")
+        lines.append(f"- Measured ({_md_escape(mode_phrase(c['mode']))}): {_md(c['measured'])}")
         if c.get("expected_full"):
             lines.append(f"- Expected in full mode: {_md(c['expected_full'])}")
         lines.append("")
@@ -224,8 +231,10 @@ def chapter_grade(c: dict) -> str:
     substitutions (one list), expectation for full mode and findings as the grade page, so the
     chapter and the grade cannot differ. *c*: a claim record (:func:`paperlib.artifact.claims.require`).
     Only the claim's label is bold (a bold paragraph would hide the sentence's own emphasis)."""
-    lines = [f"**The grade of {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}** ({_md_escape(c.get('mode'))} "
-             f"mode). {_md(plain_sentence(c))}", ""]
+    # a verdict read from committed data says so itself ("reproduced from committed data"): no mode after it
+    mode = "" if verdict_label(c) != str(c.get("verdict", "")) else f" ({_md_escape(mode_phrase(c.get('mode')))})"
+    lines = [f"**The grade of {_md_escape(id_item(c))}: {_md_escape(verdict_label(c))}**{mode}. "
+             f"{_md(plain_sentence(c))}", ""]
     def bullets(head: str, items: list[str]) -> list[str]:
         return [head, "", *(f"- {x}" for x in items), ""] if items else []
 
@@ -243,7 +252,8 @@ def chapter_grade(c: dict) -> str:
 
 
 def _wrap(label: str, text: str, pad: str, width: int = 110) -> list[str]:
-    return textwrap.wrap(str(text), width=width, initial_indent=f"{pad}{label:<10}", subsequent_indent=pad + " " * 10,
+    head = f"{label:<10}" if len(label) < 10 else label + " "  # a long label ("C2 (Fig. 2):") keeps its space
+    return textwrap.wrap(str(text), width=width, initial_indent=pad + head, subsequent_indent=pad + " " * 10,
                          break_on_hyphens=False) or [f"{pad}{label}"]
 
 
@@ -271,5 +281,5 @@ def render_text(g: dict) -> str:
             lines += _wrap(f"{f['claim']}:", typeset(f["text"]), "  ")
     n = g["counts"]
     lines.append("-" * 110)
-    lines.append(", ".join(f"{n.get(v, 0)} {v}" for v in n) + f"  (results: {g['results_dir']})")
+    lines.append(", ".join(f"{n.get(v, 0)} {v}" for v in n) + f"  (read from {str(g['results_dir']).rstrip('/')}/)")
     return "\n".join(lines)
