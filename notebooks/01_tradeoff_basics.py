@@ -372,7 +372,10 @@ for k, q in enumerate(qs):
     assert err_s < 1e-6, (q, err_s)
     assert below_other
 pf.markdown_table(["q (σ = 1)", "max |exact − q·δ_G(ε')|, ε ≥ log 1/(1−q)", "max |exact − profile of sampled C_q|",
-                   "ε at δ = 1e-5"], rows, floatfmt=".3g")
+                   "ε at δ = 1e-5"], rows, floatfmt=".3g", name="01_subsampling_formula",
+                  caption="The SGM claim's privacy profile, exact against the subsampling formula (for ε above "
+                          "log 1/(1−q), where the formula holds) and against the profile of its symmetrisation C_q, "
+                          "at σ = 1; the last column is the claim's ε at δ = 1e-5.")
 
 # %%
 fig, ax = plt.subplots(figsize=(plotting.FIG_WIDTH * 0.75, 4.2), constrained_layout=True)
@@ -411,7 +414,8 @@ pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": q
 # %%
 pf.markdown_table(["q", "σ", "ε of the SGM claim at δ = 1e-5"],
                   [[q, s, cp["eps_at_1e-5"][f"q={q:g},sigma={s:g}"]] for q, s in [(q, sigma_prof) for q in qs]
-                   + [tuple(x) for x in LATER_SETTINGS]], floatfmt=".4g")
+                   + [tuple(x) for x in LATER_SETTINGS]], floatfmt=".4g", name="01_claim_eps",
+                  caption="The ε of the SGM claim at δ = 1e-5 for every (q, σ) of this chapter and of the later ones.")
 
 # %% [markdown]
 # ## Summary

@@ -370,7 +370,10 @@ glue("nb02_eps_guar_text", f"The ε of the guarantees {prose.span(_eg, '.4g')}, 
      + prose.and_join(f"{w.replace('equal to', 'about equal to')} its claim's in {k} of the {len(_eg)} cases"
                       for k, w in _counts if k), display=False)
 pf.markdown_table(["mechanism", "N", "q", "σ", "n", "β guarantee", "β sim. revealed", "β sim. hidden",
-                   "β SGM claim", "ε guarantee", "ε SGM claim"], rows, floatfmt=".4g")
+                   "β SGM claim", "ε guarantee", "ε SGM claim"], rows, floatfmt=".4g", name="02_cases",
+                  caption="Each case read at FPR α = 0.1: the FNR β of the guarantee, of the simulated mechanism "
+                          "(sampled component revealed, and hidden) and of the SGM claim; the ε of the guarantee "
+                          "and of the claim at δ = 1e-5.")
 
 # %% [markdown]
 # The table reads every curve at FPR $\alpha = 0.1$ and gives the $\varepsilon$ of the

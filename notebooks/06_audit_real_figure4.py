@@ -35,7 +35,7 @@
 # README trains CIFAR-10 with), on the panels where this mode audits them ({glue:text}`nb06_model_panels`);
 # elsewhere the CNN stands for all three, and the grade lists that as a substitution. DP-FETA's code
 # has no CIFAR-10 configuration at all, so its CIFAR-10 bar is not audited: the table says so rather
-# than lend it another model. Table 6.2 names the model of every audit. DPSUR writes its own step, which
+# than lend it another model. Table {glue:text}`nb06_tab_audits` names the model of every audit. DPSUR writes its own step, which
 # the paper analyses as ASGM: it divides by a batch size, but one taken from a separate
 # Poisson draw of the data loader just before the batch it divides
 # (`algorithm/DPSUR.py:145-146` at the commit we pin), and it takes no step on an empty batch. We run

@@ -304,7 +304,9 @@ for n in N_PARAMS:
     rows.append([f"{n:,}", f"{r['m']:,}", f"{int(r['x'])}/{int(r['x']) + 1}", r["mu"], r["gamma"],
                  r["eps"], cl["rdp"]["eps"], cl["prv"]["eps"], cl["tight"]["eps_bracket"][1]])
 pf.markdown_table(["n (FEASGM)", "m = T(n−1)", "normalisers", "μ (CLT)", "γ (CLT)", "ε of the T-round bound (exact)",
-                   "ε claim (RDP)", "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".3g")
+                   "ε claim (RDP)", "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".3g",
+                  name="09_feasgm", caption=f"FEASGM over T = {ROUNDS} rounds: the exact T-round bound's ε at "
+                                            "δ = 1e-5, its CLT parameters, and the claims of Opacus's accountants.")
 
 # %% [markdown]
 # ## 3. The same question for EASGM
@@ -326,7 +328,9 @@ eps_ea = {n: fig7["easgm"][str(n)]["eps"] for n in N_PARAMS}
 rows = [[f"{n:,}", fig7["easgm"][str(n)]["mu"], eps_ea[n], cl["rdp"]["eps"], cl["prv"]["eps"],
          cl["tight"]["eps_bracket"][1]] for n in N_PARAMS]
 display_table = pf.markdown_table(["n (EASGM)", "μ (CLT)", "ε of the T-round bound (exact)", "ε claim (RDP)",
-                                   "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".4g")
+                                   "ε claim (PRV)", "ε claim (tight, ≤)"], rows, floatfmt=".4g",
+                                  name="09_easgm", caption=f"EASGM over T = {ROUNDS} rounds: the exact T-round "
+                                                           "bound's ε at δ = 1e-5 against the accountants' claims.")
 # the large model: weaker than every claim; the small model: weaker than the tight claim only
 assert eps_ea[N_PARAMS[1]] > max(cl["rdp"]["eps"], cl["prv"]["eps"])
 assert cl["tight"]["eps_bracket"][1] < eps_ea[N_PARAMS[0]] < cl["rdp"]["eps"]
@@ -430,7 +434,9 @@ plotting.figure_legend(fig, ncol=2)  # the same four curves in every panel: one 
 pf.show_figure(fig, "09_asgm_rounds", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N": ASGM_NS, "q": ASGM_Q,
                                        "sigma": SIGMA, "n": ASGM_N_PARAMS, "max_length": MAX_LENGTH})
 pf.markdown_table(["|D|", "ε one round (Eq. 14)", "ε of the T-round bound ≥", "ε of the T-round bound ≤", "ε claim (RDP)", "ε claim (PRV)",
-                   "ε claim (tight, ≤)", "bound weaker than RDP claim?"], rows, floatfmt=".4g")
+                   "ε claim (tight, ≤)", "bound weaker than RDP claim?"], rows, floatfmt=".4g", name="09_asgm",
+                  caption=f"ASGM over T = {ROUNDS} rounds by numerical composition: the one-round bound's ε, the "
+                          "bracket of the T-round bound's ε, and the accountants' claims (δ = 1e-5).")
 
 # %%
 # The caption's comparisons, each in words from the numbers it compares: the bound's epsilon

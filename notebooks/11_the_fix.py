@@ -155,7 +155,9 @@ for name, size in (("D", N), ("D'", N + 1)):
                    "rule_rate": pr.opacus1_rates(size, BATCH_SIZE, False)[1]}
 display(pf.markdown_table(["dataset", "records", "sample rate", "Opacus 1.6.0 divides by", "with the fix"],
                           [[k, v["records"], v["sample_rate"], f"{v['divisor_release']:g}", f"{v['divisor_fixed']:g}"]
-                           for k, v in SETUP.items()]))
+                           for k, v in SETUP.items()], name="11_divisors",
+                          caption="The two training sets, their sample rate and the divisor of a real make_private, "
+                                  "as shipped and with the fix."))
 K, K1 = feasgm_floors(N, Q)
 assert all(v["sample_rate"] == Q == v["rule_rate"] for v in SETUP.values())
 assert (SETUP["D"]["divisor_release"], SETUP["D'"]["divisor_release"]) == (K, K1) and K != K1
@@ -197,7 +199,8 @@ display(pf.markdown_table(
       f"{GUAR['fixed']['delta_at_claim_eps']:.3g}"],
      ["Opacus 1.6.0", f"FEASGM ({GUAR['release']['case']})",
       "none finite" if GUAR["release"]["epsilon"] is None else f"{GUAR['release']['epsilon']:.4g}",
-      f"{GUAR['release']['delta_at_claim_eps']:.3g}"]]))
+      f"{GUAR['release']['delta_at_claim_eps']:.3g}"]], name="11_guarantees",
+    caption="The guarantee of each step: its ε at the δ of the claim, and its δ at the claim's ε."))
 if GUAR["release"].get("epsilon_note"):
     print("Opacus 1.6.0 as shipped: no finite ε; δ(ε) stays 1 even at the largest ε the library tries.")
 glue("nb11_eps_claim", f"{EPS_CLAIM:.3f}", display=False)
@@ -284,7 +287,9 @@ display(pf.markdown_table(
     [[label[k], label[lab], " / ".join(f"{v:.3f}" for v in nu[k].values()),
       f"{v['fpr']:.4f} [{v['fpr_ci'][0]:.4f}, {v['fpr_ci'][1]:.4f}]",
       f"{v['fnr']:.4f} [{v['fnr_ci'][0]:.4f}, {v['fnr_ci'][1]:.4f}]", f"{v['eps_lower']:.3f}",
-      "yes" if v["violation"] else "no"] for (k, lab), v in ROWS.items()]))
+      "yes" if v["violation"] else "no"] for (k, lab), v in ROWS.items()], name="11_audits",
+    caption="The audit of each step with each distinguisher: the divisor measured on D and D', the error rates with "
+            "their 95% intervals, ε_L, and whether ε_L exceeds the claim."))
 
 # %% [markdown]
 # The audited points are {glue:text}`nb11_data_detail`. Of the rounds of each audit,

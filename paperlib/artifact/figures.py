@@ -279,12 +279,17 @@ class Table:
         return self._repr_markdown_()
 
 
-def markdown_table(headers, rows, floatfmt: str = ".4g") -> Table:
+def markdown_table(headers, rows, floatfmt: str = ".4g", *, name: str | None = None, caption: str | None = None):
     """A :class:`Table` of ``rows`` under ``headers`` (displayed as HTML in the book and Jupyter).
 
     ``rows`` is a list of sequences; floats are formatted with ``floatfmt``, ``inf``
-    as ``∞`` and NaN as ``–``; everything else with ``str``.
+    as ``∞`` and NaN as ``–``; everything else with ``str``. With ``name`` and ``caption``
+    the table is the chapter's next numbered table ("Table C.k: caption", see
+    :func:`paperlib.artifact.tables.show_table`), returned to be displayed; ValueError if
+    only one of the two is given.
     """
+    if (name is None) != (caption is None):
+        raise ValueError("name and caption go together: a numbered table needs both")
 
     def fmt(v):
         if isinstance(v, (float, np.floating)):
@@ -295,7 +300,12 @@ def markdown_table(headers, rows, floatfmt: str = ".4g") -> Table:
             return format(float(v), floatfmt)
         return str(v)
 
-    return Table(headers, [[fmt(v) for v in r] for r in rows])
+    table = Table(headers, [[fmt(v) for v in r] for r in rows])
+    if name is None:
+        return table
+    from paperlib.artifact.tables import show_table
+
+    return show_table(table, name=name, caption=caption, display=False)
 
 
 #: Lists longer than this are written as their first and last values and their length.

@@ -95,6 +95,17 @@ def test_table_like_objects_and_bad_input():
         tables.show_table([[1]], ["a", "b"], name="04_a", caption="c")
 
 
+def test_markdown_table_numbered_with_a_caption():
+    """A result table with name and caption is the chapter's next numbered table; one without both is refused."""
+    from paperlib.artifact.figures import markdown_table
+
+    t = markdown_table(["a", "b"], [[1.23456, "x"]], name="09_numbered", caption="what it shows")
+    h = t._repr_html_()
+    assert "Table 9." in h and ": what it shows</caption>" in h and ">1.235<" in h
+    with pytest.raises(ValueError, match="name and caption go together"):
+        markdown_table(["a"], [[1]], name="09_half")
+
+
 def test_markdown_table_html_wraps_too():
     from paperlib.artifact.figures import markdown_table
 
