@@ -431,7 +431,7 @@ for i, n in enumerate(N_PARAMS):
             continue
         ax = axes[i, N_DRAW.index(N)]
         draw_clt(ax, ub, c, up)
-        ax.set_title(f"EASGM bound, n = {n:,}, N = {N:,}\nCLT: μ = {mu:.4g}, γ = {gamma:.2g}; largest gap {gap:.3f}")
+        ax.set_title(f"EASGM bound, n = {n:,}, N = {N:,}\nCLT: μ = {mu:.4g}, γ = {gamma:.2g}\nlargest gap {gap:.3f}")
         if N == 59_999:
             ins = ax.inset_axes([0.56, 0.56, 0.41, 0.41])
             pf.style_axes(ins, labels=False)
@@ -558,7 +558,7 @@ glue("nb03_asgm_N", ", ".join(f"{v:.3f} (N = {N})" for N, v in asgm_at.items()),
 
 fig, axes = pf.new_grid(2, 3, ["Theorem 3.4: σ = 0.7, μ grows", "Theorem 3.5: μ = 0, σ grows",
                                f"Lemma 3.14: EASGM f̄, n = {N_MONO}", "Lemma 3.15: EASGM f̄, N = 4",
-                               f"Lemma 3.16: ASGM f̄, N = 4, n = {N_MONO}", f"ASGM f̄ vs N, q = 0.5, n = {N_MONO}"])
+                               f"Lemma 3.16: ASGM f̄,\nN = 4, n = {N_MONO}", f"ASGM f̄ vs N, q = 0.5, n = {N_MONO}"])
 panels = [("thm34", "μ", "guarantee"), ("thm35", "σ", "guarantee"), ("lem314", "N", "upper"),
           ("lem315", "n", "upper"), ("lem316", "q", "upper"), ("asgm_N", "N", "asgm")]
 for ax, (key, sym, kind) in zip(axes.flat, panels):
