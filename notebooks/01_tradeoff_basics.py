@@ -413,8 +413,9 @@ pf.show_figure(fig, "01_sgm_claim_profiles", {"mode": MODE, "seed": SEED, "q": q
 
 # %%
 pf.markdown_table(["q", "σ", "ε of the SGM claim at δ = 1e-5"],
-                  [[q, s, cp["eps_at_1e-5"][f"q={q:g},sigma={s:g}"]] for q, s in [(q, sigma_prof) for q in qs]
-                   + [tuple(x) for x in LATER_SETTINGS]], floatfmt=".4g", name="01_claim_eps",
+                  [[q, s, cp["eps_at_1e-5"][f"q={q:g},sigma={s:g}"]]
+                   for s, q in sorted({(s, q) for q, s in [(q, sigma_prof) for q in qs] + [tuple(x) for x in LATER_SETTINGS]})],
+                  floatfmt=".4g", name="01_claim_eps",
                   caption="The ε of the SGM claim at δ = 1e-5 for every (q, σ) of this chapter and of the later ones.")
 
 # %% [markdown]

@@ -378,8 +378,8 @@ pf.markdown_table(["mechanism", "N", "q", "σ", "n", "β guarantee", "β sim. re
 # %% [markdown]
 # The table reads every curve at FPR $\alpha = 0.1$ and gives the $\varepsilon$ of the
 # guarantee and of the claim at $\delta = 10^{-5}$ (from the exact privacy profiles,
-# both orders of the pair; `THEORY.md` §1). The simulated values carry the DKW band
-# quoted in the caption above (in $\alpha$ and in $\beta$). {glue:text}`nb02_eps_guar_text`,
+# both orders of the pair; `THEORY.md` §1). The simulated values carry a DKW band of
+# ±{glue:text}`nb02_dkw` (in $\alpha$ and in $\beta$). {glue:text}`nb02_eps_guar_text`,
 # even where the curve at $\alpha = 0.1$ does not look extreme: because of the variance shrink the log-likelihood ratio
 # $\log(dP/dQ)$ is unbounded — an output far out in the tails is far likelier under the
 # wider $D$-side distribution than under the narrower $D'$-side one — so the profile

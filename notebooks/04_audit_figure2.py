@@ -408,16 +408,6 @@ _key = (_p["mechanism"], _p["q"], _p["N"])
 _rec = next(rec for rec in sens if rec["point"] == _p)
 # the errors of the rarer kind behind each eps_L (counted rounds: half on D, half on D')
 _k1, _k2 = (round(min(r["fpr"], r["fnr"]) * (TRIALS // 2)) for r in (OPT[_key], _rec["results"]["optimal"]))
-glue("nb04_rerun_spread",
-     "both sweeps seed point i of their own list with SeedSequence([SEED, i]), so a setting gets different "
-     "rounds in the two. The optimal distinguisher's ε_L differs between them by "
-     # differences of the values as the tables print them (2 decimals), so that the text and the tables agree
-     + ", ".join(f"{abs(round(a, 2) - round(b, 2)):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})"
-                 for p, a, b in _diffs)
-     + f". The largest, {_a:.2f} in Table {number_of('04_audits')} against {_b:.2f} here, comes from the error "
-     + f"of the rarer kind: the first ε_L rests on {_k1} such errors among {TRIALS // 2:,} rounds, the second on "
-     + f"{_k2}. ε_L is the logarithm of the Clopper-Pearson limit of that count, so where the count is small two "
-     + "runs differ by much more than at the other settings listed.", display=False)
 show_table(rows, ["setting", "ε SGM claim"] + [_heads[k] for k in SPECS], name="04_normality_tests",
            caption="ε_L at δ = 1e-5 for each normality test and aggregation, and the optimal distinguisher, "
                    "on the same rounds. χ²: chi-square test of ‖z‖²; KS: Kolmogorov-Smirnov; K²: "
@@ -425,6 +415,17 @@ show_table(rows, ["setting", "ε SGM claim"] + [_heads[k] for k in SPECS], name=
                    "half a vote each way instead of a coin.",
            formats={"ε SGM claim": ".3f", **{_heads[k]: eps_cell for k in SPECS}})
 glue("nb04_tab_tests", number_of("04_normality_tests"), display=False)
+glue("nb04_rerun_spread",
+     "both sweeps seed point i of their own list with SeedSequence([SEED, i]), so a setting gets different "
+     "rounds in the two. The optimal distinguisher's ε_L differs between them by "
+     # differences of the values as the tables print them (2 decimals), so that the text and the tables agree
+     + ", ".join(f"{abs(round(a, 2) - round(b, 2)):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})"
+                 for p, a, b in _diffs)
+     + f". The largest, {_a:.2f} in Table {number_of('04_audits')} against {_b:.2f} in Table "
+     + f"{number_of('04_normality_tests')}, comes from the error "
+     + f"of the rarer kind: the first ε_L rests on {_k1} such errors among {TRIALS // 2:,} rounds, the second on "
+     + f"{_k2}. ε_L is the logarithm of the Clopper-Pearson limit of that count, so where the count is small two "
+     + "runs differ by much more than at the other settings listed.", display=False)
 # weighted against majority aggregation on EASGM, per test, against the re-audit spread there
 _TEST_NAMES = {"chi2": "chi-square", "ks": "Kolmogorov-Smirnov", "normaltest": "K²"}
 _easgm = [rec for rec in sens if rec["point"]["mechanism"] == "easgm"]

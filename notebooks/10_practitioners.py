@@ -301,7 +301,7 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # ({glue:text}`nb10_easgm_forced_vs_claim` the claim), and the run is certified at
 # {glue:text}`nb10_easgm_cert`. This bracket is wide: the certificate still reveals more than
 # the mechanism does, and the worst case over two-dimensional gradient configurations that
-# would close it is an open problem (`THEORY.md` §11.3); no conjectured value is shown.
+# would close it is an open problem (the repository's `THEORY.md` §11.3); no conjectured value is shown.
 # Verdict: {glue:text}`nb10_easgm_verdict`. {glue:text}`nb10_easgm_act`
 #
 # *Opacus 1.x, batch {glue:text}`nb10_B` (FEASGM, floors differ).* With batch

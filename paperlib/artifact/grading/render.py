@@ -211,7 +211,8 @@ def render_markdown(g: dict) -> str:
             lines.append(f"- Matches {setting_name(c)} in everything the results record")
         for p in c["parts"]:
             tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
-            lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}. {_md(p['detail'])}")
+            # a dash, not a full stop: the detail often opens with a symbol ("n=10", "eps_L") that has no capital
+            lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])} — {_md(p['detail'])}")
         lines.append(f"- Measured ({_md_escape(mode_phrase(c['mode']))}): {_md(c['measured'])}")
         if c.get("expected_full"):
             lines.append(f"- Expected in full mode: {_md(c['expected_full'])}")
