@@ -219,10 +219,9 @@ class HtmlTable:
                            markup=self.markup)
 
     def _repr_markdown_(self) -> str:
-        esc = _cell_markdown
         lines = ([f"**{self.caption}**", ""] if self.caption else [])
-        lines += ["| " + " | ".join(map(esc, self.headers)) + " |", "|" + "---|" * len(self.headers)]
-        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
+        lines += ["| " + " | ".join(map(_cell_markdown, self.headers)) + " |", "|" + "---|" * len(self.headers)]
+        lines += ["| " + " | ".join(map(_cell_markdown, r)) + " |" for r in self.rows]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
