@@ -47,7 +47,8 @@ import re
 import sys
 
 from paperlib.fdp.mixture import LRMixture
-from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
+from paperlib.mechanisms.core import MECHANISMS, Mechanism
+from paperlib.mechanisms.registry import mechanism_spec
 from paperlib.mechanisms import curves
 from paperlib.mechanisms.guarantees import sgm_claim, upper_bound
 from paperlib.fdp.validation import (check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
@@ -89,7 +90,7 @@ def _out_of_time_message(args) -> str:
     """One line: what did not finish, and the upper bound's answer (Theorems 3.8/3.10/A.4, fast)."""
     msg = (f"could not compute {_what(args)} within --max-seconds {args.max_seconds:g} (large N makes the "
            "exact guarantee slow: it sums over the batch sizes)")
-    if args.bound == "guarantee" and args.rounds == 1 and args.mechanism != "sgm":
+    if args.bound == "guarantee" and args.rounds == 1 and not mechanism_spec(args.mechanism).sgm_always:
         try:
             ub = upper_bound(args.mechanism, args.N, args.q, args.sigma, args.n)
             if args.command == "epsilon":
@@ -179,9 +180,14 @@ def _composed_numerically(args) -> bool:
     """Does the curve asked for compose rounds numerically (PLD), whose grids grow with ``--rounds``?"""
     if args.rounds == 1 or args.bound == "clt" or getattr(args, "claimed", False):
         return False
-    if args.bound == "guarantee" or args.mechanism in ("sgm", "asgm"):
+    if args.bound == "guarantee":
         return True
-    K, K1 = feasgm_floors(args.N, args.q) if args.mechanism == "feasgm" else (0, 1)
+    spec = mechanism_spec(args.mechanism)
+    if spec.rounds_upper is None:  # no such bound: refused by the curve dispatch
+        return False
+    if spec.scale_ratio is None:  # SGM's claim, ASGM's Eq. 14: composed numerically
+        return True
+    K, K1 = spec.floors(args.N, args.q) if spec.floors is not None else (0, 1)
     return K == K1  # FEASGM whose floors agree: the SGM claim composed; else an exact chi-square pair
 
 
@@ -196,10 +202,11 @@ def _check_rounds_size(args) -> None:
 
 def _check_guarantee_size(args) -> None:
     """--bound guarantee: the binomial mixture's batch sizes (N sets them) at a rough cost each."""
-    if args.bound != "guarantee" or args.mechanism == "sgm" or getattr(args, "claimed", False):
+    spec = mechanism_spec(args.mechanism)
+    if args.bound != "guarantee" or spec.sgm_always or getattr(args, "claimed", False):
         return
-    if args.mechanism == "feasgm":
-        K, K1 = feasgm_floors(args.N, args.q)
+    if spec.floors is not None:
+        K, K1 = spec.floors(args.N, args.q)
         if K == K1:  # floors agree: the SGM claim, no mixture
             return
     from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, binomial_support
@@ -681,7 +688,7 @@ def run_epsilon(args) -> dict:
         out.update(epsilon_bracket=[_jsonnum(lo), _jsonnum(hi)],
                    accounting_error=_jsonnum(hi - lo) if math.isfinite(hi) else None,
                    accounting=_accounting_summary(curve))
-        if args.bound == "guarantee" and args.rounds > 1 and args.mechanism != "sgm":
+        if args.bound == "guarantee" and args.rounds > 1 and not mechanism_spec(args.mechanism).sgm_always:
             from paperlib.mechanisms.certified import forced_epsilon
 
             f = forced_epsilon(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds, delta=delta,

@@ -66,7 +66,6 @@ __all__ = [
     "SubsampledGaussian",
     "IdentityFamily",
     "LRFamily",
-    "gauss_var_tradeoff_points",
     "gauss_shift_hockey",
     "diluted_hockey",
 ]
@@ -477,11 +476,3 @@ class IdentityFamily(LRFamily):
 
     def seed_points(self, per_component: int = 0):
         return np.array([0.0])
-
-
-def gauss_var_tradeoff_points(n: int, x: float, mu: float, logt) -> tuple[np.ndarray, np.ndarray]:
-    """``(alpha(t), beta(t))`` of ``T(N(0,I_n), N(mu e_1, s^2 I_n))``, ``s = x/(x+1)``.
-
-    Convenience wrapper over :class:`GaussVarFamily` for one component (THEORY.md section 4).
-    """
-    return GaussVarFamily(n, x, [mu], [1.0]).tails(np.atleast_1d(logt))

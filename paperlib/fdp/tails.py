@@ -257,11 +257,6 @@ def log_gamma_q(a, z) -> np.ndarray:
 
 
 # =============================================================================== chi-square
-def _temme_lower_logcdf(x: np.ndarray, m: float) -> np.ndarray:
-    """``log P(m/2, x/2)`` for ``0 < x < m`` by Temme's expansion (see :func:`_temme_log`)."""
-    return _temme_log(np.asarray(x, dtype=float) / 2.0, m / 2.0, upper=False)
-
-
 def chi2_logcdf(x, m: float) -> np.ndarray:
     """``log P[chi^2_m <= x]``, accurate in the lower tail for any number of degrees of freedom.
 

@@ -79,7 +79,6 @@ __all__ = [
     "REIMPLEMENTATION_LINES",
     "step_notes",
     "runner_steps",
-    "dpsur_status",
 ]
 
 #: the lines of DPSUR's source that :mod:`paperlib.implementations.dpsur` follows
@@ -470,21 +469,3 @@ def runner_steps(model_name: str, Xd, yd, q: float, sigma: float, C: float, tria
                          model_seed=model_seed, download=download)
     return (r["updates"], r["batch_sizes"], f"DPSUR {_short(r['commit'])}",
             step_notes(r["batch_sizes"], r["divisors"], len(Xd), q, r))
-
-
-def dpsur_status(*, download: bool = False, opener=None) -> dict[str, Any]:
-    """For a notebook: check the re-implementation against DPSUR's own step if its source can
-    be had, and say what ran.
-
-    ``download``: fetch missing source files (pass ``MODE == "full"``; needs the network).
-    Returns ``{"check": the dict of compare_with_source or None, "reason": why no check ran
-    (or None), "provenance": dpsur_provenance(check), "inputs": dpsur_inputs(check)}``.
-    A missing source or a failed subprocess gives ``check = None`` and the reason; a file
-    that does not match its sha256 raises :class:`DPSURSourceError` (one line; nothing runs).
-    """
-    try:
-        check = compare_with_source(download=download, opener=opener)
-        reason = None
-    except DPSURSourceUnavailable as exc:
-        check, reason = None, str(exc)
-    return {"check": check, "reason": reason, "provenance": dpsur_provenance(check), "inputs": dpsur_inputs(check)}

@@ -40,11 +40,11 @@ from scipy import special
 from paperlib.fdp.composition import Chi2Pair
 from paperlib.fdp.pld import DEFAULT_REL_TOL, DiscreteLaw, PLDComposition, RoundLaw
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
-from paperlib.mechanisms.core import Mechanism, feasgm_floors
+from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.fdp.validation import check_int, check_positive, check_rate
 
-__all__ = ["Attack", "BinnedCells", "scale_attack", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
+__all__ = ["Attack", "BinnedCells", "scale_attack", "scale_attack_for", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
            "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]
 
 #: Width of the bins of ``zeta`` (in units of the noise): binning loses about ``w^2/12`` of the
@@ -104,16 +104,14 @@ def scale_attack(mechanism: Mechanism | str, N: int, q: float, n: int, *, rounds
     """
     mech = Mechanism.parse(mechanism)
     N, q, n, T = check_int(N, "N", 1), check_rate(q), check_int(n, "n", 1), check_int(rounds, "rounds", 1)
-    if mech is Mechanism.EASGM:
-        x, nu = float(N), f"N q = {N * q:g} and (N + 1) q = {(N + 1) * q:g}"
-    elif mech is Mechanism.FEASGM:
-        mech.require_defined(N, q)
-        K, K1 = feasgm_floors(N, q)
-        if K == K1:
-            raise ValueError(f"mechanism: FEASGM's floors agree ({K}) for N = {N}, q = {q:g}: no scale attack")
-        x, nu = float(K), f"floor(N q) = {K} and floor((N + 1) q) = {K1}"
-    else:
+    spec = mech.spec
+    if spec.scale_ratio is None:
         raise ValueError(f"mechanism must be easgm or feasgm for the scale attack, got {mech.value!r}")
+    spec.require_defined(N, q)
+    if spec.equals_sgm(N, q):
+        K = spec.floors(N, q)[0]
+        raise ValueError(f"mechanism: {spec.title}'s floors agree ({K}) for N = {N}, q = {q:g}: no scale attack")
+    x, nu = spec.scale_ratio(N, q)
     pair = Chi2Pair(T * n, x, label=f"{mech.title} scale attack, {T} rounds x {n} coordinates")
     return Attack(name="scale test, all gradients 0",
                   datasets=f"D: {N} records, D': the same {N} plus a target",
@@ -377,13 +375,17 @@ def attack_for(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: in
     agreeing floors: their worst case is the SGM pair, forced by the SGM composition itself). ``tail``: the
     hidden mass left out per round (:func:`hidden_tail`)."""
     mech = Mechanism.parse(mechanism, allowed=tuple(Mechanism))
-    if mech is Mechanism.EASGM:
-        return scale_attack(mech, N, q, n, rounds=rounds)
-    if mech is Mechanism.FEASGM:
-        K, K1 = feasgm_floors(N, q)
-        return scale_attack(mech, N, q, n, rounds=rounds) if K != K1 else None
-    if mech is Mechanism.ASGM:
-        return aligned_attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
-    if mech is Mechanism.DPSUR:
-        return dpsur_attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
-    return None
+    attack = mech.spec.computation("attack")
+    return None if attack is None else attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
+
+
+def scale_attack_for(N: int, q: float, sigma: float, n: int, *, rounds: int, mechanism: Mechanism | str,
+                     tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
+    """:func:`scale_attack` as the table of mechanisms calls it (``sigma``, ``tail`` and the PLD options do not
+    enter the exact chi-square test); None where the divisor is the same on both datasets (FEASGM's floors agree:
+    the pair is SGM's, forced by the SGM composition itself)."""
+    mech = Mechanism.parse(mechanism)
+    N, q = check_int(N, "N", 1), check_rate(q)
+    if mech.spec.equals_sgm(N, q):
+        return None
+    return scale_attack(mech, N, q, n, rounds=rounds)

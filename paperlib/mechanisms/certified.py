@@ -22,7 +22,7 @@ import math
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
 from paperlib.mechanisms.attacks import attack_for, hidden_tail
 from paperlib.mechanisms.certificates import asgm_count_certificate, dpsur_certificate
-from paperlib.mechanisms.core import Mechanism, feasgm_floors
+from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
@@ -35,7 +35,7 @@ ALL = tuple(Mechanism)
 CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-processes it)",
                 "index": "index revealed (THEORY.md §6: whether the target was sampled is revealed)",
                 "count": "count revealed (THEORY.md §11.2: (|B|, S_B + G), n-free)",
-                "dpsur": "count of the separate draw x SGM step (THEORY.md §11.4)"}
+                "draw": "count of the separate draw x SGM step (THEORY.md §11.4)"}
 
 
 def _check(N, q, sigma, n, rounds):
@@ -44,11 +44,7 @@ def _check(N, q, sigma, n, rounds):
 
 
 def _is_sgm(mech: Mechanism, N: int, q: float) -> bool:
-    if mech is Mechanism.FEASGM:
-        mech.require_defined(N, q)
-        K, K1 = feasgm_floors(N, q)
-        return K == K1
-    return mech is Mechanism.SGM
+    return mech.spec.equals_sgm(N, q)  # SGM, or FEASGM whose floors agree (raises where it divides by zero)
 
 
 def _index_certificate(mech, N, q, sigma, n, T, rel_tol, meta, **pld_options) -> PLDComposition:
@@ -94,19 +90,20 @@ def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: flo
         raise ValueError(f"certificate must be 'auto', 'count' or 'index', got {certificate!r}")
     meta = {"mechanism": mech.value, "bound": "certified", "N": N, "q": q, "sigma": sigma, "n": n, "rounds": T,
             "pair": [N, N + 1]}
-    if mech is Mechanism.FEASGM:
-        K, K1 = feasgm_floors(N, q)
+    spec = mech.spec
+    if spec.floors is not None:
+        K, K1 = spec.floors(N, q)
         meta.update(K=K, K_prime=K1, case="floors agree" if K == K1 else "floors differ")
     if _is_sgm(mech, N, q):
         c = sgm_claim_rounds(q, sigma, rounds=T, side="lower", rel_tol=rel_tol, **pld_options)
         c.meta.update(meta, certificate=CERTIFICATES["sgm"])
-        c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if mech is Mechanism.SGM
-                   else f"FEASGM certified, {T} round{'s' * (T > 1)} (floors agree: SGM f_q^(x{T}))")
+        c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if spec.sgm_always
+                   else f"{spec.title} certified, {T} round{'s' * (T > 1)} (floors agree: SGM f_q^(x{T}))")
         return c
-    if mech is Mechanism.DPSUR:
+    if "draw" in spec.certificates:
         return dpsur_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
-    if mech is Mechanism.ASGM and q < 1 and (certificate == "count" or
-                                              (certificate == "auto" and _count_first(N, q, n, T))):
+    if "count" in spec.certificates and q < 1 and (certificate == "count" or
+                                                    (certificate == "auto" and _count_first(N, q, n, T))):
         c = asgm_count_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
         c.meta.update(n=n, certificate=CERTIFICATES["count"])
         return c
@@ -115,7 +112,7 @@ def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: flo
 
 def _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options) -> list:
     """``(name, composition)`` of every certificate worth computing for this pair."""
-    if mech is Mechanism.ASGM and q < 1:
+    if "count" in mech.spec.certificates and q < 1:
         out = [("count", certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, certificate="count",
                                              **pld_options))]
         if not _count_first(N, q, n, T) or N <= 1000:
@@ -123,7 +120,7 @@ def _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options) -> list:
                                                      certificate="index", **pld_options)))
         return out
     c = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    name = ("sgm" if _is_sgm(mech, N, q) else "dpsur" if mech is Mechanism.DPSUR else "index")
+    name = "sgm" if _is_sgm(mech, N, q) else "draw" if "draw" in mech.spec.certificates else "index"
     return [(name, c)]
 
 
@@ -231,7 +228,7 @@ def certified_for_training_set(mechanism: Mechanism | str, N_train: int, q: floa
         try:
             r = certified_interval(mech, N, q, sigma, n, rounds=rounds, delta=delta, rel_tol=rel_tol, **pld_options)
         except ValueError as exc:
-            if mech is Mechanism.FEASGM and mech.divides_by_zero(N, q):
+            if mech.divides_by_zero(N, q):
                 out[name] = {"pair": [N, N + 1], "error": str(exc).splitlines()[0]}
                 continue
             raise

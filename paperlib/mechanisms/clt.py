@@ -121,11 +121,12 @@ class CLTCurve(TradeOff):
 
     def __init__(self, mechanism: Mechanism, N: int, q: float | None, n: int, rounds: int):
         self.mechanism = mechanism
-        if mechanism is Mechanism.FEASGM:
+        theorem = mechanism.spec.clt  # the registry's: "3.13", "A.7" or "3.13+Eq.14"
+        if theorem == "A.7":
             self._theorem = lambda a: clt_upper_bound_feasgm(a, N, q, n, rounds=rounds)
         else:
             self._theorem = lambda a: clt_upper_bound_easgm(a, N, n, rounds=rounds)
-        self.weight = asgm_bound_weight(N, q) if mechanism is Mechanism.ASGM else 1.0
+        self.weight = asgm_bound_weight(N, q) if theorem == "3.13+Eq.14" else 1.0
         probe = self._theorem(0.5)
         self.mu, self.gamma = float(probe.mu), float(probe.gamma)
         self.label = f"{mechanism.title} upper bound, CLT ({rounds} round{'s' if rounds > 1 else ''})"
@@ -190,14 +191,15 @@ def clt_bound(mechanism: Mechanism | str, N: int, q: float | None, sigma: float 
     :func:`paperlib.mechanisms.multiround.asgm_rounds_upper_bound`).
     """
     mechanism = Mechanism.parse(mechanism)
-    if mechanism is Mechanism.SGM:
-        raise ValueError("mechanism: the CLT bound is defined for easgm, feasgm and asgm, got 'sgm'")
-    if q is not None or mechanism is not Mechanism.EASGM:
+    theorem = mechanism.spec.clt
+    if theorem is None:
+        raise ValueError(f"mechanism: the CLT bound is defined for easgm, feasgm and asgm, got {mechanism.value!r}")
+    if q is not None or theorem != "3.13":  # Theorem 3.13 does not use q
         q = check_rate(q)
     if sigma is not None:
         check_positive(sigma, "sigma")
     rounds = check_int(rounds, "rounds", 1)
-    if mechanism is Mechanism.ASGM and rounds > 1:
+    if theorem == "3.13+Eq.14" and rounds > 1:
         raise ValueError("rounds: the ASGM CLT bound is one-round only (Eq. 14 does not compose in closed form); "
                          "use the numerically composed upper bound instead")
     return CLTCurve(mechanism, N, q, n, rounds)

@@ -51,6 +51,7 @@ import sys
 import numpy as np
 
 from paperlib.fdp.validation import check_int, check_rate
+from paperlib.mechanisms.registry import mechanism_spec
 
 __all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 
@@ -96,41 +97,37 @@ class Mechanism(enum.StrEnum):
 
     # ------------------------------------------------------------------ description
     @property
+    def spec(self):
+        """This mechanism's entry in the table of mechanisms (:class:`~paperlib.mechanisms.registry.MechanismSpec`):
+        every rule below is read from it."""
+        return mechanism_spec(self.value)
+
+    @property
     def title(self) -> str:
         """Upper-case name used in the paper (``"EASGM"``)."""
-        return self.value.upper()
+        return self.spec.title
 
     @property
     def rule(self) -> str:
-        """The normaliser as a short formula: ``"1"``, ``"Nq"``, ``"floor(Nq)"`` or ``"|B|"``."""
-        return _RULES[self]
+        """The normaliser as a short formula: ``"1"``, ``"Nq"``, ``"floor(Nq)"``, ``"|B|"`` or ``"|B'|"``."""
+        return self.spec.rule
 
     @property
     def draws_divisor(self) -> bool:
         """True when the divisor is the size of a separate Poisson draw (DPSUR's own rule), not of the batch."""
-        return self is Mechanism.DPSUR
+        return self.spec.draws_divisor
 
     @property
     def skips_empty_batch(self) -> bool:
         """True when an empty batch takes no step, so the release is exactly 0 (DPSUR's code)."""
-        return self is Mechanism.DPSUR
-
-    @property
-    def data_dependent(self) -> bool:
-        """True when the normaliser depends on the data set (every mechanism but SGM)."""
-        return self is not Mechanism.SGM
+        return self.spec.skips_empty_batch
 
     # ------------------------------------------------------------------ the normaliser
     def fixed_normaliser(self, N_data: int, q: float) -> float | None:
         """The normaliser when it does not depend on the batch: SGM 1, EASGM ``N_data q``,
         FEASGM ``float(int(N_data * q))`` (may be 0.0); ``None`` for ASGM and DPSUR."""
-        if self is Mechanism.SGM:
-            return 1.0
-        if self is Mechanism.EASGM:
-            return float(N_data * q)
-        if self is Mechanism.FEASGM:
-            return float(int(N_data * q))  # Opacus v1.x: int(len(dataset) * sample_rate)
-        return None
+        fixed = self.spec.fixed_normaliser
+        return None if fixed is None else fixed(N_data, q)
 
     def normaliser(self, N_data: int, batch_size, q: float):
         """Divisor of the noisy sum for ``N_data`` records and realised batch size(s) ``batch_size``.
@@ -147,41 +144,30 @@ class Mechanism(enum.StrEnum):
             b = batch_size if batch_size.is_floating_point() else batch_size.to(torch.float64)
             if fixed is not None:
                 return torch.full_like(b, fixed)
-            return torch.where(b > 0, b, torch.full_like(b, self._empty_divisor(N_data, q)))
+            return torch.where(b > 0, b, torch.full_like(b, self.spec.empty_divisor(N_data, q)))
         b = np.asarray(batch_size, dtype=float)
-        out = np.full_like(b, fixed) if fixed is not None else np.where(b > 0, b, self._empty_divisor(N_data, q))
+        out = (np.full_like(b, fixed) if fixed is not None
+               else np.where(b > 0, b, self.spec.empty_divisor(N_data, q)))
         return float(out) if out.ndim == 0 else out
-
-    def _empty_divisor(self, N_data: int, q: float) -> float:
-        # ASGM: an empty batch divides by 1 (paper Section 3); DPSUR: an empty separate draw keeps
-        # the previous divisor, N_data q in the first round (algorithm/DPSUR.py:87-95, 145-146)
-        return float(N_data * q) if self is Mechanism.DPSUR else 1.0
 
     def divides_by_zero(self, N_data: int, q: float) -> bool:
         """True for FEASGM with ``floor(N_data q) = 0`` (Opacus v1.x divides by zero)."""
-        return self is Mechanism.FEASGM and int(N_data * q) == 0
+        return self.spec.divides_by_zero(N_data, q)
 
     def require_defined(self, N_data: int, q: float) -> None:
         """Raise ValueError (naming ``q``) when the round divides by zero on ``N_data`` records."""
-        if self.divides_by_zero(N_data, q):
-            raise ValueError(
-                f"q: floor(N*q) = 0 for N={N_data}, q={q}, so FEASGM divides by zero (as Opacus v1.x does); "
-                "choose N*q >= 1"
-            )
+        self.spec.require_defined(N_data, q)
 
     def floors(self, N: int, q: float) -> tuple[int, int]:
         """FEASGM's normalisers on the pair ``(D, D')`` of sizes ``(N, N + 1)``: see :func:`feasgm_floors`."""
-        if self is not Mechanism.FEASGM:
+        if self.spec.floors is None:
             raise ValueError(f"mechanism: floors are defined for feasgm only, got {self.value!r}")
         return feasgm_floors(N, q)
 
 
-_RULES = {Mechanism.SGM: "1", Mechanism.EASGM: "Nq", Mechanism.FEASGM: "floor(Nq)", Mechanism.ASGM: "|B|",
-          Mechanism.DPSUR: "|B'|"}
-
 #: The four mechanisms the paper analyses; :meth:`Mechanism.parse` accepts only these unless told
 #: otherwise. DPSUR's own rule is a :class:`Mechanism` too, accepted only where its analysis exists.
-PAPER_MECHANISMS: tuple[Mechanism, ...] = (Mechanism.SGM, Mechanism.EASGM, Mechanism.ASGM, Mechanism.FEASGM)
+PAPER_MECHANISMS: tuple[Mechanism, ...] = tuple(m for m in Mechanism if m.spec.paper)
 #: Their names, in the order the command line lists them.
 MECHANISMS: tuple[str, ...] = tuple(m.value for m in PAPER_MECHANISMS)
 
@@ -196,4 +182,4 @@ def feasgm_floors(N: int, q: float) -> tuple[int, int]:
     """
     N = check_int(N, "N", 1)
     q = check_rate(q)
-    return int(N * q), int((N + 1) * q)
+    return Mechanism.FEASGM.spec.floors(N, q)

@@ -137,15 +137,9 @@ for _m in PAPER_MECHANISMS:
         lambda N, q, sigma, n, *, rounds, _m=_m, **pld: rounds_upper_bound(_m, N, q, sigma, n, rounds=rounds, **pld))
 
 
-@register(Mechanism.SGM, "guarantee", MANY)
 def _sgm_rounds(N, q, sigma, n, *, rounds, **pld):
     _check_pair(N, q, sigma, n)  # N and n do not enter the claim, but must be valid
     return sgm_claim_rounds(q, sigma, rounds=rounds, side="lower", **pld)
-
-
-for _m in (Mechanism.EASGM, Mechanism.FEASGM, Mechanism.ASGM):
-    register(_m, "guarantee", MANY)(
-        lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(_m, N, q, sigma, n, rounds=rounds, **pld))
 
 
 def _clt(mech: Mechanism):
@@ -156,13 +150,18 @@ def _clt(mech: Mechanism):
     return build
 
 
-# DPSUR's own rule (THEORY.md §11.4): its certified guarantee, one round or many; no upper bound or
-# CLT bound of the paper's kind exists for it
-@register(Mechanism.DPSUR, "guarantee")
-def _dpsur_rounds(N, q, sigma, n, *, rounds, **pld):
-    return certified_guarantee(Mechanism.DPSUR, N, q, sigma, n, rounds=rounds, **pld)
-
-
-register(Mechanism.EASGM, "clt")(_clt(Mechanism.EASGM))
-register(Mechanism.FEASGM, "clt")(_clt(Mechanism.FEASGM))
+for _m in Mechanism:
+    if _m.spec.sgm_always:  # SGM over T rounds: its claim f_q^(xT)
+        register(_m, "guarantee", MANY)(_sgm_rounds)
+    elif _m.spec.paper:  # the certified T-round guarantee (THEORY.md §11)
+        register(_m, "guarantee", MANY)(
+            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(_m, N, q, sigma, n, rounds=rounds,
+                                                                                **pld))
+    else:  # DPSUR's own rule (THEORY.md §11.4): its certified guarantee, one round or many; no upper bound or
+        # CLT bound of the paper's kind exists for it
+        register(_m, "guarantee")(
+            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(_m, N, q, sigma, n, rounds=rounds,
+                                                                                **pld))
+    if _m.spec.clt in ("3.13", "A.7"):  # any number of rounds (Corollary B.2, Theorem A.7)
+        register(_m, "clt")(_clt(_m))
 del _m

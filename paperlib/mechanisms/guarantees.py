@@ -38,6 +38,7 @@ from paperlib.fdp.validation import check_delta, check_int, check_positive, chec
 
 __all__ = [
     "MECHANISMS",
+    "sgm_guarantee",
     "TruncatedGuarantee",
     "binomial_support",
     "binomial_pair",
@@ -488,32 +489,31 @@ def asgm_upper_bound(N: int, q: float, sigma: float | None, n: int) -> Pointwise
 
 
 # ----------------------------------------------------------------------------- dispatch
+def sgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
+    """SGM's one-round guarantee and upper bound: its claim :func:`sgm_claim` (Bu et al. 2020); ``N`` and ``n``
+    do not enter it but must be valid (``tail_tol`` is not used)."""
+    _check_common(N, q, sigma, n)
+    return sgm_claim(q, sigma)
+
+
 def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *,
               tail_tol: float = DEFAULT_TAIL_TOL):
     """The one-round per-pair guarantee of ``mechanism`` (a :class:`Mechanism` or its name).
 
     SGM: the claim :func:`sgm_claim` (Bu et al. 2020; ``N`` and ``n`` validated, not used);
     EASGM (Theorem 3.6), ASGM (THEORY.md §6, reconstructed), FEASGM (Theorems A.2/A.3):
-    :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`. For ``T`` rounds and
-    the other bounds, :func:`paperlib.mechanisms.curves.curve`.
+    :func:`easgm_guarantee`, :func:`asgm_guarantee`, :func:`feasgm_guarantee`, as the mechanism's
+    entry in :mod:`paperlib.mechanisms.registry` names them. For ``T`` rounds and the other bounds,
+    :func:`paperlib.mechanisms.curves.curve`.
     """
-    mechanism = Mechanism.parse(mechanism)
-    if mechanism is Mechanism.SGM:
-        _check_common(N, q, sigma, n)  # N and n do not enter the claim, but must be valid
-        return sgm_claim(q, sigma)
-    table = {Mechanism.EASGM: easgm_guarantee, Mechanism.ASGM: asgm_guarantee, Mechanism.FEASGM: feasgm_guarantee}
-    return table[mechanism](N, q, sigma, n, tail_tol=tail_tol)
+    return Mechanism.parse(mechanism).spec.computation("guarantee")(N, q, sigma, n, tail_tol=tail_tol)
 
 
 def upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int):
     """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
-    mechanism = Mechanism.parse(mechanism)
+    spec = Mechanism.parse(mechanism).spec
     _check_common(N, q, sigma, n)
-    if mechanism is Mechanism.SGM:
-        return sgm_claim(q, sigma)
-    table = {Mechanism.EASGM: easgm_upper_bound, Mechanism.ASGM: asgm_upper_bound,
-             Mechanism.FEASGM: feasgm_upper_bound}
-    return table[mechanism](N, q, sigma, n)
+    return spec.computation("upper")(N, q, sigma, n)
 
 
 # ----------------------------------------------------------------------------- Theorems 3.4, 3.5

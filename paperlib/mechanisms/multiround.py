@@ -181,15 +181,22 @@ def rounds_upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: floa
     ``pld_options`` go to the numerical compositions (ignored by the exact ones). ``sigma > 0`` is
     required (it is the claim's noise where the floors agree). Raises ValueError naming the parameter.
     """
-    mechanism = Mechanism.parse(mechanism)
-    if mechanism is Mechanism.SGM:
-        return sgm_claim_rounds(q, sigma, rounds=rounds, side="upper", **pld_options)
+    spec = Mechanism.parse(mechanism).spec
+    if spec.sgm_always:
+        return sgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
     check_positive(sigma, "sigma")
-    if mechanism is Mechanism.EASGM:
-        return easgm_rounds_upper_bound(N, check_rate(q), sigma, n, rounds=rounds)
-    if mechanism is Mechanism.FEASGM:
-        return feasgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
-    return asgm_rounds_upper_bound(N, q, sigma, n, rounds=rounds, **pld_options)
+    return spec.computation("rounds_upper")(N, q, sigma, n, rounds=rounds, **pld_options)
+
+
+def easgm_rounds_upper(N: int, q: float, sigma: float, n: int, *, rounds: int, **pld_options):
+    """:func:`easgm_rounds_upper_bound` as the table of mechanisms calls it: ``q`` required, the PLD options of
+    a numerical composition ignored (the bound is exact)."""
+    return easgm_rounds_upper_bound(N, check_rate(q), sigma, n, rounds=rounds)
+
+
+def sgm_rounds_upper_bound(N: int, q: float, sigma: float, n: int, *, rounds: int, **pld_options):
+    """SGM's T-round upper bound: its own claim ``f_q^{⊗T}`` on its upper side (``N`` and ``n`` not used)."""
+    return sgm_claim_rounds(q, sigma, rounds=rounds, side="upper", **pld_options)
 
 
 def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: float | None, n: int, *, rounds: int,
@@ -213,12 +220,16 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
     N, n, T = _check_rounds_common(N, n, rounds)
     if n < 2:
         raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
-    if mechanism == "easgm":
+    try:
+        theorem = Mechanism.parse(mechanism).spec.clt
+    except ValueError:
+        theorem = None
+    if theorem == "3.13":
         pair = easgm_rounds_upper_bound(N, q, sigma, n, rounds=T)
         res = mclt.clt_upper_bound_easgm(a, N, n, rounds=T)
-    elif mechanism == "feasgm":
+    elif theorem == "A.7":
         if q is None:
-            raise ValueError("q is needed for mechanism feasgm")
+            raise ValueError(f"q is needed for mechanism {mechanism}")
         pair = feasgm_rounds_upper_bound(N, q, None, n, rounds=T)  # raises when the floors agree (no sigma)
         res = mclt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
     else:

@@ -26,7 +26,7 @@ from scipy import special, stats
 from paperlib.mechanisms.core import Mechanism
 from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_rate
 
-__all__ = ["simulate_llr", "empirical_tradeoff", "simulate_tradeoff"]
+__all__ = ["simulate_llr", "empirical_tradeoff"]
 
 
 def _component_logpdf(o1, W, mean, scale, m):
@@ -153,9 +153,3 @@ def empirical_tradeoff(llr_p: np.ndarray, llr_q: np.ndarray, alpha) -> np.ndarra
         q_eq = (np.searchsorted(lq, t, side="right") - np.searchsorted(lq, t, side="left")) / Mq
         out[i] = q_lt + (1 - c) * q_eq
     return out
-
-
-def simulate_tradeoff(mechanism, N, q, sigma, n, alpha, trials=100_000, seed=0, reveal_index=False):
-    """``empirical_tradeoff(*simulate_llr(...), alpha)``: FNR of the simulated optimal test."""
-    lp, lq = simulate_llr(mechanism, N, q, sigma, n, trials, seed=seed, reveal_index=reveal_index)
-    return empirical_tradeoff(lp, lq, alpha)

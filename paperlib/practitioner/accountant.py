@@ -40,7 +40,7 @@ from opacus.accountants import IAccountant
 from paperlib.fdp.validation import check_bool, check_int, check_positive, check_rate
 from paperlib.practitioner.fix import fixed_divisor
 from paperlib.practitioner.releases import opacus_release
-from paperlib.practitioner.run import check_run_delta
+from paperlib.practitioner.run import check_run_delta, live_opacus_run
 
 __all__ = ["CertifiedAccountant"]
 
@@ -53,8 +53,11 @@ class CertifiedAccountant(IAccountant):
     opacus_version : str — the release whose mechanism runs (default: the installed Opacus)
     dataset_size : int >= 2 — records in the training set
     n_params : int >= 1 — trainable parameters of the model
-    batch_size : int or None — informational (the expected batch size is ``int(N q)`` for the
-        charged rate ``q``); kept in :meth:`last_report`'s inputs
+    batch_size, drop_last : the DataLoader's, as given to ``make_private`` (Opacus does not keep them):
+        a neighbouring dataset gets its own ``len(data_loader)``, so its rate can depend on them. With
+        ``batch_size`` the report is ``python -m paperlib check --batch-size``'s, and a charged rate the
+        batch size does not give is refused; without it, the batch sizes that fit the charged rate are
+        tried (:func:`~paperlib.practitioner.run.live_opacus_run`)
     loss_reduction : 'mean' (default) or 'sum'
     divisor : 'release' (default; 'public' once the optimizer's step hook sees an optimizer fixed by
         :func:`~paperlib.practitioner.fix.fix_normaliser`) or 'public' (a public constant divisor)
@@ -70,7 +73,8 @@ class CertifiedAccountant(IAccountant):
     """
 
     def __init__(self, *, opacus_version: str | None = None, dataset_size: int, n_params: int,
-                 batch_size: int | None = None, loss_reduction: str = "mean", divisor: str = "release",
+                 batch_size: int | None = None, drop_last: bool = False, loss_reduction: str = "mean",
+                 divisor: str = "release",
                  assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None):
         super().__init__()
         if opacus_version is None:
@@ -86,6 +90,7 @@ class CertifiedAccountant(IAccountant):
         self.dataset_size = check_int(dataset_size, "dataset_size", 2)
         self.n_params = check_int(n_params, "n_params", 1)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
+        self.drop_last = check_bool(drop_last, "drop_last")
         self.loss_reduction = loss_reduction
         self.divisor = divisor
         self.assume_release = check_bool(assume_release, "assume_release")
@@ -135,16 +140,19 @@ class CertifiedAccountant(IAccountant):
         T = sum(k for _, _, k in self.history)
         key = (sigma, q, T, float(delta), self.divisor)
         if key not in self._cache:
-            from paperlib.practitioner.check import check_run
+            from paperlib.practitioner.check import check
 
             # the rate Opacus passes is the one it charges and normalises with (1/len(DPDataLoader))
-            self._cache = {key: check_run(self.opacus_version, self.dataset_size, sample_rate=q, steps=T,
-                                          charged_rate=True, noise_multiplier=sigma, n_params=self.n_params,
-                                          loss_reduction=self.loss_reduction, divisor=self.divisor, poisson=True,
-                                          delta=delta, accountant=self.accountant,
-                                          assume_release=self.assume_release, allow_large=self.allow_large,
-                                          pld_options=self.pld_options)}
-            self._cache[key]["inputs"]["batch_size"] = self.batch_size
+            run, how = live_opacus_run(dataset_size=self.dataset_size, sample_rate=q, charged=True,
+                                       batch_size=self.batch_size, drop_last=self.drop_last, steps=T,
+                                       opacus_version=self.opacus_version, noise_multiplier=sigma,
+                                       n_params=self.n_params, loss_reduction=self.loss_reduction,
+                                       divisor=self.divisor, poisson=True, delta=delta, accountant=self.accountant,
+                                       assume_release=self.assume_release, allow_large=self.allow_large)
+            report = check(run, self.pld_options)
+            report["notes"] += how
+            report["inputs"]["batch_size"] = self.batch_size
+            self._cache = {key: report}
         self._last = self._cache[key]
         return self._last
 

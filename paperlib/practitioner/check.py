@@ -41,11 +41,10 @@ import time
 from paperlib.fdp.validation import check_bool, trusted
 from paperlib.mechanisms.accountants import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
-from paperlib.mechanisms.core import Mechanism
 from paperlib.practitioner.releases import floors_agree_on_neighbours
-from paperlib.practitioner.run import Run
+from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
 
-__all__ = ["check_run", "check", "check_opacus", "format_statement", "FIX_NAME"]
+__all__ = ["check_run", "check", "check_opacus", "format_statement", "summary", "FIX_NAME"]
 
 #: the fix :mod:`paperlib.practitioner.fix` provides (Opacus 1.x: divide by the configured batch size)
 FIX_NAME = ("paperlib.practitioner.fix_normaliser(optimizer, batch_size) after make_private (Opacus 1.x): it divides "
@@ -129,16 +128,9 @@ def _claim(run: Run) -> dict:
 
 
 def _normaliser(run: Run) -> str:
-    m, N, qa = run.mechanism, run.dataset_size, run.q_account
-    if m is Mechanism.SGM:
-        return "a public constant (the configured batch size)" if run.divisor == "public" else "nothing (noisy sum)"
-    if m is Mechanism.FEASGM:
-        return f"int(N q) = {int(m.fixed_normaliser(N, qa))}"
-    if m is Mechanism.EASGM:
-        return f"N q = {m.fixed_normaliser(N, qa):.6g}"
-    if m is Mechanism.DPSUR:
-        return "the size |B'| of a separate Poisson draw (no step on an empty batch)"
-    return "the realised batch size |B|"
+    if run.divisor == "public":  # the fix: SGM by a public constant
+        return "a public constant (the configured batch size)"
+    return run.mechanism.spec.normaliser_words(run.dataset_size, run.q_account)
 
 
 def _report(run: Run, opts: dict) -> dict:
@@ -153,8 +145,8 @@ def _report(run: Run, opts: dict) -> dict:
         "delta": run.delta, "claim": claim, "claimed_epsilon": eps_claim,
     }
     neighbours = []
-    for name, small in (("removal", run.dataset_size - 1), ("addition", run.dataset_size)):
-        e = _neighbour(run, name, small, opts)
+    for pair in run.neighbours():
+        e = _neighbour(run, pair, opts)
         _verdict(e, eps_claim)
         neighbours.append(e)
     report["neighbours"] = neighbours
@@ -166,13 +158,25 @@ def _report(run: Run, opts: dict) -> dict:
     report["claim_stands"] = all(e["claim_stands"] for e in neighbours)
     report["remedies"] = _remedies(run, neighbours)
     report["notes"] = _notes(run, neighbours, claim)
-    verdicts = {e["name"]: e["verdict"] for e in neighbours}
-    if report["claim_stands"]:
-        report["summary"] = f"The claimed epsilon {eps_claim:.4g} holds for both neighbours."
-    else:
-        report["summary"] = (f"The claimed epsilon {eps_claim:.4g} does not hold for every neighbour "
-                             f"(removal: {verdicts['removal']}, addition: {verdicts['addition']}).")
+    report["summary"] = summary(eps_claim, [(e["name"], e["verdict"]) for e in neighbours])
     return report
+
+
+def summary(claimed: float, verdicts) -> str:
+    """The report's one-sentence summary, from the neighbours' verdicts ``[(name, verdict), ...]`` alone.
+
+    "holds" when every verdict is stands or holds; "does not hold" only when an attack refutes it on
+    some neighbour; otherwise (unresolved, not covered) the claim is neither certified nor refuted
+    ("is not established"). Every sentence but the first names each neighbour's verdict.
+    """
+    verdicts = list(verdicts)
+    each = ", ".join(f"{name}: {v}" for name, v in verdicts)
+    if all(v in ("stands", "holds") for _, v in verdicts):
+        return f"The claimed epsilon {claimed:.4g} holds for both neighbours."
+    if any(v == "refuted" for _, v in verdicts):
+        return f"The claimed epsilon {claimed:.4g} does not hold for every neighbour ({each})."
+    return (f"The claimed epsilon {claimed:.4g} is not established for every neighbour ({each}): no attack refutes "
+            "it, and no analysis certifies it either.")
 
 
 def _notes(run: Run, neighbours: list, claim: dict) -> list[str]:
@@ -182,7 +186,7 @@ def _notes(run: Run, neighbours: list, claim: dict) -> list[str]:
     if not math.isclose(run.q_sample, run.q_account, rel_tol=_RATE_RTOL, abs_tol=0.0):
         notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant {run.q_account:.6g} (int(1/q) < "
                      "1/q in floating point): the claim and the certified numbers use the charged rate")
-    if run.mechanism is Mechanism.FEASGM and any(e.get("floors_agree") for e in neighbours) \
+    if run.mechanism.spec.floors is not None and any(e.get("floors_agree") for e in neighbours) \
             and run.batch_size is not None and run.sample_rate is None and run.dataset_size % run.batch_size:
         notes.append(f"Opacus 1.x samples at 1/len(data_loader) = 1/{round(1 / run.q_sample)}, not batch/N: N q is not "
                      "an integer here, so int(N q) can agree on both datasets")
@@ -193,64 +197,41 @@ def _notes(run: Run, neighbours: list, claim: dict) -> list[str]:
 
 
 def _why(run: Run, entry: dict) -> str:
-    m, K = run.mechanism, entry["normalisers"]
-    if m is Mechanism.SGM:
+    spec, K = run.mechanism.spec, entry["normalisers"]
+    if spec.sgm_always:
         return ("the noisy sum is divided by a public constant: SGM" if run.divisor == "public" else
                 "loss_reduction='sum': the noisy sum is not normalised, SGM")
     if entry["sgm"]:
         return f"both datasets divide by int(N q) = {K[0]}: post-processing of SGM"
-    if m is Mechanism.FEASGM:
-        return f"FEASGM divides by {K[0]} and {K[1]}: not SGM"
-    if m is Mechanism.EASGM:
-        return "EASGM divides by N q, which differs between the two datasets: not SGM"
-    if m is Mechanism.DPSUR:
-        return "DPSUR divides by the size of a separate Poisson draw and skips empty batches: not SGM"
-    return "ASGM divides by the realised batch size: not SGM"
+    return spec.not_sgm(K)
 
 
-def _neighbour(run: Run, name: str, small: int, opts: dict) -> dict:
-    """One neighbouring pair ``(small, small + 1)``: its rates, normalisers, certified and forced epsilon."""
-    entry = {"name": name, "sizes": [small, small + 1],
+def _neighbour(run: Run, pair: Neighbour, opts: dict) -> dict:
+    """One neighbouring pair (:meth:`Run.neighbours`): its rates, normalisers, certified and forced epsilon."""
+    name, small = pair.name, pair.sizes[0]
+    entry = {"name": name, "sizes": list(pair.sizes),
              "description": "D_train minus one record vs D_train" if name == "removal"
-             else "D_train vs D_train plus one record"}
-    # 0.x and DPSUR: the rate is a fixed hyperparameter (batch_size / sample_size, typed by the user) on both
-    # datasets; Opacus 1.x derives it from each dataset's own len(data_loader) unless a rate is given
-    fixed = run.sample_rate if run.release.samples_per_loader else run.q_sample
-    qs_a, qa_a, st_a, _ = run.rates(small, fixed)
-    qs_b, qa_b, st_b, _ = run.rates(small + 1, fixed)
-    entry["sample_rates"] = [qs_a, qs_b]
-    if (qs_a, qa_a) != (qs_b, qa_b):
-        entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True,
-                     why=(f"Opacus derives a different sampling rate for each dataset (len(data_loader) "
-                          f"{round(1 / qs_a)} vs {round(1 / qs_b)}, {st_a} vs {st_b} steps per epoch), so the "
-                          "number of released gradients tells the two apart; neither the SGM analysis nor this "
-                          "one covers it: fix the sample rate and the number of steps"))
+             else "D_train vs D_train plus one record",
+             "sample_rates": list(pair.sample_rates)}
+    if pair.normalisers is not None:
+        entry["normalisers"] = list(pair.normalisers)
+    if pair.not_covered:
+        entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True, why=pair.not_covered)
         return entry
-    q, m = qa_a, run.mechanism
-    if m is Mechanism.FEASGM:
-        K, K1 = int(m.fixed_normaliser(small, q)), int(m.fixed_normaliser(small + 1, q))
-        entry["normalisers"] = [K, K1]
-        if K == 0:
-            entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True,
-                         why="int(N q) = 0: Opacus divides by zero on the smaller dataset")
-            return entry
-        entry["floors_agree"] = K == K1
-    elif m is Mechanism.EASGM:
-        entry["normalisers"] = [small * q, (small + 1) * q]
-    elif m is Mechanism.SGM:
-        entry["normalisers"] = ["1 (sum)", "1 (sum)"] if run.divisor == "release" else ["public", "public"]
-    else:
-        entry["normalisers"] = ["|B'|", "|B'|"] if m is Mechanism.DPSUR else ["|B|", "|B|"]
-    entry["sgm"] = m is Mechanism.SGM or bool(entry.get("floors_agree"))
+    if pair.floors_agree is not None:
+        entry["floors_agree"] = pair.floors_agree
+    entry["sgm"] = pair.sgm
     entry["why"] = _why(run, entry)
+    q, m = pair.rate, run.mechanism
+    qs_a, qa_a = pair.sample_rates[0], pair.charged_rates[0]
     sigma, n, T, delta = run.noise_multiplier, run.n_params, run.rounds, run.delta
     try:
         r = certified_interval(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
     except ValueError as exc:
         # no certificate here (the mechanism's is not available, or numerics out of range): the forced end alone
         msg = str(exc).splitlines()[0]
-        if m is Mechanism.DPSUR:
-            msg = f"no certificate of DPSUR's rule is available in this paperlib ({msg})"
+        if not m.spec.paper:
+            msg = f"no certificate of {m.spec.title}'s rule is available in this paperlib ({msg})"
         entry.update(epsilon_certified=None, certified_error=msg)
         entry["why"] += f"; certified epsilon not computed: {msg}"
         try:
@@ -329,7 +310,7 @@ def _remedies(run: Run, neighbours: list) -> list[str]:
     if any(e.get("not_covered") and "different sampling rate" in e.get("why", "") for e in neighbours):
         out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
                    "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
-    if run.mechanism is Mechanism.DPSUR:
+    if run.mechanism.spec.skips_empty_batch:
         out.append("divide the noisy sum by a public constant and take a (noise-only) step on an empty batch, as "
                    "Opacus 1.x with the fix does: the update is then SGM's, so the SGM claim holds")
         return out
@@ -437,6 +418,7 @@ def _opacus_objects(privacy_engine, optimizer, data_loader, model):
 
 def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None = None, delta: float,
                  model=None, steps: int | None = None, accountant: str | None = None,
+                 batch_size: int | None = None, drop_last: bool = False,
                  allow_large: bool = False, pld_options: dict | None = None) -> dict:
     """:func:`check_run` for a live Opacus 1.x run (the objects ``make_private`` returned; THEORY.md §10, §11).
 
@@ -447,8 +429,12 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
     epoch), ``len(data_loader.dataset)``, the number of trainable parameters of ``model`` (or of the
     optimizer's parameters when ``model`` is None), and the installed Opacus version. The accountant
     defaults to the one ``privacy_engine`` holds (its ``mechanism()``, when 'rdp' or 'prv').
-    ``epochs`` (or ``steps``, the total) as for the run. Returns the report of :func:`check_run` plus
-    ``read_from_opacus`` (what was read).
+    ``epochs`` (or ``steps``, the total) as for the run. ``batch_size`` and ``drop_last``: those of the
+    DataLoader given to ``make_private`` (Opacus does not keep them). A neighbouring dataset gets its own
+    ``len(data_loader)``, so its rate can depend on the batch size: with ``batch_size`` the report is the one
+    ``python -m paperlib check --batch-size`` gives; without it, the batch sizes that fit the live loader are
+    tried, and a run whose neighbours differ between them is refused (:func:`~paperlib.practitioner.run.live_opacus_run`).
+    Returns the report of :func:`check_run` plus ``read_from_opacus`` (what was read).
 
     Raises TypeError naming the argument for an object of the wrong kind (checked before any is
     read), ValueError (one line) when the loader does not Poisson-sample, when the optimizer's
@@ -470,10 +456,11 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
         m = privacy_engine.accountant.mechanism()
         accountant = m if m in ("rdp", "prv") else None
     public = fixed_divisor(optimizer)
-    run = Run(dataset_size=N, noise_multiplier=float(optimizer.noise_multiplier),
-              n_params=n, opacus_version=opacus.__version__, sample_rate=q_sample, epochs=epochs, steps=steps,
-              loss_reduction=loss_reduction, divisor="release" if public is None else "public", poisson=True,
-              delta=delta, accountant=accountant, allow_large=allow_large)
+    run, how = live_opacus_run(dataset_size=N, sample_rate=q_sample, batch_size=batch_size, drop_last=drop_last,
+                               noise_multiplier=float(optimizer.noise_multiplier), n_params=n,
+                               opacus_version=opacus.__version__, epochs=epochs, steps=steps,
+                               loss_reduction=loss_reduction, divisor="release" if public is None else "public",
+                               poisson=True, delta=delta, accountant=accountant, allow_large=allow_large)
     K = int(N * run.q_account)
     if public is None and loss_reduction == "mean" and int(optimizer.expected_batch_size) != K:
         raise ValueError(f"optimizer.expected_batch_size = {optimizer.expected_batch_size} is not int(len(dataset) "
@@ -488,7 +475,7 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
                                   "noise_multiplier": float(optimizer.noise_multiplier),
                                   "loss_reduction": loss_reduction, "n_params": n,
                                   "accountant": accountant, "torch": torch.__version__}
-    report["notes"].append("read from a live PrivacyEngine: the sample rate is used on both datasets of each pair "
-                           "(a neighbour's own len(data_loader) is not known here; `python -m paperlib check "
-                           "--batch-size B` checks it)")
+    if batch_size is None and run.batch_size is not None:  # inferred: the report gives what was read
+        report["inputs"].update(batch_size=None, sample_rate=q_sample)
+    report["notes"] += how
     return report

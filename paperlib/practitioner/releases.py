@@ -28,13 +28,14 @@ neighbouring datasets ``int(N q)`` and the sampling rate stay the same (THEORY.m
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 from paperlib.fdp.validation import check_bool, check_int
+from paperlib.implementations.opacus_code.wheels import load_table, parse_version
 from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.registry import spec_for_opacus_code
 
 __all__ = ["Release", "opacus_release", "dpsur_release", "known_releases", "parse_version", "opacus1_rates",
            "neighbour_normalisers", "floors_agree_on_neighbours", "normaliser_scan", "DPSUR_ORDERS"]
@@ -42,12 +43,6 @@ __all__ = ["Release", "opacus_release", "dpsur_release", "known_releases", "pars
 #: DPSUR's RDP orders (``algorithm/DPSUR.py:24`` at the pinned commit)
 DPSUR_ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512])
 
-# the stored audit's normalisation code -> (mechanism, what the note says)
-_NORMALISATION = {
-    "A": (Mechanism.ASGM, "A: divides by the realised batch size |B|"),
-    "EA": (Mechanism.EASGM, "EA: divides by sample_rate * sample_size (N q)"),
-    "FEA": (Mechanism.FEASGM, "FEA: divides by int(len(dataset) * sample_rate) (floor(N q))"),
-}
 _NO_POISSON_NOTE = "A (normalises by |B|) but no built-in Poisson sampling"
 _OWN_SAMPLER_NOTE = ("A: divides by the realised batch size |B| (no built-in Poisson sampling in this release; your "
                      "own Poisson sampler assumed)")
@@ -58,26 +53,12 @@ _DPSUR_NOTE = ("DPSUR: divides by the size of a separate Poisson draw |B'| and t
                "(algorithm/DPSUR.py:145-146)")
 
 
-def parse_version(version: str) -> tuple[int, int, int]:
-    """``(major, minor, micro)`` of a release name such as ``'1.6.0'``, ``'v0.13.0'`` or ``'1.5'``.
-
-    A local or development suffix (``'1.6.0+cu121'``) names the release it builds on. Raises
-    ValueError naming ``opacus_version`` otherwise.
-    """
-    if not isinstance(version, str):
-        raise ValueError(f"opacus_version must be a string like '1.6.0', got {version!r}")
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+\-].*)?", version.strip())
-    if not m:
-        raise ValueError(f"opacus_version must look like '1.6.0' or 'v0.13.0', got {version!r}")
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-
-
 @lru_cache(maxsize=1)
 def _stored_releases() -> tuple[tuple[tuple[int, int, int], str, str, bool], ...]:
-    """``(key, version, normalisation, poisson_builtin)`` of every release in the stored code audit."""
-    text = resources.files("paperlib").joinpath("resources", "opacus_table2.json").read_text(encoding="utf-8")
+    """``(key, version, normalisation, poisson_builtin)`` of every release in the stored code audit
+    (:func:`~paperlib.implementations.opacus_code.load_table`; keys by :func:`parse_version`)."""
     rows = [(parse_version(r["version"]), r["version"], r["normalisation"], bool(r["poisson_builtin"]))
-            for r in json.loads(text)["releases"]]
+            for r in load_table()["releases"]]
     return tuple(sorted(rows))
 
 
@@ -214,7 +195,8 @@ def opacus_release(version: str, *, assume: bool = False) -> Release:
 
 
 def _release(version, key, normalisation, poisson_builtin, assumed=None) -> Release:
-    mech, note = _NORMALISATION[normalisation]
+    spec = spec_for_opacus_code(normalisation)  # the stored audit's code: A, EA or FEA
+    mech, note = Mechanism(spec.name), spec.opacus_note
     if not poisson_builtin and key[:2] < (0, 12):
         mech, note = None, _NO_POISSON_NOTE
     return Release("opacus", version, key, mech, note, assumed)

@@ -13,6 +13,7 @@ check them again.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from paperlib.fdp.validation import (check_bool, check_delta, check_int, check_positive, check_rate, check_size,
@@ -20,7 +21,8 @@ from paperlib.fdp.validation import (check_bool, check_delta, check_int, check_p
 from paperlib.mechanisms.core import Mechanism
 from paperlib.practitioner.releases import Release, dpsur_release, opacus1_rates, opacus_release
 
-__all__ = ["Run", "check_run_delta", "MAX_CHECK_STEPS", "IMPLEMENTATIONS", "DIVISORS"]
+__all__ = ["Run", "Neighbour", "live_opacus_run", "check_run_delta", "MAX_CHECK_STEPS", "IMPLEMENTATIONS",
+           "DIVISORS"]
 
 #: most optimiser steps a check composes without ``allow_large`` (the PLD grids grow with the
 #: number of steps; 10^6 steps is about 400 epochs of MNIST at batch 256)
@@ -136,7 +138,7 @@ class Run:
         check_size("steps", T, MAX_CHECK_STEPS, allow=self.allow_large, override="allow_large=True",
                    estimate="PLD grids that grow with the number of steps (under 10 s at 23,400 steps)")
         self._set(rounds=T)
-        if mech is Mechanism.FEASGM and int(N * self.q_account) == 0:
+        if mech.divides_by_zero(N, self.q_account):
             name = "batch_size" if self.batch_size is not None else "sample_rate"
             raise ValueError(f"{name}: int(dataset_size * sample_rate) = 0, {release.name} divides by zero")
 
@@ -213,6 +215,49 @@ class Run:
             rule = f"{who}: the given sample_rate"
         return rate, rate, max(int(1 / rate), 1), rule
 
+    # ------------------------------------------------------------------ the neighbouring datasets
+    def neighbours(self) -> tuple["Neighbour", "Neighbour"]:
+        """The run's two neighbouring pairs, removal ``(N - 1, N)`` and addition ``(N, N + 1)``, as its code
+        treats them (THEORY.md §10, §11.3c): the one place their rates, steps per epoch and normalisers are
+        derived, for ``check``, :func:`~paperlib.practitioner.check.check_opacus` and
+        :class:`~paperlib.practitioner.accountant.CertifiedAccountant` alike.
+
+        Opacus 1.x with a batch size derives each dataset's rate from its own ``len(data_loader)``
+        (:func:`~paperlib.practitioner.releases.opacus1_rates`); a given sample rate, Opacus 0.x and DPSUR
+        keep the training set's rate on both datasets (a fixed hyperparameter).
+        """
+        # 0.x and DPSUR: the rate is a fixed hyperparameter (batch_size / sample_size, typed by the user) on both
+        # datasets; Opacus 1.x derives it from each dataset's own len(data_loader) unless a rate is given
+        fixed = self.sample_rate if self.release.samples_per_loader else self.q_sample
+        return tuple(self._neighbour(name, small, fixed)
+                     for name, small in (("removal", self.dataset_size - 1), ("addition", self.dataset_size)))
+
+    def _neighbour(self, name: str, small: int, fixed: float | None) -> "Neighbour":
+        qs_a, qa_a, st_a, _ = self.rates(small, fixed)
+        qs_b, qa_b, st_b, _ = self.rates(small + 1, fixed)
+        common = dict(name=name, sizes=(small, small + 1), sample_rates=(qs_a, qs_b), charged_rates=(qa_a, qa_b),
+                      steps_per_epoch=(st_a, st_b))
+        if (qs_a, qa_a) != (qs_b, qa_b):
+            return Neighbour(**common, not_covered=(
+                f"Opacus derives a different sampling rate for each dataset (len(data_loader) {round(1 / qs_a)} vs "
+                f"{round(1 / qs_b)}, {st_a} vs {st_b} steps per epoch), so the number of released gradients tells "
+                "the two apart; neither the SGM analysis nor this one covers it: fix the sample rate and the number "
+                "of steps"))
+        spec, q = self.mechanism.spec, qa_a
+        floors_agree = None
+        if spec.floors is not None:
+            K, K1 = spec.floors(small, q)
+            if K == 0:
+                return Neighbour(**common, normalisers=(K, K1),
+                                 not_covered="int(N q) = 0: Opacus divides by zero on the smaller dataset")
+            normalisers, floors_agree = (K, K1), K == K1
+        elif self.divisor == "public":
+            normalisers = ("public", "public")
+        else:
+            normalisers = spec.pair_normalisers(small, q)
+        return Neighbour(**common, normalisers=normalisers, floors_agree=floors_agree,
+                         sgm=spec.sgm_always or bool(floors_agree))
+
     def inputs(self) -> dict:
         """The settings as given (validated), for the report."""
         return {"implementation": self.implementation, "opacus_version": self.opacus_version,
@@ -221,3 +266,115 @@ class Run:
                 "n_params": self.n_params, "loss_reduction": self.loss_reduction, "divisor": self.divisor,
                 "poisson": True, "delta": self.delta, "accountant": self.claim_accountant,
                 "drop_last": self.drop_last}
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """One neighbouring pair of a run, ``sizes = (N', N' + 1)`` records, as the run's code treats it
+    (:meth:`Run.neighbours`).
+
+    ``sample_rates``, ``charged_rates``, ``steps_per_epoch``: on each dataset of the pair.
+    ``not_covered``: why no analysis covers the pair (a different sampling rate per dataset, or a
+    division by zero), else None. ``normalisers``: what the code divides by on each dataset (None when
+    the rates differ). ``floors_agree``: FEASGM's ``int(N q)`` equal on both (None for other mechanisms).
+    ``sgm``: the pair's releases are post-processing of SGM's, so the SGM analysis applies.
+    """
+
+    name: str
+    sizes: tuple[int, int]
+    sample_rates: tuple[float, float]
+    charged_rates: tuple[float, float]
+    steps_per_epoch: tuple[int, int]
+    normalisers: tuple | None = None
+    floors_agree: bool | None = None
+    sgm: bool = False
+    not_covered: str | None = None
+
+    @property
+    def rate(self) -> float:
+        """The rate the pair is charged and normalised with (equal on both datasets when covered)."""
+        return self.charged_rates[0]
+
+
+# ------------------------------------------------------------------------------ a live Opacus run
+def _loader_batches(dataset_size: int, batch_size: int, drop_last: bool) -> int:
+    return dataset_size // batch_size if drop_last else -(-dataset_size // batch_size)
+
+
+def _batch_sizes_for(dataset_size: int, batches: int, drop_last: bool) -> tuple[int, int] | None:
+    """The range ``(lo, hi)`` of batch sizes in ``[1, dataset_size]`` whose DataLoader has ``batches``
+    batches an epoch over ``dataset_size`` records (None when none has)."""
+    N, L = dataset_size, batches
+    if L < 1 or L > N:
+        return None
+    if drop_last:  # floor(N / B) = L  <=>  N / (L + 1) < B <= N / L
+        lo, hi = N // (L + 1) + 1, N // L
+    else:  # ceil(N / B) = L  <=>  N / L <= B < N / (L - 1)
+        lo = -(-N // L)
+        hi = N if L == 1 else (N - 1) // (L - 1)
+    lo, hi = max(lo, 1), min(hi, N)
+    if lo > hi or _loader_batches(N, lo, drop_last) != L or _loader_batches(N, hi, drop_last) != L:
+        return None
+    return lo, hi
+
+
+def live_opacus_run(*, dataset_size: int, sample_rate: float, charged: bool = False, batch_size: int | None = None,
+                    drop_last: bool = False, **settings) -> tuple[Run, list[str]]:
+    """The :class:`Run` of a live Opacus training run, from what its objects hold, and notes on how it was read.
+
+    One derivation for :func:`~paperlib.practitioner.check.check_opacus` (``sample_rate``: the
+    ``DPDataLoader``'s) and :class:`~paperlib.practitioner.accountant.CertifiedAccountant`
+    (``charged=True``: the rate Opacus charges its accountant), so both give the answer that
+    ``python -m paperlib check --batch-size B`` gives for the same run.
+
+    Opacus 1.x ``make_private`` derives the rate from ``len(data_loader)``, so a neighbouring dataset
+    may get another rate; which one depends on the DataLoader's ``batch_size``. With ``batch_size``
+    given, the run is the command line's run (and the rate it implies must be the live one: else
+    ValueError naming ``batch_size``). Without it, every batch size whose loader has the live number of
+    batches is tried; when they all give the neighbours the same rates, the answer is theirs, else
+    ValueError naming ``batch_size`` (pass it). A live rate that no batch size gives (a loader built
+    with its own ``sample_rate``) is kept on both datasets of each pair. Opacus 0.x and DPSUR keep the
+    rate on both datasets in any case. ``settings``: the other fields of :class:`Run`.
+    """
+    N = check_int(dataset_size, "dataset_size", 2)
+    sample_rate = check_rate(sample_rate, "sample_rate")
+    drop_last = check_bool(drop_last, "drop_last")
+    given = dict(settings, dataset_size=N, drop_last=drop_last)
+    fixed = Run(**given, sample_rate=sample_rate, charged_rate=charged)
+    if not fixed.release.samples_per_loader:
+        if batch_size is not None:  # 0.x: the rate is batch_size / sample_size; a batch size is informational
+            check_int(batch_size, "batch_size", 1)
+        return fixed, []
+    live = "the rate charged to the accountant" if charged else "the loader's sample rate"
+
+    def matches(run: Run) -> bool:
+        got = run.q_account if charged else run.q_sample
+        return math.isclose(got, sample_rate, rel_tol=1e-12, abs_tol=0.0)
+
+    if batch_size is not None:
+        run = Run(**given, batch_size=batch_size)
+        if not matches(run):
+            raise ValueError(f"batch_size = {run.batch_size:,} over {N:,} records gives a sample rate of "
+                             f"1/{run.steps_per_epoch:,}, but {live} is {sample_rate:.6g}: pass the DataLoader's "
+                             "batch size and the training set's size")
+        return run, []
+    steps = round(1 / sample_rate)
+    for L in dict.fromkeys((steps, steps + 1)):  # 1/int(1/(1/L)) may charge 1/(L - 1) (e.g. L = 93)
+        span = _batch_sizes_for(N, L, drop_last)
+        if span is None:
+            continue
+        ends = [Run(**given, batch_size=b) for b in span]
+        if not all(matches(r) for r in ends):
+            continue
+        if ends[0].neighbours() != ends[1].neighbours():
+            a, b = span
+            raise ValueError(f"batch_size: {L:,} batches an epoch over {N:,} records fit batch sizes {a:,} to {b:,}, "
+                             "whose neighbouring datasets get different sampling rates or normalisers; pass the "
+                             "DataLoader's batch_size")
+        # the neighbours' rates and normalisers are monotone in the batch size: equal at both ends, equal between
+        a, b = span
+        return ends[0], [f"the DataLoader's batch size was not given: the {L:,} batches an epoch over {N:,} records "
+                         f"fit batch sizes {a:,} to {b:,}, and every one gives the neighbouring datasets the same "
+                         "rates and normalisers"]
+    return fixed, [f"{live} {sample_rate:.6g} is not 1/len(data_loader) for any batch size: it is kept on both "
+                   "datasets of each pair (a DPDataLoader built with its own sample_rate)"]

@@ -26,7 +26,6 @@ from paperlib.fdp.gaussian import (
     GaussVarFamily,
     IdentityFamily,
     SubsampledGaussian,
-    gauss_var_tradeoff_points,
 )
 from paperlib.fdp.mixture import LRMixture
 
@@ -82,9 +81,6 @@ def test_weights_and_components_add():
     a, b = f2.tails(logt)
     np.testing.assert_allclose(a, 0.25 * a1 + 0.75 * a2, rtol=1e-14, atol=1e-300)
     np.testing.assert_allclose(b, 0.25 * b1 + 0.75 * b2, rtol=1e-14, atol=1e-300)
-    pa, pb = gauss_var_tradeoff_points(4, 3.0, 1.1, logt)
-    np.testing.assert_allclose(pa, a2, rtol=1e-15)
-    np.testing.assert_allclose(pb, b2, rtol=1e-15)
 
 
 # --------------------------------------------------------------------------- closed forms

@@ -277,9 +277,3 @@ def test_runner_steps_match_the_runners_dpsur_path(cache, source_bytes, data):
     np.testing.assert_array_equal(sizes, s2.numpy())
     assert version == f"DPSUR {COMMIT[:7]}"
     assert notes[0] == f"DPSUR's own step at commit {COMMIT[:7]} (local copy, sha256 verified)"
-
-
-def test_status_without_source_says_reimplementation(cache):
-    st = S.dpsur_status(download=False)
-    assert st["check"] is None and "not in" in st["reason"]
-    assert st["provenance"] == S.dpsur_provenance() and st["inputs"]["code_as_paper"] is False

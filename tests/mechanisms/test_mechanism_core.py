@@ -42,7 +42,7 @@ def test_rules_round_trip():
         assert Mechanism.from_rule(m.rule) is m
     with pytest.raises(ValueError, match="rule must be one of"):
         Mechanism.from_rule("N")
-    assert not Mechanism.SGM.data_dependent and Mechanism.ASGM.data_dependent
+    assert Mechanism.SGM.spec.sgm_always and not Mechanism.ASGM.spec.sgm_always
 
 
 def test_normaliser_values_by_hand():

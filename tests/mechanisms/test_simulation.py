@@ -24,9 +24,16 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from paperlib.mechanisms.simulation import empirical_tradeoff, simulate_llr, simulate_tradeoff
+from paperlib.mechanisms.simulation import empirical_tradeoff, simulate_llr
 
 ALPHAS = np.array([0.02, 0.1, 0.3, 0.6])
+
+
+def simulate_tradeoff(mechanism, N, q, sigma, n, alpha, trials=100_000, seed=0, reveal_index=False):
+    """The tests' reference curve: FNR of the simulated optimal test at FPR ``alpha``
+    (``empirical_tradeoff(*simulate_llr(...), alpha)``; also used by test_guarantees.py)."""
+    lp, lq = simulate_llr(mechanism, N, q, sigma, n, trials, seed=seed, reveal_index=reveal_index)
+    return empirical_tradeoff(lp, lq, alpha)
 
 
 def G(a, mu):

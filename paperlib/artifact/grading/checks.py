@@ -28,7 +28,6 @@ from paperlib.artifact.grading.stats import (
     fmt,
     get,
     load_result,
-    read_json,
     num,
     part,
     step_against,
@@ -36,10 +35,14 @@ from paperlib.artifact.grading.stats import (
     trend,
     trials_text,
 )
+from paperlib.implementations.opacus_code.rules import NOT_SUPPORTED, AuditError
+from paperlib.mechanisms.registry import mechanism_spec
+from paperlib.implementations.opacus_code.table import PAPER_LAST_VERSION, PAPER_TABLE2
+from paperlib.implementations.opacus_code.wheels import FIRST_VERSION, load_table, parse_version, stored_table_path
 
-#: Stored Opacus code-audit table (Table 2). Committed source data, not a result file;
-#: a module attribute so that tests can point it elsewhere.
-TABLE2_PATH: Path = Path(__file__).resolve().parents[2] / "resources" / "opacus_table2.json"
+#: Stored Opacus code-audit table (Table 2, ``paperlib/resources/opacus_table2.json``). Committed
+#: source data, not a result file; a module attribute so that tests can point it elsewhere.
+TABLE2_PATH: Path = stored_table_path()
 
 # ---------------------------------------------------------------- tolerances
 #: Fig. 5: "weaker than claimed" needs the claim minus the upper bound to exceed this
@@ -457,10 +460,10 @@ def check_fig4(rd: Path) -> dict:
                            partial=("quick mode cannot resolve " + ", ".join(unres)) if unres else None))
         t_ea, t_ord = _gap_tally(), _gap_tally()
         for pan in panels:
-            ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and r.get("mechanism") in ("easgm", "feasgm")]
+            ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and _divisor_kind(r) == "data-set size"]
             # the paper's "ASGM" side is DPSUR's step, audited under DPSUR's own rule (its code) or as ASGM
             a = {float(p.get("q")): fr for p, r, fr in sel
-                 if str(p.get("panel")) == pan and r.get("mechanism") in ("asgm", "dpsur")}
+                 if str(p.get("panel")) == pan and _divisor_kind(r) == "batch size"}
             if ea and a:
                 lo_ea = min(ea, key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
                 hi_a = max(a.values(), key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
@@ -668,15 +671,39 @@ def check_fig7(rd: Path) -> dict:
             "measured": measured}
 
 
-def _vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in str(v).split(".") if x.isdigit())
+def _divisor_kind(result: dict) -> str | None:
+    """What an audit result's mechanism divides by, from the table of mechanisms: ``"data-set size"`` (EASGM,
+    FEASGM: a constant of the data set), ``"batch size"`` (ASGM, DPSUR's rule), ``"constant"`` (SGM), or None."""
+    try:
+        spec = mechanism_spec(result.get("mechanism"))
+    except (ValueError, AttributeError):
+        return None
+    if spec.sgm_always:
+        return "constant"
+    return "batch size" if spec.fixed_normaliser is None else "data-set size"
+
+
+def _release_key(v) -> tuple[int, int, int]:
+    """:func:`~paperlib.implementations.opacus_code.wheels.parse_version` of a version in the stored
+    table; :class:`NotRun` naming the table if it is not a release name."""
+    try:
+        return parse_version(v)
+    except ValueError:
+        raise NotRun(f"{Path(TABLE2_PATH).name}: {v!r} is not an Opacus release version") from None
 
 
 def table2_expected(version: str) -> tuple[str, bool]:
-    """The paper's Table 2 row for an Opacus *version*: ``(normalisation, Poisson usable)``."""
-    v = _vkey(version)
-    norm = "A" if v < (0, 14) else "EA" if v < (1, 0) else "FEA"
-    return norm, v >= (0, 12)
+    """The paper's Table 2 row for an Opacus *version*: ``(normalisation, Poisson usable)``.
+
+    Read from :data:`paperlib.implementations.opacus_code.table.PAPER_TABLE2`; a release the
+    paper does not list takes the row of the nearest listed release below it (the oldest row
+    below v0.9.0), as the paper's ranges do ("FEA v1.0+"). ValueError naming ``opacus_version``
+    for a version that is not a release name.
+    """
+    key = parse_version(version)
+    listed = sorted((parse_version(v), v) for v in PAPER_TABLE2)
+    row = PAPER_TABLE2[next((v for k, v in reversed(listed) if k <= key), listed[0][1])]
+    return row["normalisation"], row["mechanism"] != NOT_SUPPORTED
 
 
 def table_recomputed(path: Path) -> bool:
@@ -697,12 +724,18 @@ def table_recomputed(path: Path) -> bool:
 
 def check_table2(rd: Path) -> dict:
     path = Path(TABLE2_PATH)
-    doc = read_json(path)
+    try:
+        doc = load_table(path)
+    except AuditError:
+        raise NotRun(f"{path.name} missing") from None
+    except (OSError, ValueError) as exc:
+        raise NotRun(f"{path.name} unreadable ({type(exc).__name__}: {exc})") from None
     rels = doc.get("releases") if isinstance(doc, dict) else None
     if not isinstance(rels, list) or not rels:
         raise NotRun(f"{path.name}: no releases")
-    first, last = _vkey(doc.get("first_version", "0.9.0")), _vkey(doc.get("paper_last_version", "1.5.4"))
-    in_range = [r for r in rels if isinstance(r, dict) and first <= _vkey(r.get("version", "")) <= last]
+    first = _release_key(doc.get("first_version", FIRST_VERSION))
+    last = _release_key(doc.get("paper_last_version", PAPER_LAST_VERSION))
+    in_range = [r for r in rels if isinstance(r, dict) and first <= _release_key(r.get("version", "")) <= last]
     mism, groups = [], {"A": [], "EA": [], "FEA": []}
     for r in in_range:
         ver = str(r.get("version"))
@@ -716,7 +749,7 @@ def check_table2(rd: Path) -> dict:
                    f"{len(in_range) - len(mism)}/{len(in_range)} releases agree"
                    + (f"; differ: {', '.join(mism)}" if mism else "")
                    + (f"; no release for {', '.join(empty)}" if empty else ""))]
-    later = [r for r in rels if isinstance(r, dict) and _vkey(r.get("version", "")) > last]
+    later = [r for r in rels if isinstance(r, dict) and _release_key(r.get("version", "")) > last]
     if later:
         parts.append(part("later releases", None, ", ".join(f"v{r.get('version')}: {r.get('normalisation')}"
                                                                for r in later), graded=False))
@@ -724,8 +757,8 @@ def check_table2(rd: Path) -> dict:
     def _span(vs):
         return f"v{vs[0]}-v{vs[-1]}" if vs else "none"
 
-    srt = {g: sorted(vs, key=_vkey) for g, vs in groups.items()}
-    pois_from = min((r.get("version") for r in in_range if r.get("poisson_usable")), key=_vkey, default=None)
+    srt = {g: sorted(vs, key=_release_key) for g, vs in groups.items()}
+    pois_from = min((r.get("version") for r in in_range if r.get("poisson_usable")), key=_release_key, default=None)
     measured = (f"A {_span(srt['A'])}, EA {_span(srt['EA'])}, FEA {_span(srt['FEA'])}; Poisson usable from "
                 f"v{pois_from}; {len(in_range)} releases")
     mode = "stored table"

@@ -299,10 +299,6 @@ def conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(signal.fftconvolve(a, b), 0.0)
 
 
-def _add_into(acc: dict, i0: int, arr: np.ndarray, w: float):
-    acc.setdefault("items", []).append((i0, arr, w))
-
-
 def assemble(items) -> tuple[int, np.ndarray]:
     lo = min(i for i, _, _ in items)
     hi = max(i + a.size for i, a, _ in items)

@@ -19,7 +19,8 @@ from typing import Sequence
 from .rules import AuditError
 from .stepcheck import confirm_release, step_check, summarise_confirmation
 from .table import audit_versions, build_table, load_table, markdown_table, save_table
-from .wheels import FIRST_VERSION, PACKAGE, REFRESH_COMMAND, list_versions, version_key, wheel_cache_dir, wheel_version
+from .wheels import (FIRST_VERSION, PACKAGE, REFRESH_COMMAND, is_release, list_versions, parse_version,
+                     wheel_cache_dir, wheel_version)
 
 __all__ = ["main"]
 
@@ -91,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 cache = wheel_cache_dir()
                 versions = sorted({v for w in cache.glob(f"{PACKAGE}-*.whl") if (v := wheel_version(w))
-                                   and version_key(v) >= version_key(FIRST_VERSION)}, key=version_key)
+                                   and is_release(v) and parse_version(v) >= parse_version(FIRST_VERSION)},
+                                  key=parse_version)
                 if not versions:
                     raise AuditError(f"no wheels in {cache}; run: {REFRESH_COMMAND}")
                 recs = audit_versions(versions, download=False, log=log)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .rules import ENGINE_FILE, NOT_SUPPORTED, RULES, AuditError, audit_sources
-from .wheels import (FIRST_VERSION, REFRESH_COMMAND, cached_wheel, fetch_wheel, read_sources, stored_table_path,
-                     verify_wheel, version_key, wheel_cache_dir, wheel_version)
+from .wheels import (FIRST_VERSION, REFRESH_COMMAND, cached_wheel, fetch_wheel, load_table, parse_version,
+                     read_sources, stored_table_path, verify_wheel, wheel_cache_dir, wheel_version)
 
 __all__ = [
     "PAPER_LAST_VERSION",
@@ -128,7 +128,7 @@ def build_table(records: Sequence[dict[str, Any]], *, confirmations: Sequence[di
     """The stored JSON document: releases (oldest first), confirmations, provenance."""
     import platform
 
-    recs = sorted(records, key=lambda r: version_key(r["version"]))
+    recs = sorted(records, key=lambda r: parse_version(r["version"]))
     return {
         "schema": SCHEMA,
         "what": "Opacus code audit: divisor of the noisy gradient sum under Poisson sampling with "
@@ -165,21 +165,8 @@ def save_table(doc: Mapping[str, Any], path: Path | None = None) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    load_table.cache_clear()  # the next load_table() reads what was just written
     return path
-
-
-def load_table(path: Path | None = None) -> dict[str, Any]:
-    """The stored audit table (``paperlib/resources/opacus_table2.json`` unless ``path``); no network.
-
-    Raises :class:`~.rules.AuditError` naming the command that rebuilds it when the file
-    is missing. (It is not rebuilt from the wheel cache: the sha256 values the wheels are
-    checked against live in this very file.)
-    """
-    path = stored_table_path() if path is None else Path(path)
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
-    raise AuditError(f"no stored Opacus code-audit table at {path}; restore it from the repository, "
-                     f"or rebuild it (needs the network): {REFRESH_COMMAND}")
 
 
 # ---------------------------------------------------------------------------- paper
@@ -201,7 +188,7 @@ def compare_with_paper(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
             continue
         diffs = [k for k in ("normalisation", "poisson_builtin", "mechanism") if r[k] != p[k]]
         out.append({"version": r["version"], "status": "differs" if diffs else "agrees", "diffs": diffs})
-    missing = sorted(set(PAPER_TABLE2) - {r["version"] for r in records}, key=version_key)
+    missing = sorted(set(PAPER_TABLE2) - {r["version"] for r in records}, key=parse_version)
     out.extend({"version": v, "status": "not audited", "diffs": []} for v in missing)
     return out
 

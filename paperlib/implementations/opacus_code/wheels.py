@@ -33,6 +33,7 @@ new folder that replaces the old one. This matters because the folder is put fir
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.resources
 import json
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from .rules import SOURCE_FILES, AuditError
 
@@ -59,8 +60,10 @@ __all__ = [
     "wheel_cache_dir",
     "release_dir",
     "stored_table_path",
+    "load_table",
     "stored_sha256",
-    "version_key",
+    "parse_version",
+    "is_release",
     "wheel_version",
     "list_versions",
     "cached_wheel",
@@ -118,7 +121,7 @@ def release_dir(version: str) -> Path:
     return cache_root() / f"{PACKAGE}-{version}"
 
 
-# ---------------------------------------------------------------------------- stored hashes
+# ---------------------------------------------------------------------------- the stored table
 
 
 def stored_table_path() -> Path:
@@ -135,12 +138,42 @@ def _stored_table_label() -> str:
         return str(p)
 
 
+def _read_table(path: Path) -> dict[str, Any]:
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    raise AuditError(f"no stored Opacus code-audit table at {path}; restore it from the repository, "
+                     f"or rebuild it (needs the network): {REFRESH_COMMAND}")
+
+
+@functools.lru_cache(maxsize=1)
+def _stored_table() -> dict[str, Any]:
+    return _read_table(stored_table_path())
+
+
+def load_table(path: Path | None = None) -> dict[str, Any]:
+    """The stored audit table (``paperlib/resources/opacus_table2.json`` unless ``path``); no network.
+
+    The one reader of the file (the practitioner's releases, the wheels' stored sha256, the
+    grade and the table all read it here). The stored table (no ``path``) is read once per
+    process and the same document is returned every time: do not modify it.
+    :func:`~.table.save_table` forgets it (``load_table.cache_clear()``) when it writes.
+
+    Raises :class:`~.rules.AuditError` naming the command that rebuilds it when the file
+    is missing, ``ValueError`` when it is not JSON. (It is not rebuilt from the wheel cache:
+    the sha256 values the wheels are checked against live in this very file.)
+    """
+    return _stored_table() if path is None else _read_table(Path(path))
+
+
+load_table.cache_clear = _stored_table.cache_clear  # type: ignore[attr-defined]
+
+
 def stored_sha256(version: str) -> str | None:
     """The sha256 (64 hex digits) stored for the wheel of ``version``, or ``None`` when the
     stored table has no such release (or is missing or unreadable)."""
     try:
-        doc = json.loads(stored_table_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = load_table()
+    except (AuditError, OSError, ValueError):
         return None
     for r in doc.get("releases", []) if isinstance(doc, dict) else []:
         if isinstance(r, dict) and r.get("version") == version:
@@ -152,12 +185,31 @@ def stored_sha256(version: str) -> str | None:
 
 # ---------------------------------------------------------------------------- versions and wheels
 
+#: a release name: ``[v]MAJOR.MINOR[.MICRO]``, optionally followed by a suffix after ``.``, ``+`` or ``-``
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?([.+\-].*)?")
 
-def version_key(v: str):
-    """``packaging.version.Version(v)``: the order of releases."""
-    from packaging.version import Version
 
-    return Version(v)
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``(major, minor, micro)`` of a release name such as ``'1.6.0'``, ``'v0.13.0'`` or ``'1.5'``.
+
+    The one version parser: the order of releases, the stored table's keys, the grade's
+    Table 2 and the user's ``opacus_version`` all use it. A local or development suffix
+    (``'1.6.0+cu121'``) names the release it builds on. Raises ValueError naming
+    ``opacus_version`` otherwise.
+    """
+    if not isinstance(version, str):
+        raise ValueError(f"opacus_version must be a string like '1.6.0', got {version!r}")
+    m = _VERSION.fullmatch(version.strip())
+    if not m:
+        raise ValueError(f"opacus_version must look like '1.6.0' or 'v0.13.0', got {version!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def is_release(version: str) -> bool:
+    """Whether ``version`` is a final release as the package index names it (``'1.5'``,
+    ``'1.6.0'``): no ``v``, no pre-release, development, post-release or local part."""
+    m = _VERSION.fullmatch(version) if isinstance(version, str) else None
+    return m is not None and not version.startswith("v") and m.group(4) is None
 
 
 def _pip(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -185,7 +237,7 @@ def _last_line(text: str) -> str:
 
 def list_versions(first: str = FIRST_VERSION) -> list[str]:
     """Release versions of Opacus on the package index, oldest first, from ``first`` on
-    (no pre-releases). Uses ``pip index versions``, falling back to the version list in
+    (final releases only, :func:`is_release`). Uses ``pip index versions``, falling back to the version list in
     the error that ``pip download opacus==0`` prints. Needs the network."""
     versions: list[str] = []
     r = _pip("index", "versions", PACKAGE, timeout=300)
@@ -200,9 +252,9 @@ def list_versions(first: str = FIRST_VERSION) -> list[str]:
             raise AuditError("cannot list Opacus releases on the package index (no network?): "
                              + _last_line(r.stderr or r2.stderr))
         versions = [v.strip() for v in m.group(1).split(",") if v.strip()]
-    lo = version_key(first)
-    keep = [v for v in versions if not version_key(v).is_prerelease and version_key(v) >= lo]
-    return sorted(set(keep), key=version_key)
+    lo = parse_version(first)
+    keep = [v for v in versions if is_release(v) and parse_version(v) >= lo]
+    return sorted(set(keep), key=parse_version)
 
 
 def wheel_version(path: Path) -> str | None:
