@@ -51,7 +51,7 @@ from paperlib.mechanisms.core import MECHANISMS, Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 from paperlib.mechanisms import curves
 from paperlib.mechanisms.guarantees import sgm_claim, upper_bound
-from paperlib.fdp.validation import (check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
+from paperlib.fdp.validation import (ParameterError, check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
                                      check_size, fmt_bytes, fmt_seconds)
 
 #: tradeoff/epsilon stop after this many seconds (--max-seconds) and offer the fast upper bound
@@ -158,7 +158,7 @@ def _check_integers(args, names=("N", "n", "rounds", "trials")) -> None:
         v = getattr(args, name, None)
         if isinstance(v, int) and v > MAX_INTEGER:
             lib = "n_params" if name == "params" else name  # check's message names the library's parameter
-            raise ValueError(f"{lib} must be an integer <= 2^53 (exact in floating point), got {v}")
+            raise ParameterError(lib, f"{lib} must be an integer <= 2^53 (exact in floating point), got {v}")
 
 
 def _audit_cost(N: int, n: int, trials: int, distinguishers: int = 1) -> tuple[float, float]:
@@ -342,13 +342,14 @@ def run_check(args) -> int:
                       delta=args.delta, accountant=args.accountant, drop_last=args.drop_last,
                       implementation=args.implementation, divisor=args.divisor, assume_release=args.assume_release,
                       allow_large=args.yes)
-    except (ValueError, TypeError) as exc:
+    except ParameterError as exc:  # a setting outside its range (the library names it): exit 2, named as an option
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        return _fail(_option_names(_first_line(exc)), 2)
+    except (ValueError, TypeError) as exc:  # valid settings whose computation failed
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         msg = _first_line(exc)
-        first = re.match(r"[A-Za-z_]+", msg)
-        if first and (first.group(0) in CHECK_OPTIONS or first.group(0) in ("N", "n", "q")):
-            return _fail(_option_names(msg), 2)
         return _fail(msg if msg.startswith("could not compute") else
                      f"could not compute the check for these settings ({msg})", 1)
     except ModuleNotFoundError as exc:
@@ -407,7 +408,7 @@ def run_audit(args) -> dict:
     check_delta(args.delta)
     check_seed(args.seed)
     if args.N > 12:
-        raise ValueError(f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
+        raise ParameterError("N", f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
     _check_audit_size(args)
     r = audit_worst_case(args.mechanism, args.N, args.q, args.sigma, args.n, C=args.C, trials=args.trials,
                          distinguisher=args.distinguisher, seed=args.seed, device=args.device, delta=args.delta,
@@ -460,7 +461,14 @@ def _dataset_names() -> tuple[str, ...]:
     return tuple(datasets.DATASETS)
 
 
+def _model_names() -> tuple[str, ...]:
+    from paperlib.implementations.models import OFFERED_MODELS
+
+    return OFFERED_MODELS
+
+
 IMPLEMENTATION_CHOICES = _LazyChoices(_implementation_names)
+MODEL_CHOICES = _LazyChoices(_model_names)
 DATASET_CHOICES = _LazyChoices(_dataset_names)
 
 
@@ -472,9 +480,8 @@ def _audit_implementation_options(a: argparse.ArgumentParser) -> None:
                         "paper audits), opacus-0.15.0 (EASGM), opacus-0.13.0 (ASGM), "
                         "dpsur (DPSUR's rule: a separate draw's size), "
                         "opacus-installed+fix (the installed release divided by --batch-size: SGM)")
-    a.add_argument("--model", required=True,
-                   choices=("cnn-mnist", "cnn-cifar10", "large-mnist", "dpfeta-mnist", "privimage-mnist", "privimage-cifar10"),
-                   help="model at fixed parameters theta_0 (built from --seed)")
+    a.add_argument("--model", required=True, choices=MODEL_CHOICES, metavar="MODEL",
+                   help="one of %(choices)s; model at fixed parameters theta_0 (built from --seed)")
     a.add_argument("--dataset", required=True, choices=DATASET_CHOICES, metavar="DATASET",
                    help="one of %(choices)s; where the N+1 points come from: the dataset in the data folder ($PAPERLIB_DATA or "
                         "<repo>/data; downloaded in full mode), else the real points bundled with the package; "
@@ -505,12 +512,12 @@ def _check_batch_size_option(args) -> None:
     b = args.batch_size
     if args.implementation in FIXED_IMPLEMENTATIONS:
         if b is None:
-            raise ValueError(f"batch_size (--batch-size): {args.implementation} divides by the configured batch "
+            raise ParameterError("batch_size", f"batch_size (--batch-size): {args.implementation} divides by the configured batch "
                              "size; give --batch-size (an integer >= 1)")
         if b < 1 or b > MAX_INTEGER:
-            raise ValueError(f"batch_size (--batch-size) must be an integer >= 1 (and <= 2^53), got {b}")
+            raise ParameterError("batch_size", f"batch_size (--batch-size) must be an integer >= 1 (and <= 2^53), got {b}")
     elif b is not None:
-        raise ValueError(f"batch_size (--batch-size): only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
+        raise ParameterError("batch_size", f"batch_size (--batch-size): only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
                          f"not {args.implementation}")
 
 
@@ -524,7 +531,7 @@ def run_audit_implementation(args) -> dict:
     _check_integers(args)
     check_int(args.N, "N", 1)
     if args.N > 12:
-        raise ValueError(f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
+        raise ParameterError("N", f"N must be <= 12 (the exact distinguishers enumerate 2^N subsets), got {args.N}")
     check_rate(args.q)
     check_positive(args.sigma, "sigma")
     check_positive(args.C, "C")
@@ -546,13 +553,13 @@ def run_audit_implementation(args) -> dict:
     from paperlib.implementations import datasets, real_audit
 
     if args.data_dir is not None and not args.data_dir.strip():
-        raise ValueError("data_dir (--data-dir) must be a folder, got an empty string")
+        raise ParameterError("data_dir", "data_dir (--data-dir) must be a folder, got an empty string")
     try:
         try:
             choice = datasets.resolve_points(args.dataset, args.N + 1, args.seed, mode=args.mode,
                                              root=args.data_dir)
         except datasets.TooFewPoints as exc:  # k = N + 1 points: say it with the user's parameter
-            raise ValueError(f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
+            raise ParameterError("N", f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
                              f"{args.N}; put the full dataset into the data folder (--data-dir or "
                              "$PAPERLIB_DATA)") from None
         name, root, source = choice.dataset, choice.root, choice.source
@@ -564,7 +571,7 @@ def run_audit_implementation(args) -> dict:
                                             points="bundled" if source == datasets.SOURCE_BUNDLED else "folder",
                                             **extra)
     except datasets.DatasetUnavailable as exc:
-        raise ValueError(f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
+        raise ParameterError("dataset", f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
             "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
             "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
@@ -592,7 +599,7 @@ def _validate(args) -> None:
     check_int(args.rounds, "rounds", 1)
     check_positive(args.tol, "tol")
     if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
-        raise ValueError(f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
+        raise ParameterError("max_seconds", f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
     Mechanism.parse(args.mechanism, allowed=tuple(Mechanism)).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
     if args.command == "tradeoff":
         check_alpha_array(args.alpha)
@@ -609,7 +616,7 @@ def _curve(args):
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "dp_accounting":
             raise
-        raise ValueError("rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
+        raise ParameterError("rounds", "rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
                          "installed): pip install 'paperlib[accounting]'") from None
 
 
@@ -674,7 +681,7 @@ def run_epsilon(args) -> dict:
         curve, label = sgm_claim(args.q, args.sigma), "SGM claim"
     else:
         if args.bound == "clt":
-            raise ValueError("bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
+            raise ParameterError("bound", "bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
         curve = _curve(args)
         label = curve.label
     eps = curve.epsilon(delta)
@@ -793,7 +800,7 @@ def main(argv=None) -> int:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         msg = _first_line(exc)
-        if _names_parameter(msg, args) or type(exc).__name__ in INPUT_ERRORS:
+        if isinstance(exc, ParameterError) or _names_parameter(msg, args) or type(exc).__name__ in INPUT_ERRORS:
             return _fail(msg, 2)
         # not about an option the user gave: an internal step failed for these values
         return _fail(msg if msg.startswith("could not compute") else

@@ -604,24 +604,51 @@ def layout_problems(fig) -> list[str]:
     * **small text**: a text below :data:`MIN_FONT_PT` (8 pt) at the book's display width
       (:func:`min_display_font_pt`).
     """
-    from matplotlib.legend import Legend
-
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
-    W, H = fig.bbox.width, fig.bbox.height
-    out = []
+    hidden = _hidden_tick_labels(fig)
+    out = _clipped_texts(fig, r, hidden)
+    out += _overlapping_tick_labels(fig, r, hidden)
+    out += _literal_subscripts(fig, hidden)
+    out += _legends_over_data(fig, r)
+    for ax in fig.axes:
+        lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())]
+        out += _offscale_markers_on_each_other(fig, lines)
+        out += _values_drawn_at_zero(ax, lines)
+    small = min_display_font_pt(fig)
+    if small < MIN_FONT_PT - 1e-6:
+        t = min(_texts(fig), key=lambda t: t.get_fontsize())
+        out.append(f"text below {MIN_FONT_PT:g} pt at the book's width ({small:.1f} pt): {t.get_text()[:40]!r}")
+    return out
+
+
+def _hidden_tick_labels(fig) -> set:
+    """The ids of the tick labels that are not drawn (their tick is outside the view)."""
     hidden = set()
     for ax in fig.axes:  # tick labels of ticks outside the view are not drawn
         for axis in (ax.xaxis, ax.yaxis):
             for tick in axis.get_major_ticks() + axis.get_minor_ticks():
                 if not _tick_label_drawn(ax, axis, tick):
                     hidden.update((id(tick.label1), id(tick.label2)))
+    return hidden
+
+
+def _clipped_texts(fig, r, hidden) -> list[str]:
+    """:func:`layout_problems`' lines for the drawn texts whose box leaves the figure."""
+    W, H = fig.bbox.width, fig.bbox.height
+    out = []
     for t in _texts(fig):
         if id(t) in hidden:
             continue
         bb = t.get_window_extent(r)
         if bb.x0 < -1 or bb.y0 < -1 or bb.x1 > W + 1 or bb.y1 > H + 1:
             out.append(f"text clipped by the figure's edge: {t.get_text()[:40]!r}")
+    return out
+
+
+def _overlapping_tick_labels(fig, r, hidden) -> list[str]:
+    """:func:`layout_problems`' lines for drawn tick labels of one axis whose boxes overlap."""
+    out = []
     for ax in fig.axes:  # tick labels of one axis on each other ("q=0.005q=0.5", "PrivImPrivIm")
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             for which in ("label1", "label2"):
@@ -636,12 +663,26 @@ def layout_problems(fig) -> list[str]:
                     for b2, t2 in boxes[i + 1:]:
                         if (min(b1.x1, b2.x1) - max(b1.x0, b2.x0) > 0.5 and min(b1.y1, b2.y1) - max(b1.y0, b2.y0) > 0.5):
                             out.append(f"tick labels on each other on the {name} axis: {t1[:30]!r} and {t2[:30]!r}")
+    return out
+
+
+def _literal_subscripts(fig, hidden) -> list[str]:
+    """:func:`layout_problems`' lines for visible texts with an underscore subscript outside ``$...$``."""
+    out = []
     for t in _texts(fig):  # "ε_L" typed as text shows its underscore: subscripts belong in $...$ (mathtext)
         if id(t) in hidden or not t.get_visible():
             continue
         plain = re.sub(r"(?<!\\)\$.*?(?<!\\)\$", "", t.get_text())
         if _LITERAL_SUBSCRIPT.search(plain):
             out.append(f"a literal underscore subscript in {t.get_text()[:40]!r} (write it as $x_L$)")
+    return out
+
+
+def _legends_over_data(fig, r) -> list[str]:
+    """:func:`layout_problems`' lines for visible legends drawn over data of an axes."""
+    from matplotlib.legend import Legend
+
+    out = []
     legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
     for leg in legends:
         if not isinstance(leg, Legend) or not leg.get_visible():
@@ -656,37 +697,43 @@ def layout_problems(fig) -> list[str]:
             if hit is not None:
                 out.append(f"legend covers data of {str(hit)[:40]!r}")
                 break
-    for ax in fig.axes:
-        lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())]
-        edge = []
+    return out
+
+
+def _offscale_markers_on_each_other(fig, lines) -> list[str]:
+    """:func:`layout_problems`' lines for off-scale markers of different series closer than 0.6 marker."""
+    out = []
+    edge = []
+    for ln in lines:
+        if ln.get_clip_on() or ln.get_marker() in (None, "", "none"):
+            continue
+        pts = _display_points(ln, ln.get_xdata(), ln.get_ydata())
+        edge += [(tuple(p), ln.get_markersize() * fig.dpi / 72.0, ln) for p in pts if np.all(np.isfinite(p))]
+    for i, (p, size, ln) in enumerate(edge):
+        for q, size2, ln2 in edge[i + 1:]:
+            if ln2 is not ln and np.hypot(p[0] - q[0], p[1] - q[1]) < 0.6 * min(size, size2):
+                out.append(f"off-scale markers on each other: {ln.get_label()[:30]!r} and {ln2.get_label()[:30]!r}")
+    return out
+
+
+def _values_drawn_at_zero(ax, lines) -> list[str]:
+    """:func:`layout_problems`' lines for values <= 0 on a log axis or below 1/20 of a symlog threshold."""
+    out = []
+    for name, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
+        if scale not in ("log", "symlog"):
+            continue
         for ln in lines:
-            if ln.get_clip_on() or ln.get_marker() in (None, "", "none"):
-                continue
-            pts = _display_points(ln, ln.get_xdata(), ln.get_ydata())
-            edge += [(tuple(p), ln.get_markersize() * fig.dpi / 72.0, ln) for p in pts if np.all(np.isfinite(p))]
-        for i, (p, size, ln) in enumerate(edge):
-            for q, size2, ln2 in edge[i + 1:]:
-                if ln2 is not ln and np.hypot(p[0] - q[0], p[1] - q[1]) < 0.6 * min(size, size2):
-                    out.append(f"off-scale markers on each other: {ln.get_label()[:30]!r} and {ln2.get_label()[:30]!r}")
-        for name, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())):
-            if scale not in ("log", "symlog"):
-                continue
-            for ln in lines:
-                if ln.get_transform() is not ax.transData:
-                    continue  # drawn in axes coordinates (an off-scale marker at the edge)
-                v = np.asarray(ln.get_xdata() if name == "x" else ln.get_ydata(), dtype=float)
-                if scale == "log" and np.any(np.isfinite(v) & (v <= 0)):
-                    out.append(f"{ln.get_label()[:40]!r}: a value <= 0 drawn as nothing on a log {name} axis "
-                               "(use plot_log_series to mark it at the edge)")
-                if scale == "symlog":
-                    thresh = (ax.xaxis if name == "x" else ax.yaxis).get_transform().linthresh
-                    if np.any((v > 0) & (v < thresh / 20)):
-                        out.append(f"{ln.get_label()[:40]!r}: a positive value drawn as 0 on a symlog {name} axis "
-                                   f"(below {thresh:g}/20)")
-    small = min_display_font_pt(fig)
-    if small < MIN_FONT_PT - 1e-6:
-        t = min(_texts(fig), key=lambda t: t.get_fontsize())
-        out.append(f"text below {MIN_FONT_PT:g} pt at the book's width ({small:.1f} pt): {t.get_text()[:40]!r}")
+            if ln.get_transform() is not ax.transData:
+                continue  # drawn in axes coordinates (an off-scale marker at the edge)
+            v = np.asarray(ln.get_xdata() if name == "x" else ln.get_ydata(), dtype=float)
+            if scale == "log" and np.any(np.isfinite(v) & (v <= 0)):
+                out.append(f"{ln.get_label()[:40]!r}: a value <= 0 drawn as nothing on a log {name} axis "
+                           "(use plot_log_series to mark it at the edge)")
+            if scale == "symlog":
+                thresh = (ax.xaxis if name == "x" else ax.yaxis).get_transform().linthresh
+                if np.any((v > 0) & (v < thresh / 20)):
+                    out.append(f"{ln.get_label()[:40]!r}: a positive value drawn as 0 on a symlog {name} axis "
+                               f"(below {thresh:g}/20)")
     return out
 
 

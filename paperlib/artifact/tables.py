@@ -265,25 +265,7 @@ def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *
     chapter = chapter_of(name)
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError("caption must be a non-empty string (what the table shows)")
-    if hasattr(rows, "rows") and (hasattr(rows, "header") or hasattr(rows, "headers")):
-        heads = list(getattr(rows, "headers", None) or rows.header)
-        rows, columns = [list(r) for r in rows.rows], heads
-    rows = list(rows)
-    if rows and isinstance(rows[0], Mapping):
-        if columns is None:
-            columns = list(rows[0].keys())
-        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
-        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
-        table = [[r.get(k) for k in keys] for r in rows]
-    else:
-        if columns is None:
-            raise ValueError("columns is required when rows are sequences (one header per cell)")
-        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
-        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
-        table = [list(r) for r in rows]
-        for i, r in enumerate(table):
-            if len(r) != len(keys):
-                raise ValueError(f"row {i} has {len(r)} cells, expected {len(keys)} (one per column)")
+    keys, headers, table = _table_columns(rows, columns)
     formats = dict(formats or {})
 
     def col_opt(opts, j, default):
@@ -303,14 +285,43 @@ def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *
                     table_id="tab-" + name.replace("_", "-"), markup=markup)
     if not display:
         return out
+    _display_table(out)
+    return None
+
+
+def _table_columns(rows, columns):
+    """The keys, headers and cell values (one list per row) of :func:`show_table`'s ``rows``."""
+    if hasattr(rows, "rows") and (hasattr(rows, "header") or hasattr(rows, "headers")):
+        heads = list(getattr(rows, "headers", None) or rows.header)
+        rows, columns = [list(r) for r in rows.rows], heads
+    rows = list(rows)
+    if rows and isinstance(rows[0], Mapping):
+        if columns is None:
+            columns = list(rows[0].keys())
+        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
+        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+        table = [[r.get(k) for k in keys] for r in rows]
+    else:
+        if columns is None:
+            raise ValueError("columns is required when rows are sequences (one header per cell)")
+        keys = list(columns.keys()) if isinstance(columns, Mapping) else list(columns)
+        headers = [columns[k] for k in keys] if isinstance(columns, Mapping) else keys
+        table = [list(r) for r in rows]
+        for i, r in enumerate(table):
+            if len(r) != len(keys):
+                raise ValueError(f"row {i} has {len(r)} cells, expected {len(keys)} (one per column)")
+    return keys, headers, table
+
+
+def _display_table(out: HtmlTable) -> None:
+    """Display ``out`` in IPython, or print its Markdown outside a notebook."""
     try:
         from IPython import get_ipython
         from IPython.display import display as ipy_display
     except ImportError:
         print(out._repr_markdown_())
-        return None
+        return
     if get_ipython() is None:
         print(out._repr_markdown_())
     else:
         ipy_display(out)
-    return None

@@ -486,26 +486,38 @@ def audit_distinguishers(
     ``path="projected"`` with a distinguisher that needs the full outputs.
     """
     cfg = AuditConfig.make(config, **knobs)
-    trials, calibration_trials, delta, confidence = cfg.trials, cfg.calibration_trials, cfg.delta, cfg.confidence
-    objective, eps_for_delta, seed, device, dtype = cfg.objective, cfg.eps_for_delta, cfg.seed, cfg.device, cfg.dtype
-    chunk_size, batched, path, progress, num_threads = cfg.chunk_size, cfg.batched, cfg.path, cfg.progress, cfg.num_threads
-    max_N = cfg.max_N
+    objective, eps_for_delta, dtype, batched = cfg.objective, cfg.eps_for_delta, cfg.dtype, cfg.batched
     q, sigma, C, trials, calibration_trials, delta, confidence = _validate_common(
-        mechanism, q, sigma, C, trials, calibration_trials, delta, confidence)
-    seed = check_seed(seed)
+        mechanism, q, sigma, C, cfg.trials, cfg.calibration_trials, cfg.delta, cfg.confidence)
+    seed = check_seed(cfg.seed)
     if objective not in ("eps", "delta"):
         raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
-    device = torch.device(device)
+    device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: 'cuda' was asked for but torch.cuda.is_available() is False")
     vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
-    model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=max_N)
+    model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=cfg.max_N)
     dists = _bind_distinguishers(distinguishers, model)
-    path_used = resolve_path(path, dists, batched)
+    path_used = resolve_path(cfg.path, dists, batched)
     eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
     eps_d = _eps_for_delta(eps_claimed, eps_for_delta, objective)
 
     t0 = time.perf_counter()
+    res = _play_rounds(model, dists, mechanism, vectors_t, q, sigma, C, cfg, seed=seed, device=device,
+                       rounds=(calibration_trials, trials), path_used=path_used)
+    wall = time.perf_counter() - t0
+
+    return _results(dists, res, model, mechanism=mechanism, q=q, sigma=sigma, C=C, delta=delta, trials=trials,
+                    calibration_trials=calibration_trials, confidence=confidence, objective=objective,
+                    eps_claimed=eps_claimed, eps_d=eps_d, eps_for_delta=eps_for_delta, seed=seed, device=device,
+                    dtype=dtype, data=data, path=path_used, batched=batched, wall=wall)
+
+
+def _play_rounds(model, dists, mechanism, vectors_t, q, sigma, C, cfg: AuditConfig, *, seed: int, device,
+                 rounds: tuple[int, int], path_used: str) -> dict:
+    """Run the calibration then the counted rounds, each half on D and half on D': ``{phase: {ds: side}}``."""
+    calibration_trials, trials = rounds
+    dtype, chunk_size, batched, num_threads = cfg.dtype, cfg.chunk_size, cfg.batched, cfg.num_threads
     gen = torch.Generator(device=device).manual_seed(int(seed))
     rng = np.random.default_rng([int(seed), 1])
     vt = vectors_t.to(device=device, dtype=dtype)
@@ -515,7 +527,7 @@ def audit_distinguishers(
     if num_threads is not None:
         torch.set_num_threads(check_int(num_threads, "num_threads", 1))
     bar = tqdm(total=calibration_trials + trials, desc=f"audit {mechanism} N={model.N} n={model.n}",
-               unit="round", disable=not progress, leave=False)
+               unit="round", disable=not cfg.progress, leave=False)
     res = {}
     try:
         for phase in ("cal", "count"):
@@ -526,12 +538,7 @@ def audit_distinguishers(
     finally:
         bar.close()
         torch.set_num_threads(prev_threads)
-    wall = time.perf_counter() - t0
-
-    return _results(dists, res, model, mechanism=mechanism, q=q, sigma=sigma, C=C, delta=delta, trials=trials,
-                    calibration_trials=calibration_trials, confidence=confidence, objective=objective,
-                    eps_claimed=eps_claimed, eps_d=eps_d, eps_for_delta=eps_for_delta, seed=seed, device=device,
-                    dtype=dtype, data=data, path=path_used, batched=batched, wall=wall)
+    return res
 
 
 def audit(vectors, mechanism: str, q: float, sigma: float, C: float, *, trials: int,

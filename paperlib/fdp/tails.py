@@ -571,6 +571,9 @@ def _chi2_logpdf_large(y: np.ndarray, m: float) -> np.ndarray:
 def ncx2_quad_log(x, k: float, lam, upper: bool, chunk: int = 1 << 21) -> np.ndarray:
     """``log P[X <= x]`` (``upper=False``) or ``log P[X > x]`` for ``X ~ chi'^2(k, lam)`` by quadrature.
 
+    (Over 80 lines: one quadrature whose nodes, weights and chunked log-sum share their local state; split, the
+    error analysis below would no longer read against one body.)
+
     ``X = A + Y`` with ``A = (Z + sqrt(lam))^2`` (``Z ~ N(0, 1)``) and ``Y ~ chi^2_{k-1}``
     independent, so ``P[X <= x] = E[F_A(x - Y)]`` with the closed form
     ``F_A(c) = Phi(sqrt(c) - sqrt(lam)) - Phi(-sqrt(c) - sqrt(lam))`` (``c > 0``; 0 otherwise), and

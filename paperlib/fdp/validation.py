@@ -29,6 +29,8 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "ParameterError",
+    "ParameterTypeError",
     "check_probability",
     "check_rate",
     "check_positive",
@@ -48,6 +50,21 @@ __all__ = [
     "SEED_LIMIT",
     "NOTICE_SECONDS",
 ]
+
+class ParameterError(ValueError):
+    """A parameter outside its allowed range. ``parameter`` names it (as the function being called
+    names it); the message, one line, says the allowed range and the value given. Callers classify
+    input errors by this class (the command line exits 2 on it), never by a message's words."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A parameter of the wrong kind (a string where a flag is expected, an object of the wrong class):
+    a :class:`ParameterError` and a :class:`TypeError`."""
+
 
 _TRUSTED = contextvars.ContextVar("paperlib_trusted_inputs", default=False)
 
@@ -88,7 +105,7 @@ def check_rate(q, name: str = "q") -> float:
     if _TRUSTED.get():
         return float(q)
     if not _is_real(q) or not math.isfinite(q) or not (0.0 < q <= 1.0):
-        raise ValueError(f"{name} must be a sampling rate in (0, 1], got {q!r}")
+        raise ParameterError(name, f"{name} must be a sampling rate in (0, 1], got {q!r}")
     return float(q)
 
 
@@ -104,7 +121,7 @@ def check_probability(p, name: str, *, open_left=False, open_right=False) -> flo
     if ok and open_right and p == 1.0:
         ok = False
     if not ok:
-        raise ValueError(f"{name} must be in {lo}0, 1{hi}, got {p!r}")
+        raise ParameterError(name, f"{name} must be in {lo}0, 1{hi}, got {p!r}")
     return float(p)
 
 
@@ -118,7 +135,7 @@ def check_positive(x, name: str) -> float:
     if _TRUSTED.get():
         return float(x)
     if not _is_real(x) or not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
+        raise ParameterError(name, f"{name} must be a finite number > 0, got {x!r}")
     return float(x)
 
 
@@ -130,9 +147,9 @@ def check_int(x, name: str, minimum: int = 1) -> int:
         if _is_real(x) and math.isfinite(x) and float(x).is_integer():
             x = int(x)
         else:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+            raise ParameterError(name, f"{name} must be an integer >= {minimum}, got {x!r}")
     if x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
+        raise ParameterError(name, f"{name} must be an integer >= {minimum}, got {x!r}")
     return int(x)
 
 
@@ -142,10 +159,10 @@ def check_alpha_array(alpha, name: str = "alpha") -> np.ndarray:
     if _TRUSTED.get():
         return a
     if a.size == 0:
-        raise ValueError(f"{name} must hold at least one value in [0, 1]")
+        raise ParameterError(name, f"{name} must hold at least one value in [0, 1]")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
         bad = a[~(np.isfinite(a) & (a >= 0) & (a <= 1))].ravel()[0]
-        raise ValueError(f"{name} must be in [0, 1] (an FPR), got {float(bad)!r}")
+        raise ParameterError(name, f"{name} must be in [0, 1] (an FPR), got {float(bad)!r}")
     return a
 
 
@@ -154,7 +171,7 @@ def check_eps(eps) -> np.ndarray:
     and >= 0 (the argument of a privacy profile ``delta(eps)``)."""
     e = np.atleast_1d(np.asarray(eps, dtype=float))
     if not np.all(np.isfinite(e)) or np.any(e < 0):
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+        raise ParameterError("eps", f"eps must be finite and >= 0, got {eps!r}")
     return e
 
 
@@ -162,7 +179,7 @@ def check_nonnegative_array(x, name: str) -> np.ndarray:
     """Return ``x`` as a float array after checking entries are finite and >= 0."""
     a = np.asarray(x, dtype=float)
     if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"{name} must hold finite values >= 0, got {x!r}")
+        raise ParameterError(name, f"{name} must hold finite values >= 0, got {x!r}")
     return a
 
 
@@ -181,7 +198,7 @@ def check_seed(seed, name: str = "seed") -> int:
         seed = int(seed)
         ok = 0 <= seed < SEED_LIMIT
     if not ok:
-        raise ValueError(f"{name} must be an integer with 0 <= {name} < 2^63, got {seed!r}")
+        raise ParameterError(name, f"{name} must be an integer with 0 <= {name} < 2^63, got {seed!r}")
     return seed
 
 
@@ -193,7 +210,7 @@ def check_bool(x, name: str) -> bool:
     """
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
-    raise TypeError(f"{name} must be True or False, got {x!r}")
+    raise ParameterTypeError(name, f"{name} must be True or False, got {x!r}")
 
 
 # ------------------------------------------------------------------------------ sizes
@@ -201,7 +218,7 @@ def check_bool(x, name: str) -> bool:
 NOTICE_SECONDS = 20.0
 
 
-class SizeLimitError(ValueError):
+class SizeLimitError(ParameterError):
     """A size above its limit, refused with its estimated cost (:func:`check_size`)."""
 
 
@@ -241,7 +258,7 @@ def check_size(name: str, value, limit, *, estimate: str, allow: bool = False, w
     """
     shown = value if shown is None else shown
     if value > limit and not allow:
-        raise SizeLimitError(f"{name} = {shown:,} is above the size limit ({what}at most {limit:,}; estimated "
+        raise SizeLimitError(name, f"{name} = {shown:,} is above the size limit ({what}at most {limit:,}; estimated "
                              f"{estimate}); pass {override} to run it anyway")
     if notice is not None and seconds is not None and seconds >= NOTICE_SECONDS:
         notice(f"{name} = {shown:,}: estimated {estimate}")

@@ -190,7 +190,10 @@ def get_source(*, download: bool = False, opener: Callable[[str, float], bytes] 
 
 
 def _source_worker(spec_path: str) -> None:
-    """Runs inside the subprocess: DPSUR's own step (module docstring), ``trials`` times."""
+    """Runs inside the subprocess: DPSUR's own step (module docstring), ``trials`` times.
+
+    (Over 80 lines: the subprocess's whole request loop with DPSUR's code first on ``sys.path``, in one function
+    so that nothing at module level runs before it.)"""
     import warnings
 
     from paperlib.implementations.models import build_model

@@ -9,8 +9,8 @@ caller's global RNG is left untouched).
 Only layers whose per-sample gradients Opacus computes are used (``Conv2d``, ``Linear``,
 ``GroupNorm``; ``Tanh`` and ``MaxPool2d`` have no parameters); no ``BatchNorm``.
 
-Names (``MODEL_INPUT`` gives the input shape ``(C, H, W)``; counts are trainable
-parameters, asserted exactly by ``tests/test_models.py``):
+Names (the table :data:`MODELS` gives each input shape ``(C, H, W)``, count and builder; counts are
+trainable parameters, asserted exactly by ``tests/test_models.py``):
 
 ``"cnn-mnist"`` -- 26,010 parameters, input 1x28x28.
     The MNIST/FMNIST CNN of Tramer & Boneh (2021), used by DPSGD-HF and DPSUR:
@@ -52,6 +52,7 @@ and :func:`per_example_grads` go through it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -60,29 +61,9 @@ from torch import nn
 from paperlib.implementations.paper_models import (PAPER_MODELS, build_paper_model, loss_draws,
                                                    paper_model_info)
 
-__all__ = ["MODEL_INPUT", "MODEL_PARAMETERS", "MODEL_NAMES", "build_model", "count_parameters",
+__all__ = ["ModelSpec", "MODELS", "MODEL_INPUT", "MODEL_PARAMETERS", "MODEL_NAMES", "OFFERED_MODELS", "build_model", "count_parameters",
            "flat_parameters", "per_example_grads", "training_loss", "model_info"]
 
-MODEL_INPUT: dict[str, tuple[int, int, int]] = {
-    "cnn-mnist": (1, 28, 28),
-    "cnn-cifar10": (3, 32, 32),
-    "large-mnist": (1, 28, 28),
-    "tiny": (1, 28, 28),
-    "dpfeta-mnist": (1, 28, 28),
-    "privimage-mnist": (1, 28, 28),
-    "privimage-cifar10": (3, 32, 32),
-}
-# the documented counts (asserted by the tests)
-MODEL_PARAMETERS: dict[str, int] = {
-    "cnn-mnist": 26_010,
-    "cnn-cifar10": 550_570,
-    "large-mnist": 1_485_217,
-    "tiny": 430,
-    "dpfeta-mnist": 1_485_217,
-    "privimage-mnist": 1_753_345,
-    "privimage-cifar10": 1_754_499,
-}
-MODEL_NAMES = tuple(MODEL_INPUT)
 
 
 def _cnn_mnist() -> nn.Module:
@@ -128,15 +109,34 @@ def _tiny() -> nn.Module:
     )
 
 
-_BUILDERS: dict[str, Callable[[], nn.Module]] = {
-    "cnn-mnist": _cnn_mnist,
-    "cnn-cifar10": _cnn_cifar10,
-    "large-mnist": _large_mnist,
-    "tiny": _tiny,
-    "dpfeta-mnist": lambda: build_paper_model("dpfeta-mnist"),
-    "privimage-mnist": lambda: build_paper_model("privimage-mnist"),
-    "privimage-cifar10": lambda: build_paper_model("privimage-cifar10"),
-}
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of the table of models: its ``name``, ``input_shape`` ``(C, H, W)``, the documented number of
+    trainable ``parameters`` (asserted exactly by the tests), its ``builder`` (unseeded; :func:`build_model`
+    seeds it) and whether the command line offers it (``offered``; ``"tiny"`` is for tests)."""
+
+    name: str
+    input_shape: tuple[int, int, int]
+    parameters: int
+    builder: Callable[[], nn.Module]
+    offered: bool = True
+
+
+#: The table of models (module docstring): every list of model names, shapes and counts is read from it.
+MODELS: dict[str, ModelSpec] = {m.name: m for m in (
+    ModelSpec("cnn-mnist", (1, 28, 28), 26_010, _cnn_mnist),
+    ModelSpec("cnn-cifar10", (3, 32, 32), 550_570, _cnn_cifar10),
+    ModelSpec("large-mnist", (1, 28, 28), 1_485_217, _large_mnist),
+    ModelSpec("tiny", (1, 28, 28), 430, _tiny, offered=False),
+    ModelSpec("dpfeta-mnist", (1, 28, 28), 1_485_217, lambda: build_paper_model("dpfeta-mnist")),
+    ModelSpec("privimage-mnist", (1, 28, 28), 1_753_345, lambda: build_paper_model("privimage-mnist")),
+    ModelSpec("privimage-cifar10", (3, 32, 32), 1_754_499, lambda: build_paper_model("privimage-cifar10")),
+)}
+#: views of the table: input shapes, documented counts, every name, the names the command line offers
+MODEL_INPUT: dict[str, tuple[int, int, int]] = {k: m.input_shape for k, m in MODELS.items()}
+MODEL_PARAMETERS: dict[str, int] = {k: m.parameters for k, m in MODELS.items()}
+MODEL_NAMES = tuple(MODELS)
+OFFERED_MODELS = tuple(k for k, m in MODELS.items() if m.offered)
 
 
 def build_model(name: str, seed: int = 0) -> nn.Module:
@@ -144,11 +144,11 @@ def build_model(name: str, seed: int = 0) -> nn.Module:
 
     Deterministic: the same ``(name, seed)`` gives bit-identical parameters (on the same
     torch version); the caller's global RNG state is not changed."""
-    if name not in _BUILDERS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_BUILDERS)}")
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
-        model = _BUILDERS[name]()
+        model = MODELS[name].builder()
     return model.float()
 
 
@@ -168,8 +168,8 @@ def model_info(name: str) -> dict:
     ``architecture`` (one line) and ``source`` (``repository@commit config`` for the paper's
     models, ``"paperlib.implementations.models"`` for the others); the paper's models add
     ``method``, ``loss`` and ``substitutions``. ValueError for an unknown name."""
-    if name not in _BUILDERS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_BUILDERS)}")
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     if name in PAPER_MODELS:
         p = paper_model_info(name)
         return {"name": name, "parameters": MODEL_PARAMETERS[name], "architecture": p["architecture"],

@@ -61,6 +61,7 @@ import numpy as np
 import torch
 from scipy import stats as sps
 
+from paperlib.implementations.models import MODEL_NAMES
 from paperlib.implementations.runners import IMPLEMENTATION_MECHANISM
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import Mechanism
@@ -108,7 +109,7 @@ _AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
-MODELS = ("cnn-mnist", "cnn-cifar10", "large-mnist", "tiny", "dpfeta-mnist", "privimage-mnist", "privimage-cifar10")
+MODELS = MODEL_NAMES  # the table of models (paperlib.implementations.models.MODELS)
 DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
@@ -346,8 +347,6 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     "divisor_mechanism", "update_error"}), "method", "tolerance", "resolves_adjacent",
     "divisor_is_not_batch_size" (steps whose divisor differs from their ``|B|``; replayed draws only)}``.
     """
-    from paperlib.mechanisms import sampler as S
-
     mech = Mechanism.parse(mechanism, tuple(Mechanism))
     R = np.asarray(grads_rows, dtype=np.float64)
     if updates is None:
@@ -367,52 +366,12 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
                                  for k in ("batch_masks", "divisor_masks", "noise")):
         raise ValueError(f"draws must hold batch_masks and divisor_masks of shape {(m, N_data)} and noise of "
                          f"shape {(m, n)} (replay_dpsur_draws)")
-    bad, first = 0, None
     if draws is not None:
-        bm = torch.as_tensor(draws["batch_masks"])
-        dm = torch.as_tensor(draws["divisor_masks"]) if mech.draws_divisor else None
-        nu_m = np.asarray(S._divisor(mech, N_data, bm, dm, q), dtype=float) * np.ones(m)
-        uu, un, err, zero_x = np.empty(m), np.empty(m), np.empty(m), np.empty(m, dtype=bool)
-        # blocks of rows: the (block, n) temporaries stay in cache (one (m, n) pass each was memory-bound)
-        for a in range(0, m, CHECK_BLOCK):
-            b = min(m, a + CHECK_BLOCK)
-            Ub = U[a:b]
-            x = S.apply_round(mech, rows, bm[a:b], torch.as_tensor(draws["noise"][a:b]), q, sigma, C,
-                              None if dm is None else dm[a:b]).numpy()
-            noisy = (bm[a:b].double() @ rows).numpy() + float(sigma) * float(C) * draws["noise"][a:b]
-            uu[a:b] = np.einsum("ij,ij->i", Ub, Ub)
-            un[a:b] = np.einsum("ij,ij->i", noisy, Ub)
-            err[a:b] = np.abs(Ub - x).max(axis=1) / np.maximum(np.abs(x).max(axis=1), 1e-300)
-            zero_x[a:b] = ~np.any(x != 0, axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nu_read = np.where(uu > 0, un / uu, np.nan)
-        zero_u = uu == 0
-        ok_div = np.where(zero_x, zero_u, np.abs(nu_read / nu_m - 1) <= STEP_RTOL)
-        ok = ok_div & np.where(zero_x, zero_u, err <= STEP_RTOL)
-        sizes = bm.sum(dim=1).numpy()
-        not_b = int(np.sum(~zero_x & (np.abs(nu_m - np.maximum(sizes, 1)) > 0)))
-        method, tol, resolves = "replayed draws", f"relative {STEP_RTOL:g} (divisor and update)", True
+        ok, nu_read, nu_m, err, not_b, method, tol, resolves = _replayed_check(U, rows, mech, draws, q, sigma, C)
     else:
-        if batch_sizes is None:
-            raise ValueError("batch_sizes: the residual read-off needs each step's realised |B|")
-        # span of the dataset's clipped rows
-        basis = np.linalg.qr(rows.numpy().T, mode="reduced")[0] if rows_basis is None else np.asarray(rows_basis)
-        if basis.shape[0] != n:
-            raise ValueError(f"rows_basis must have shape (n={n}, r), got {basis.shape}")
-        r = basis.shape[1]
-        if n - r < 1:
-            raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
-        proj = project_outputs(U, basis) if rows_projection is None else rows_projection
-        res = np.maximum(proj["residual"], 1e-300)
-        nu_read = float(sigma) * float(C) * np.sqrt((n - r) / res)
-        nu_m = np.asarray(mech.normaliser(N_data, np.asarray(batch_sizes), q), dtype=float)
-        nu_m = nu_m * np.ones(m)
-        rel = STEP_Z / math.sqrt(2.0 * (n - r))
-        ok = np.abs(nu_read / nu_m - 1) <= rel
-        err = np.full(m, np.nan)
-        not_b = None
-        method, tol = "residual read-off", f"{STEP_Z:g} standard errors (relative {rel:.3g})"
-        resolves = bool(rel * (1 + float(np.nanmax(nu_m))) < 0.5)
+        ok, nu_read, nu_m, err, not_b, method, tol, resolves = _residual_check(
+            U, rows, mech, q, sigma, C, batch_sizes, rows_basis, rows_projection, m, n)
+    first = None
     bad = int((~ok).sum())
     if bad:
         t = int(np.flatnonzero(~ok)[0])
@@ -420,6 +379,60 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
                  "update_error": _jsonnum(err[t])}
     return {"steps": int(m), "disagreeing": bad, "first_disagreement": first, "method": method,
             "tolerance": tol, "resolves_adjacent": resolves, "divisor_is_not_batch_size": not_b}
+
+
+def _replayed_check(U, rows, mech, draws: dict, q, sigma, C) -> tuple:
+    """:func:`check_steps` with replayed draws: each step against the mechanism's output for its batch and noise."""
+    from paperlib.mechanisms import sampler as S
+
+    m, N_data = U.shape[0], rows.shape[0]
+    bm = torch.as_tensor(draws["batch_masks"])
+    dm = torch.as_tensor(draws["divisor_masks"]) if mech.draws_divisor else None
+    nu_m = np.asarray(S._divisor(mech, N_data, bm, dm, q), dtype=float) * np.ones(m)
+    uu, un, err, zero_x = np.empty(m), np.empty(m), np.empty(m), np.empty(m, dtype=bool)
+    # blocks of rows: the (block, n) temporaries stay in cache (one (m, n) pass each was memory-bound)
+    for a in range(0, m, CHECK_BLOCK):
+        b = min(m, a + CHECK_BLOCK)
+        Ub = U[a:b]
+        x = S.apply_round(mech, rows, bm[a:b], torch.as_tensor(draws["noise"][a:b]), q, sigma, C,
+                          None if dm is None else dm[a:b]).numpy()
+        noisy = (bm[a:b].double() @ rows).numpy() + float(sigma) * float(C) * draws["noise"][a:b]
+        uu[a:b] = np.einsum("ij,ij->i", Ub, Ub)
+        un[a:b] = np.einsum("ij,ij->i", noisy, Ub)
+        err[a:b] = np.abs(Ub - x).max(axis=1) / np.maximum(np.abs(x).max(axis=1), 1e-300)
+        zero_x[a:b] = ~np.any(x != 0, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu_read = np.where(uu > 0, un / uu, np.nan)
+    zero_u = uu == 0
+    ok_div = np.where(zero_x, zero_u, np.abs(nu_read / nu_m - 1) <= STEP_RTOL)
+    ok = ok_div & np.where(zero_x, zero_u, err <= STEP_RTOL)
+    sizes = bm.sum(dim=1).numpy()
+    not_b = int(np.sum(~zero_x & (np.abs(nu_m - np.maximum(sizes, 1)) > 0)))
+    return ok, nu_read, nu_m, err, not_b, "replayed draws", f"relative {STEP_RTOL:g} (divisor and update)", True
+
+
+def _residual_check(U, rows, mech, q, sigma, C, batch_sizes, rows_basis, rows_projection, m: int, n: int) -> tuple:
+    """:func:`check_steps` without draws: the divisor read off the noise-only residual of each step."""
+    N_data = rows.shape[0]
+    if batch_sizes is None:
+        raise ValueError("batch_sizes: the residual read-off needs each step's realised |B|")
+    # span of the dataset's clipped rows
+    basis = np.linalg.qr(rows.numpy().T, mode="reduced")[0] if rows_basis is None else np.asarray(rows_basis)
+    if basis.shape[0] != n:
+        raise ValueError(f"rows_basis must have shape (n={n}, r), got {basis.shape}")
+    r = basis.shape[1]
+    if n - r < 1:
+        raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
+    proj = project_outputs(U, basis) if rows_projection is None else rows_projection
+    res = np.maximum(proj["residual"], 1e-300)
+    nu_read = float(sigma) * float(C) * np.sqrt((n - r) / res)
+    nu_m = np.asarray(mech.normaliser(N_data, np.asarray(batch_sizes), q), dtype=float)
+    nu_m = nu_m * np.ones(m)
+    rel = STEP_Z / math.sqrt(2.0 * (n - r))
+    ok = np.abs(nu_read / nu_m - 1) <= rel
+    err = np.full(m, np.nan)
+    method, tol = "residual read-off", f"{STEP_Z:g} standard errors (relative {rel:.3g})"
+    return ok, nu_read, nu_m, err, None, method, tol, bool(rel * (1 + float(np.nanmax(nu_m))) < 0.5)
 
 
 def _merge_step_checks(parts: list, offsets: list) -> dict:
@@ -636,60 +649,65 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          scheduler: str | None = None) -> dict:
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
-    Parameters
-    ----------
-    implementation : one of :data:`runners.IMPLEMENTATIONS`
-        (``"opacus-installed"``, ``"opacus-0.15.0"``, ``"opacus-0.13.0"``, ``"dpsur"``).
-    model : ``"cnn-mnist"``, ``"cnn-cifar10"``, ``"large-mnist"`` or ``"tiny"`` (built at ``seed``).
-    dataset : ``"mnist"``, ``"fmnist"``, ``"cifar10"`` or ``"synthetic"``; ``N + 1`` points drawn with ``seed``.
-    N, q, sigma, C : ``|D|`` (``|D'| = N + 1``), sampling rate, noise multiplier, clipping norm.
-    trials : counted rounds (half on D, half on D'); as many again calibrate the threshold.
-    mode : ``"quick"`` (checked implementation steps + batched mechanism) or ``"full"``
-        (every round an implementation step).
-    check_trials : implementation steps per dataset in quick mode (default ``min(200, trials // 2)``).
-    reference_trials : mechanism rounds per dataset the check compares with.
-    cache : ``None`` (compute every time) or a result store with ``key(params)`` (a short
-        hash), ``load(name, params)`` (the stored dict or ``None``) and
-        ``save(name, params, data, *, seed, wall_time)``, such as
-        :class:`paperlib.artifact.provenance.ResultCache`; the key covers every argument,
-        the resolved data folder and :func:`points_sha256` of the points loaded.
-    data_root : the datasets folder (default :func:`paperlib.implementations.datasets.data_root`,
-        i.e. ``$PAPERLIB_DATA`` or ``<repo>/data``); ignored for ``"synthetic"``. Only
-        ``mode="full"`` downloads a dataset that is missing there.
-    progress : a tqdm bar (stderr) over the implementation's steps.
-    points : ``"folder"`` (default: the points are drawn from the dataset in ``data_root``)
-        or ``"bundled"`` (drawn with ``seed`` from the real points bundled with the package,
-        :func:`paperlib.implementations.datasets.load_bundled`; ``data_root`` is ignored).
-        Ignored for ``"synthetic"``.
-    batch_size : the configured batch size that ``"opacus-installed+fix"`` divides by
-        (required there, ``None`` otherwise). Its updates are the SGM output divided by
-        this public constant; the adversary multiplies them back
-        (:func:`runners.output_scale`) and the audit is that of SGM. The result then also
-        holds ``batch_size`` and ``divisor_measured`` (the divisor read off the residual
-        scale of the steps on D and D').
-    workers, scheduler : where the implementation steps run
-        (:func:`paperlib.implementations.parallel.run_chunks`: default ``$WORKERS`` or one
-        worker per core on a local Dask cluster; ``1`` in process; ``scheduler`` or
-        ``$DASK_SCHEDULER`` an existing Dask cluster). The result does not depend on them
-        (bitwise), so they are not part of the cache key.
+    ``implementation``: one of :data:`runners.IMPLEMENTATIONS`; ``model``: one of :data:`MODELS` (built at
+    ``seed``); ``dataset``: one of :data:`DATASETS` (``N + 1`` points drawn with ``seed``); ``N, q, sigma, C``:
+    ``|D|`` (``|D'| = N + 1``), sampling rate, noise multiplier, clipping norm; ``trials``: counted rounds (half
+    on D, half on D'; as many again calibrate the threshold); ``mode``: ``"quick"`` (checked implementation
+    steps + batched mechanism) or ``"full"`` (every round an implementation step); ``check_trials``:
+    implementation steps per dataset in quick mode (default ``min(200, trials // 2)``); ``reference_trials``:
+    mechanism rounds per dataset the check compares with; ``cache``: None or a result store with ``key``,
+    ``load`` and ``save`` (:class:`paperlib.artifact.provenance.ResultCache`; the key covers every argument,
+    the resolved data folder and :func:`points_sha256`); ``data_root``: the datasets folder (default
+    ``$PAPERLIB_DATA`` or ``<repo>/data``; only full mode downloads); ``points``: ``"folder"`` or ``"bundled"``
+    (the real points shipped with the package); ``batch_size``: the public constant ``"opacus-installed+fix"``
+    divides by (then the audit is SGM's, and the result holds ``divisor_measured``); ``workers``,
+    ``scheduler``: where the steps run (:func:`paperlib.implementations.parallel.run_chunks`; bitwise the same
+    result for any, so not in the cache key); ``progress``: a tqdm bar on stderr.
 
-    Returns a JSON-ready dict: ``implementation``, ``version``, ``mechanism`` (documented),
-    ``normaliser`` (what :func:`runners.detect_normaliser` found per dataset) and
-    ``normaliser_found`` (one string), ``path``, ``check`` (p-values; quick mode),
-    ``fpr``/``fnr``/``fpr_ci``/``fnr_ci``/``eps_lower``/``violation`` per distinguisher,
-    ``eps_claimed`` (``sgm_claim(q, sigma).epsilon(delta)``), ``results`` (the full
-    :class:`~paperlib.audit.AuditResult` dicts), ``trials``, ``seconds``,
-    ``seconds_per_step`` (the implementation's measured cost per step, in its loop of steps),
-    ``seconds_per_call`` (the least set-up of one ``run_steps`` call seen: model, engine, data and
-    results moved; an old release's subprocess start, once per process, is left out) and
-    ``full_mode_estimate_s`` (the steps and calls a full-mode run needs at these costs, in one
-    process: ``2 trials`` steps in chunks of :func:`chunk_steps`), and
-    ``inputs`` (:func:`audit_inputs`: which data and which code really ran, and how many
-    of the rounds were implementation steps).
-
-    Raises ValueError for bad input, ``DatasetUnavailable`` (from the dataset loader)
-    when the data cannot be had, :class:`ImplementationMismatch` when the quick check fails.
+    Returns a JSON-ready dict (:func:`_audit_record`): ``implementation``, ``version``, ``mechanism``,
+    ``normaliser``/``normaliser_found``, ``step_check``, ``path``, ``check``, per-distinguisher
+    ``fpr``/``fnr``/CIs/``eps_lower``/``violation``, ``eps_claimed``, ``results``, costs
+    (``seconds_per_step``, ``seconds_per_call``, ``full_mode_estimate_s``) and ``inputs``
+    (:func:`audit_inputs`). Raises ValueError for bad input, ``DatasetUnavailable`` when the data cannot be
+    had, :class:`ImplementationMismatch` when the quick check fails.
     """
+    s = _audit_setting(implementation, model, dataset, N=N, q=q, sigma=sigma, C=C, trials=trials, seed=seed,
+                       mode=mode, distinguishers=distinguishers, delta=delta, check_trials=check_trials,
+                       batch_size=batch_size, workers=workers, scheduler=scheduler, points=points)
+    t0 = time.perf_counter()
+    X, y, bundle, drawn, data_key = _audit_points(s, data_root)
+    params = _cache_params(s, X, y, data_key, reference_trials=reference_trials, check_level=check_level)
+    if cache is not None:
+        name = "real_audit_" + cache.key(params)
+        hit = cache.load(name, params)
+        if isinstance(hit, dict):
+            return dict(hit, cached=True)
+    from paperlib.implementations import runners
+
+    grads = np.asarray(runners.per_example_gradients(model, X, y, seed=s["seed"]), dtype=np.float64)  # theta_0
+    if grads.shape[0] != s["N"] + 1:
+        raise RuntimeError(f"per_example_gradients returned {grads.shape[0]} rows, expected N + 1 = {s['N'] + 1}")
+    steps = _RealSteps(s, X, y, grads, progress=progress, workers=workers, scheduler=scheduler)
+    if mode == "full":
+        outputs, check, path = _full_outputs(s, steps), None, "implementation"
+    else:
+        outputs, check = _quick_outputs(s, steps, reference_trials=reference_trials, check_level=check_level)
+        path = "implementation-checked + mechanism"
+    res = audit_outputs(grads, s["mechanism"], s["q"], s["sigma"], s["C"], outputs, distinguishers=s["dists"],
+                        delta=s["delta"], seed=s["seed"], data=f"{dataset} ({model} gradients at theta_0)", source=path)
+    wall = time.perf_counter() - t0
+    data = _audit_record(s, steps, res, check=check, path=path, wall=wall)
+    data["points_sha256"] = params["points_sha256"]
+    data["inputs"] = audit_inputs(implementation, dataset, version=steps.info.get("version"), bundle=bundle,
+                                  drawn=drawn, real_rounds=steps.count, rounds=2 * s["trials"])
+    if cache is not None:
+        cache.save(name, params, data, seed=s["seed"], wall_time=wall)
+    return data
+
+
+def _audit_setting(implementation, model, dataset, *, N, q, sigma, C, trials, seed, mode, distinguishers, delta,
+                   check_trials, batch_size, workers, scheduler, points) -> dict:
+    """Every argument of :func:`audit_implementation` checked once (ValueError naming it), and what follows."""
     if implementation not in DOCUMENTED_MECHANISM:
         raise ValueError(f"implementation must be one of {tuple(DOCUMENTED_MECHANISM)}, got {implementation!r}")
     if model not in MODELS:
@@ -711,7 +729,6 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     if mechanism.divides_by_zero(N, q):
         raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
-    halves = {"cal": (trials // 2, trials - trials // 2), "count": (trials // 2, trials - trials // 2)}
     if mode == "quick" and trials < 20:  # the check needs 10 implementation steps per dataset
         raise ValueError(f"trials must be >= 20 in quick mode (10 checked implementation steps per dataset), "
                          f"got {trials}")
@@ -726,18 +743,27 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
 
     parallel.resolve_workers(workers)  # bad values fail here, before any work
     parallel.resolve_scheduler(scheduler, dask_config=False)
-    dists = list(distinguishers)
-    from paperlib.implementations import datasets, runners  # imported here: the runners pull in torch models and Opacus
-
-    # the points first: the cache key holds the folder they came from and their hash, so a
-    # result is reused only for the same data, and a missing dataset fails before the cache
     if points not in ("folder", "bundled"):
         raise ValueError(f"points must be 'folder' or 'bundled', got {points!r}")
+    half = (trials // 2, trials - trials // 2)
+    return {"implementation": implementation, "model": model, "dataset": dataset, "N": N, "q": q, "sigma": sigma,
+            "C": C, "trials": trials, "delta": delta, "mechanism": mechanism, "scale": scale, "mode": mode,
+            "check_trials": check_trials, "seed": int(seed), "dists": list(distinguishers), "points": points,
+            "halves": {"cal": half, "count": half}, "batch_size": batch_size}
+
+
+def _audit_points(s: dict, data_root):
+    """``(X, y, bundle, drawn, data_key)``: the ``N + 1`` points, where they came from, and the cache's data key.
+
+    The points come first: the cache key holds the folder they came from and their hash, so a result is
+    reused only for the same data, and a missing dataset fails before the cache."""
+    from paperlib.implementations import datasets  # imported here: the runners pull in torch models and Opacus
+
+    dataset, model, N, seed = s["dataset"], s["model"], s["N"], s["seed"]
     root, bundle, drawn = None, None, None
-    if dataset != "synthetic" and points == "folder":
+    if dataset != "synthetic" and s["points"] == "folder":
         root = Path(data_root if data_root is not None else datasets.data_root()).expanduser().resolve()
-    t0 = time.perf_counter()
-    if dataset != "synthetic" and points == "bundled":
+    if dataset != "synthetic" and s["points"] == "bundled":
         X, y, bundle = datasets.load_bundled(dataset, N + 1, seed)
         from paperlib.implementations.models import MODEL_INPUT
 
@@ -746,91 +772,108 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                              f"{dataset!r} has {tuple(X.shape[1:])}")
         data_key = f"bundled:{bundle['file']}:{bundle['sha256']}"
     else:
-        X, y = _load_points(datasets, dataset, model, N + 1, seed, root, download=(mode == "full"))
+        X, y = _load_points(datasets, dataset, model, N + 1, seed, root, download=(s["mode"] == "full"))
         data_key = None if root is None else str(root)
         if root is not None:
             drawn = datasets.drawn_indices(dataset, N + 1, seed, root=root)
+    return X, y, bundle, drawn, data_key
+
+
+def _cache_params(s: dict, X, y, data_key, *, reference_trials: int, check_level: float) -> dict:
+    """The parameters a result is cached under (every argument, the data folder and the points' hash)."""
+    quick = s["mode"] == "quick"
     params = {"kind": "real_audit", "data_root": data_key,
               "points_sha256": points_sha256(X, y), "version": REAL_AUDIT_VERSION, "audit_version": AUDIT_VERSION,
-              "implementation": implementation, "model": model, "dataset": dataset, "N": N, "q": q, "sigma": sigma,
-              "C": C, "trials": trials, "seed": int(seed), "mode": mode, "distinguishers": dists, "delta": delta,
-              "check_trials": check_trials if mode == "quick" else None,
-              "reference_trials": reference_trials if mode == "quick" else None,
-              "check_level": check_level if mode == "quick" else None}
-    if batch_size is not None:  # only for the fix, so the other results keep their keys
-        params["batch_size"] = int(batch_size)
-    if cache is not None:
-        name = "real_audit_" + cache.key(params)
-        hit = cache.load(name, params)
-        if isinstance(hit, dict):
-            return dict(hit, cached=True)
+              "implementation": s["implementation"], "model": s["model"], "dataset": s["dataset"], "N": s["N"],
+              "q": s["q"], "sigma": s["sigma"], "C": s["C"], "trials": s["trials"], "seed": s["seed"],
+              "mode": s["mode"], "distinguishers": s["dists"], "delta": s["delta"],
+              "check_trials": s["check_trials"] if quick else None,
+              "reference_trials": reference_trials if quick else None,
+              "check_level": check_level if quick else None}
+    if s["batch_size"] is not None:  # only for the fix, so the other results keep their keys
+        params["batch_size"] = int(s["batch_size"])
+    return params
 
-    grads = np.asarray(runners.per_example_gradients(model, X, y, seed=seed), dtype=np.float64)  # theta_0 from seed
-    if grads.shape[0] != N + 1:
-        raise RuntimeError(f"per_example_gradients returned {grads.shape[0]} rows, expected N + 1 = {N + 1}")
-    n = int(grads.shape[1])
-    basis = white_box_basis(grads, C)
-    ds_names = {"D": "D", "D'": "Dprime"}
-    step_kw = {"q": q, "sigma": sigma, "C": C}
-    if implementation == "dpsur":  # DPSUR's own source is fetched in full mode only (network)
-        step_kw["source_download"] = mode == "full"
-    if batch_size is not None:
-        step_kw["batch_size"] = int(batch_size)
-    impl_info: dict = {}
-    loop_seconds, impl_steps, impl_setups = 0.0, 0, []
-    step_checks: dict = {"D": [], "D'": []}
-    step_offsets: dict = {"D": [], "D'": []}
-    first_updates: dict = {}
-    from tqdm import tqdm
 
-    total_steps = 2 * trials if mode == "full" else 2 * check_trials
-    # (the chunk also fixes the sub-seeds of the steps: never made to depend on the bar)
-    chunk = chunk_steps(implementation, n)
-    bar = tqdm(total=total_steps, desc=f"{implementation} steps", unit="step", disable=not progress,
-               leave=False, file=sys.stderr)
+class _RealSteps:
+    """The implementation's real steps of one audit: run in chunks (on Dask workers), each reduced where it ran
+    (projection on the white-box basis, step check, first updates), with what they cost."""
 
-    keep_total = max(20, min(200, CHUNK_ELEMENTS // max(n, 1)))  # the first steps kept for detect_normaliser
-    # large read-only inputs of every chunk's reduction: sent to each worker once
-    shared = reduce_shared(grads, N, C, basis=basis)
+    def __init__(self, s: dict, X, y, grads, *, progress: bool, workers, scheduler):
+        from tqdm import tqdm
 
-    def impl_steps_projected(counts: dict) -> dict:
+        self.s, self.X, self.y, self.grads = s, X, y, grads
+        self.workers, self.scheduler = workers, scheduler
+        self.n = int(grads.shape[1])
+        self.basis = white_box_basis(grads, s["C"])
+        self.step_kw = {"q": s["q"], "sigma": s["sigma"], "C": s["C"]}
+        if s["implementation"] == "dpsur":  # DPSUR's own source is fetched in full mode only (network)
+            self.step_kw["source_download"] = s["mode"] == "full"
+        if s["batch_size"] is not None:
+            self.step_kw["batch_size"] = int(s["batch_size"])
+        self.info: dict = {}
+        self.loop_seconds, self.count, self.setups = 0.0, 0, []
+        self.checks: dict = {"D": [], "D'": []}
+        self.offsets: dict = {"D": [], "D'": []}
+        self.first: dict = {}
+        total = 2 * s["trials"] if s["mode"] == "full" else 2 * s["check_trials"]
+        # (the chunk also fixes the sub-seeds of the steps: never made to depend on the bar)
+        self.chunk = chunk_steps(s["implementation"], self.n)
+        self.bar = tqdm(total=total, desc=f"{s['implementation']} steps", unit="step", disable=not progress,
+                        leave=False, file=sys.stderr)
+        self.keep_total = max(20, min(200, CHUNK_ELEMENTS // max(self.n, 1)))  # first steps kept for detection
+        # large read-only inputs of every chunk's reduction: sent to each worker once
+        self.shared = reduce_shared(grads, s["N"], s["C"], basis=self.basis)
+
+    def projected(self, counts: dict) -> dict:
         """{ds: steps} -> {ds: projected block}; the chunks of both datasets run in parallel and are
         reduced where they ran (paperlib.implementations.parallel: the same bits for any worker count)."""
-        nonlocal loop_seconds, impl_steps
         from paperlib.implementations import parallel
 
+        s, chunk, seed = self.s, self.chunk, self.s["seed"]
+        ds_names = {"D": "D", "D'": "Dprime"}
         # (dataset, its index, chunk number, first step of the chunk, steps in it)
         labels = [(ds, index, part, done, min(chunk, count - done)) for index, (ds, count) in enumerate(counts.items())
                   for part, done in enumerate(range(0, count, chunk))]
-        calls = [dict(implementation=implementation, model_name=model, X=X, y=y, dataset=ds_names[ds], trials=m,
-                      seed=_sub_seed(seed, index, part), model_seed=int(seed), progress=False, **step_kw)
+        calls = [dict(implementation=s["implementation"], model_name=s["model"], X=self.X, y=self.y,
+                      dataset=ds_names[ds], trials=m, seed=_sub_seed(seed, index, part), model_seed=seed,
+                      progress=False, **self.step_kw)
                  for ds, index, part, _, m in labels]
-        args = [reduce_args(implementation, model, mechanism, q, sigma, C, ds, m, n, _sub_seed(seed, index, part),
-                            int(seed), min(m, max(0, keep_total - done)), scale=scale)
+        args = [reduce_args(s["implementation"], s["model"], s["mechanism"], s["q"], s["sigma"], s["C"], ds, m,
+                            self.n, _sub_seed(seed, index, part), seed, min(m, max(0, self.keep_total - done)),
+                            scale=s["scale"])
                 for ds, index, part, done, m in labels]
         blocks = {ds: [] for ds in counts}
         for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(
-                calls, workers=workers, scheduler=scheduler, bar=bar, reduce=reduce_chunk, reduce_args=args,
-                shared=shared)):
-            loop = float(out.get("step_seconds") or 0.0)
-            loop_seconds += loop
-            impl_setups.append(max(float(out.get("seconds") or 0.0) - loop - float(out.get("startup_seconds") or 0.0),
-                                   0.0))
-            step_checks[ds].append(out["step_check"])
-            step_offsets[ds].append(done)
-            impl_steps += m
-            for k in ("implementation", "version", "normaliser_rule", "notes", "device"):
-                impl_info.setdefault(k, out.get(k))
-            if out["first"].shape[0]:
-                first_updates[ds] = out["first"] if ds not in first_updates else np.concatenate(
-                    [first_updates[ds], out["first"]])
+                calls, workers=self.workers, scheduler=self.scheduler, bar=self.bar, reduce=reduce_chunk,
+                reduce_args=args, shared=self.shared)):
+            self._record(ds, done, m, out)
             blocks[ds].append({"coords": out["coords"], "residual": out["residual"]})
         return {ds: _concat(b) for ds, b in blocks.items()}
 
-    def detect(ds):
-        rows = grads[:N] if ds == "D" else grads
+    def _record(self, ds: str, done: int, m: int, out: dict) -> None:
+        """Keep a reduced chunk's costs, step check, first updates and the implementation's own description."""
+        loop = float(out.get("step_seconds") or 0.0)
+        self.loop_seconds += loop
+        self.setups.append(max(float(out.get("seconds") or 0.0) - loop - float(out.get("startup_seconds") or 0.0),
+                               0.0))
+        self.checks[ds].append(out["step_check"])
+        self.offsets[ds].append(done)
+        self.count += m
+        for k in ("implementation", "version", "normaliser_rule", "notes", "device"):
+            self.info.setdefault(k, out.get(k))
+        if out["first"].shape[0]:
+            self.first[ds] = out["first"] if ds not in self.first else np.concatenate([self.first[ds], out["first"]])
+
+    def detect(self, ds: str) -> dict:
+        """:func:`runners.detect_normaliser` on the first updates of ``ds`` (an error is reported, not raised)."""
+        from paperlib.implementations import runners
+
+        s = self.s
+        N = s["N"]
+        rows = self.grads[:N] if ds == "D" else self.grads
         try:
-            f = runners.detect_normaliser(first_updates[ds], rows, q=q, sigma=sigma, C=C,
+            f = runners.detect_normaliser(self.first[ds], rows, q=s["q"], sigma=s["sigma"], C=s["C"],
                                           N_data=N if ds == "D" else N + 1)
         except Exception as exc:  # report, do not fail the audit on a diagnostic
             return {"normaliser": None, "error": f"{type(exc).__name__}: {exc}"}
@@ -838,78 +881,96 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                 "nonfinite_trials", "rank")
         return {k: f.get(k) for k in keep}
 
-    check = None
-    if mode == "full":
-        outputs = {"cal": {}, "count": {}}
-        try:
-            blks = impl_steps_projected({ds: halves["cal"][i] + halves["count"][i] for i, ds in enumerate(("D", "D'"))})
-            for i, ds in enumerate(("D", "D'")):
-                cal_n, blk = halves["cal"][i], blks[ds]
-                outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
-                outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
-        finally:
-            bar.close()
-        normaliser = {ds: detect(ds) for ds in ("D", "D'")}
-        steps_check = {ds: _merge_step_checks(step_checks[ds], step_offsets[ds]) for ds in ("D", "D'")}
-        path = "implementation"
-    else:
-        try:
-            impl_blocks = impl_steps_projected({"D": check_trials, "D'": check_trials})
-        finally:
-            bar.close()
-        normaliser = {ds: detect(ds) for ds in ("D", "D'")}
-        steps_check = {ds: _merge_step_checks(step_checks[ds], step_offsets[ds]) for ds in ("D", "D'")}
-        for ds in ("D", "D'"):  # first check: every real step divides as the substituted mechanism does
-            f = steps_check[ds]["first_disagreement"]
-            if f is not None:
-                raise ImplementationMismatch(
-                    f"{implementation}: real step {f['step']} on {ds} divides by {_fmt(f['divisor_read'])}, "
-                    f"{mechanism.title}'s rule by {_fmt(f['divisor_mechanism'])} for that step's batch "
-                    f"({steps_check[ds]['disagreeing']} of {steps_check[ds]['steps']} steps disagree); "
-                    "substitution refused, not audited", check={"steps": steps_check}, normaliser=normaliser)
-        check = check_outputs(impl_blocks, grads, mechanism, q, sigma, C, reference_trials=reference_trials,
-                              level=check_level, seed=_sub_seed(seed, 7))
-        if not check["passed"]:
-            raise ImplementationMismatch(
-                f"{implementation}: its steps do not match {mechanism.upper()} on these gradients "
-                f"(smallest KS p-value {check['min_p']:.3g} < {check['threshold']:.3g}; normaliser found: "
-                f"{_normaliser_summary(normaliser)}); not audited", check=check, normaliser=normaliser)
-        gen = torch.Generator().manual_seed(int(seed))
-        outputs = {"cal": {}, "count": {}}
-        for i, ds in enumerate(("D", "D'")):
-            outputs["cal"][ds] = _mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, halves["cal"][i], gen)
-        for i, ds in enumerate(("D", "D'")):
-            rest = halves["count"][i] - check_trials
-            parts = [impl_blocks[ds]]
-            if rest > 0:
-                parts.append(_mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, rest, gen))
-            outputs["count"][ds] = _concat(parts)
-        path = "implementation-checked + mechanism"
+    def findings(self) -> tuple[dict, dict]:
+        """``(normaliser, steps_check)`` per dataset: what the steps were divided by, and the step-by-step check."""
+        normaliser = {ds: self.detect(ds) for ds in ("D", "D'")}
+        steps_check = {ds: _merge_step_checks(self.checks[ds], self.offsets[ds]) for ds in ("D", "D'")}
+        self.normaliser, self.steps_check = normaliser, steps_check
+        return normaliser, steps_check
 
-    res = audit_outputs(grads, mechanism, q, sigma, C, outputs, distinguishers=dists, delta=delta, seed=seed,
-                        data=f"{dataset} ({model} gradients at theta_0)", source=path)
+
+def _full_outputs(s: dict, steps: _RealSteps) -> dict:
+    """Full mode: every calibration and counted round of both datasets is a real step."""
+    halves = s["halves"]
+    outputs = {"cal": {}, "count": {}}
+    try:
+        blks = steps.projected({ds: halves["cal"][i] + halves["count"][i] for i, ds in enumerate(("D", "D'"))})
+        for i, ds in enumerate(("D", "D'")):
+            cal_n, blk = halves["cal"][i], blks[ds]
+            outputs["cal"][ds] = {"coords": blk["coords"][:cal_n], "residual": blk["residual"][:cal_n]}
+            outputs["count"][ds] = {"coords": blk["coords"][cal_n:], "residual": blk["residual"][cal_n:]}
+    finally:
+        steps.bar.close()
+    steps.findings()
+    return outputs
+
+
+def _quick_outputs(s: dict, steps: _RealSteps, *, reference_trials: int, check_level: float) -> tuple[dict, dict]:
+    """Quick mode: ``check_trials`` real steps per dataset, checked step by step and against the mechanism
+    (:class:`ImplementationMismatch` otherwise), then the batched mechanism fills the other rounds."""
+    implementation, mechanism, check_trials = s["implementation"], s["mechanism"], s["check_trials"]
+    grads, basis, seed, halves = steps.grads, steps.basis, s["seed"], s["halves"]
+    q, sigma, C = s["q"], s["sigma"], s["C"]
+    try:
+        impl_blocks = steps.projected({"D": check_trials, "D'": check_trials})
+    finally:
+        steps.bar.close()
+    normaliser, steps_check = steps.findings()
+    for ds in ("D", "D'"):  # first check: every real step divides as the substituted mechanism does
+        f = steps_check[ds]["first_disagreement"]
+        if f is not None:
+            raise ImplementationMismatch(
+                f"{implementation}: real step {f['step']} on {ds} divides by {_fmt(f['divisor_read'])}, "
+                f"{mechanism.title}'s rule by {_fmt(f['divisor_mechanism'])} for that step's batch "
+                f"({steps_check[ds]['disagreeing']} of {steps_check[ds]['steps']} steps disagree); "
+                "substitution refused, not audited", check={"steps": steps_check}, normaliser=normaliser)
+    check = check_outputs(impl_blocks, grads, mechanism, q, sigma, C, reference_trials=reference_trials,
+                          level=check_level, seed=_sub_seed(seed, 7))
+    if not check["passed"]:
+        raise ImplementationMismatch(
+            f"{implementation}: its steps do not match {mechanism.upper()} on these gradients "
+            f"(smallest KS p-value {check['min_p']:.3g} < {check['threshold']:.3g}; normaliser found: "
+            f"{_normaliser_summary(normaliser)}); not audited", check=check, normaliser=normaliser)
+    gen = torch.Generator().manual_seed(int(seed))
+    outputs = {"cal": {}, "count": {}}
+    for i, ds in enumerate(("D", "D'")):
+        outputs["cal"][ds] = _mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, halves["cal"][i], gen)
+    for i, ds in enumerate(("D", "D'")):
+        rest = halves["count"][i] - check_trials
+        parts = [impl_blocks[ds]]
+        if rest > 0:
+            parts.append(_mechanism_projected(mechanism, grads, basis, q, sigma, C, ds, rest, gen))
+        outputs["count"][ds] = _concat(parts)
+    return outputs, check
+
+
+def _audit_record(s: dict, steps: _RealSteps, res: dict, *, check, path: str, wall: float) -> dict:
+    """The audit's JSON-ready result (:func:`audit_implementation`'s Returns)."""
     from paperlib.implementations.models import model_info
 
-    wall = time.perf_counter() - t0
-    per_step = loop_seconds / impl_steps if impl_steps else float("nan")
-    per_call = min(impl_setups) if impl_setups else float("nan")  # the least: a cold first call is not the rule
+    trials, mechanism, normaliser, steps_check = s["trials"], s["mechanism"], steps.normaliser, steps.steps_check
+    per_step = steps.loop_seconds / steps.count if steps.count else float("nan")
+    per_call = min(steps.setups) if steps.setups else float("nan")  # the least: a cold first call is not the rule
     full_rounds = 2 * trials  # calibration + counted, both datasets
-    full_calls = 2 * math.ceil(trials / chunk)  # each dataset's trials steps, in chunks as full mode cuts them
+    full_calls = 2 * math.ceil(trials / steps.chunk)  # each dataset's trials steps, in chunks as full mode cuts them
     results = {label: r.to_dict() for label, r in res.items()}
-    eps_claimed = float(sgm_claim(q, sigma).epsilon(delta))
+    eps_claimed = float(sgm_claim(s["q"], s["sigma"]).epsilon(s["delta"]))
+    info = steps.info
     data = {
-        "implementation": implementation, "version": impl_info.get("version"), "model": model, "dataset": dataset,
-        "model_info": model_info(model),  # size, architecture and its source, for the grade
-        "N": N, "n": n, "q": q, "sigma": sigma, "C": C, "delta": delta, "seed": int(seed), "mode": mode,
-        "mechanism": mechanism, "normaliser_rule": impl_info.get("normaliser_rule"),
-        "implementation_notes": impl_info.get("notes"),
-        "step_device": impl_info.get("device"),  # where the real steps ran (runners.step_device)
+        "implementation": s["implementation"], "version": info.get("version"), "model": s["model"],
+        "dataset": s["dataset"],
+        "model_info": model_info(s["model"]),  # size, architecture and its source, for the grade
+        "N": s["N"], "n": steps.n, "q": s["q"], "sigma": s["sigma"], "C": s["C"], "delta": s["delta"],
+        "seed": s["seed"], "mode": s["mode"],
+        "mechanism": mechanism, "normaliser_rule": info.get("normaliser_rule"),
+        "implementation_notes": info.get("notes"),
+        "step_device": info.get("device"),  # where the real steps ran (runners.step_device)
         "normaliser": normaliser, "normaliser_found": normaliser_found(mechanism, normaliser, steps_check),
         "step_check": steps_check,
         "real_steps_disagreeing": int(sum(c["disagreeing"] for c in steps_check.values())),
         "claim": "SGM (the privacy analysis at q, sigma and delta, which every audited code relies on)",
         "path": path, "check": check, "trials": trials, "calibration_trials": trials,
-        "implementation_steps": impl_steps,
+        "implementation_steps": steps.count,
         "fpr": {k: r["fpr"] for k, r in results.items()}, "fnr": {k: r["fnr"] for k, r in results.items()},
         "fpr_ci": {k: r["fpr_ci"] for k, r in results.items()}, "fnr_ci": {k: r["fnr_ci"] for k, r in results.items()},
         "eps_lower": {k: r["eps_lower"] for k, r in results.items()},
@@ -919,22 +980,21 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         "full_mode_estimate_s": _jsonnum(per_step * full_rounds + per_call * full_calls),
         "cached": False,
     }
-    if batch_size is not None:  # the fix: one public divisor, measured on both sides
-        data["batch_size"] = int(batch_size)
-        data["divisor_measured"] = {ds: _jsonnum((normaliser[ds] or {}).get("nu_hat_mean", float("nan")))
-                                    for ds in ("D", "D'")}
-        # nu_hat of one step has relative error 1/sqrt(2(n - r)); the mean over the steps, 4 standard errors
-        tol = {ds: 4.0 / math.sqrt(2.0 * max(n - int((normaliser[ds] or {}).get("rank") or 0), 1)
-                                   * max(int((normaliser[ds] or {}).get("trials") or 0), 1)) for ds in ("D", "D'")}
-        ok = all(v is not None and abs(v / batch_size - 1) <= tol[ds] for ds, v in data["divisor_measured"].items())
-        data["normaliser_found"] = (f"{int(batch_size)} (the configured batch size)" if ok else ", ".join(
-            f"{ds}: {v}" for ds, v in data["divisor_measured"].items()) + f" (not the batch size {batch_size})")
-    data["points_sha256"] = params["points_sha256"]
-    data["inputs"] = audit_inputs(implementation, dataset, version=impl_info.get("version"), bundle=bundle,
-                                  drawn=drawn, real_rounds=impl_steps, rounds=2 * trials)
-    if cache is not None:
-        cache.save(name, params, data, seed=int(seed), wall_time=wall)
+    if s["batch_size"] is not None:
+        data.update(_fix_divisor(s["batch_size"], normaliser, steps.n))
     return data
+
+
+def _fix_divisor(batch_size: int, normaliser: dict, n: int) -> dict:
+    """The fix: one public divisor, measured on both sides (``divisor_measured``, ``normaliser_found``)."""
+    measured = {ds: _jsonnum((normaliser[ds] or {}).get("nu_hat_mean", float("nan"))) for ds in ("D", "D'")}
+    # nu_hat of one step has relative error 1/sqrt(2(n - r)); the mean over the steps, 4 standard errors
+    tol = {ds: 4.0 / math.sqrt(2.0 * max(n - int((normaliser[ds] or {}).get("rank") or 0), 1)
+                               * max(int((normaliser[ds] or {}).get("trials") or 0), 1)) for ds in ("D", "D'")}
+    ok = all(v is not None and abs(v / batch_size - 1) <= tol[ds] for ds, v in measured.items())
+    found = (f"{int(batch_size)} (the configured batch size)" if ok else ", ".join(
+        f"{ds}: {v}" for ds, v in measured.items()) + f" (not the batch size {batch_size})")
+    return {"batch_size": int(batch_size), "divisor_measured": measured, "normaliser_found": found}
 
 
 def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, drawn=None, real_rounds: int,

@@ -373,7 +373,10 @@ def _record(out, proj, t: int, flat0: torch.Tensor, params, lr: float) -> None:
 
 
 def _legacy_worker(spec_path: str) -> None:
-    """Runs inside the subprocess (old release first on ``sys.path``)."""
+    """Runs inside the subprocess (old release first on ``sys.path``).
+
+    (Over 80 lines: the subprocess's whole request loop under the old release's interpreter, in one function so
+    that nothing at module level runs before the release is first on ``sys.path``.)"""
     import warnings
 
     import opacus
@@ -672,6 +675,9 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
               device: str | None = None, project: dict | None = None) -> dict[str, Any]:
     """Run ``trials`` one-round DP-SGD steps of ``implementation`` from fixed ``theta_0``.
 
+    (Over 80 lines: the step driver's one dispatch over the installed release, an old release's subprocess and
+    DPSUR's source, kept together so that each path's set-up, timing and projection read side by side.)
+
     ``X``: ``[N+1, C, H, W]`` float tensor, ``y``: ``[N+1]`` long; ``dataset="D"`` uses
     the first ``N`` points, ``"Dprime"`` all ``N+1``. Returns a dict:
 
@@ -819,6 +825,9 @@ RULES = tuple(m.rule for m in CANDIDATES)
 def detect_normaliser(updates, grads, *, q: float, sigma: float, C: float, N_data: int,
                       max_subsets: int = 4096) -> dict[str, Any]:
     """Measure from the updates which normaliser ``nu`` produced them.
+
+    (Over 80 lines: about half is this docstring, the method and its statistics, which the code follows step by
+    step.)
 
     Model: ``u = (S_B + G) / nu`` with ``S_B = sum_{i in B} gbar_i`` (clipped rows of
     ``grads[:N_data]``), ``B`` Poisson(``q``) and ``G ~ N(0, sigma^2 C^2 I_n)``.

@@ -50,7 +50,7 @@ import sys
 
 import numpy as np
 
-from paperlib.fdp.validation import check_int, check_rate
+from paperlib.fdp.validation import ParameterError, check_int, check_rate
 from paperlib.mechanisms.registry import mechanism_spec
 
 __all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
@@ -84,7 +84,8 @@ class Mechanism(enum.StrEnum):
                 pass
         if mech is None or mech not in allowed:
             shown = value.value if isinstance(value, cls) else value
-            raise ValueError(f"mechanism must be one of {', '.join(m.value for m in allowed)}, got {shown!r}")
+            raise ParameterError("mechanism", f"mechanism must be one of {', '.join(m.value for m in allowed)}, "
+                                              f"got {shown!r}")
         return mech
 
     @classmethod

@@ -31,6 +31,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from paperlib.fdp.validation import ParameterError
+
 __all__ = ["MechanismSpec", "mechanism_spec", "register_mechanism", "registered_mechanisms", "spec_for_opacus_code"]
 
 
@@ -114,8 +116,8 @@ class MechanismSpec:
     def require_defined(self, N: int, q: float) -> None:
         """Raise ValueError (naming ``q``) when the round divides by zero on ``N`` records."""
         if self.divides_by_zero(N, q):
-            raise ValueError(f"q: floor(N*q) = 0 for N={N}, q={q}, so {self.title} divides by zero (as Opacus v1.x "
-                             "does); choose N*q >= 1")
+            raise ParameterError("q", f"q: floor(N*q) = 0 for N={N}, q={q}, so {self.title} divides by zero (as "
+                                 "Opacus v1.x does); choose N*q >= 1")
 
     def computation(self, what: str) -> Callable | None:
         """The callable behind ``what`` (``"guarantee"``, ``"upper"``, ``"rounds_upper"``, ``"attack"``),
@@ -150,7 +152,7 @@ def mechanism_spec(mechanism) -> MechanismSpec:
     key = getattr(mechanism, "value", mechanism)
     spec = _REGISTRY.get(key.strip().lower()) if isinstance(key, str) else None
     if spec is None:
-        raise ValueError(f"mechanism must be one of {', '.join(_REGISTRY)}, got {key!r}")
+        raise ParameterError("mechanism", f"mechanism must be one of {', '.join(_REGISTRY)}, got {key!r}")
     return spec
 
 

@@ -74,59 +74,72 @@ def simulate_llr(
     mechanism.require_defined(N, q)
     rng = np.random.default_rng(seed)
     m = n - 1
+    comp = _components(mechanism, N, q)
+    res = []
+    for under_q in (False, True):
+        k, b, o1, W = _draw(rng, comp, N, q, sigma, m, trials, under_q)
+        res.append(_llr_revealed(comp, sigma, m, k, b, o1, W) if reveal_index
+                   else _llr_hidden(comp, N, q, sigma, m, o1, W))
+    return res[0], res[1]
 
-    # all components: k in 0..N for D, (k, b) for D'
+
+def _components(mechanism: Mechanism, N: int, q: float):
+    """All components (k in 0..N for D, (k, b) for D'): ``(ks, logw_k, nu_p, nu_q0, nu_q1)``."""
     ks = np.arange(N + 1)
     logw_k = stats.binom.logpmf(ks, N, q)
     nu_p = mechanism.normaliser(N, ks, q)  # D, batch k
     nu_q0 = mechanism.normaliser(N + 1, ks, q)  # D', new point out
     nu_q1 = mechanism.normaliser(N + 1, ks + 1, q)  # D', new point in
+    return ks, logw_k, nu_p, nu_q0, nu_q1
 
-    def draw(under_q: bool):
-        k = rng.binomial(N, q, size=trials)
-        b = (rng.random(trials) < q).astype(int)
-        z1 = rng.standard_normal(trials)
-        chi = rng.chisquare(m, size=trials) if m > 0 else np.zeros(trials)
-        if under_q:
-            nu = np.where(b == 1, nu_q1[k], nu_q0[k])
-            o1 = (k - b + sigma * z1) / nu
-        else:
-            nu = nu_p[k]
-            o1 = (k + sigma * z1) / nu
-        W = (sigma / nu) ** 2 * chi
-        return k, b, o1, W
 
-    def llr_revealed(k, b, o1, W):
-        lp = _component_logpdf(o1, W, k / nu_p[k], sigma / nu_p[k], m)
+def _draw(rng, comp, N, q, sigma, m, trials, under_q: bool):
+    """Draw ``trials`` summaries ``(k, b, o1, W)`` under D' (``under_q``) or D."""
+    _, _, nu_p, nu_q0, nu_q1 = comp
+    k = rng.binomial(N, q, size=trials)
+    b = (rng.random(trials) < q).astype(int)
+    z1 = rng.standard_normal(trials)
+    chi = rng.chisquare(m, size=trials) if m > 0 else np.zeros(trials)
+    if under_q:
         nu = np.where(b == 1, nu_q1[k], nu_q0[k])
-        lq = _component_logpdf(o1, W, (k - b) / nu, sigma / nu, m)
-        # identical components: exact zero, so ties are recognised as the atom they are
-        same = np.isclose(k / nu_p[k], (k - b) / nu, rtol=0, atol=0) & (nu_p[k] == nu)
-        return np.where(same, 0.0, lq - lp)
+        o1 = (k - b + sigma * z1) / nu
+    else:
+        nu = nu_p[k]
+        o1 = (k + sigma * z1) / nu
+    W = (sigma / nu) ** 2 * chi
+    return k, b, o1, W
 
-    def llr_hidden(o1, W):
-        # chunked log-sum-exp over components of each mixture
-        out = np.empty(o1.size)
-        step = max(1, 2_000_000 // (2 * (N + 1)))
-        for s in range(0, o1.size, step):
-            x = o1[s : s + step, None]
-            w = W[s : s + step, None]
-            lp = special.logsumexp(logw_k[None, :] + _component_logpdf(x, w, ks / nu_p, sigma / nu_p, m), axis=1)
-            q0 = math.log1p(-q) if q < 1 else -np.inf
-            lq_terms = [
-                logw_k[None, :] + math.log(q) + _component_logpdf(x, w, (ks - 1) / nu_q1, sigma / nu_q1, m)
-            ]
-            if q < 1:
-                lq_terms.append(logw_k[None, :] + q0 + _component_logpdf(x, w, ks / nu_q0, sigma / nu_q0, m))
-            lq = special.logsumexp(np.concatenate(lq_terms, axis=1), axis=1)
-            out[s : s + step] = lq - lp
-        return out
 
-    res = []
-    for under_q in (False, True):
-        k, b, o1, W = draw(under_q)
-        res.append(llr_revealed(k, b, o1, W) if reveal_index else llr_hidden(o1, W))
-    return res[0], res[1]
+def _llr_revealed(comp, sigma, m, k, b, o1, W):
+    """Log-likelihood ratio of the drawn component ``(k, b)`` (index revealed)."""
+    _, _, nu_p, nu_q0, nu_q1 = comp
+    lp = _component_logpdf(o1, W, k / nu_p[k], sigma / nu_p[k], m)
+    nu = np.where(b == 1, nu_q1[k], nu_q0[k])
+    lq = _component_logpdf(o1, W, (k - b) / nu, sigma / nu, m)
+    # identical components: exact zero, so ties are recognised as the atom they are
+    same = np.isclose(k / nu_p[k], (k - b) / nu, rtol=0, atol=0) & (nu_p[k] == nu)
+    return np.where(same, 0.0, lq - lp)
+
+
+def _llr_hidden(comp, N, q, sigma, m, o1, W):
+    """Exact log-likelihood ratio of the two output mixtures (index hidden)."""
+    ks, logw_k, nu_p, nu_q0, nu_q1 = comp
+    # chunked log-sum-exp over components of each mixture
+    out = np.empty(o1.size)
+    step = max(1, 2_000_000 // (2 * (N + 1)))
+    for s in range(0, o1.size, step):
+        x = o1[s : s + step, None]
+        w = W[s : s + step, None]
+        lp = special.logsumexp(logw_k[None, :] + _component_logpdf(x, w, ks / nu_p, sigma / nu_p, m), axis=1)
+        q0 = math.log1p(-q) if q < 1 else -np.inf
+        lq_terms = [
+            logw_k[None, :] + math.log(q) + _component_logpdf(x, w, (ks - 1) / nu_q1, sigma / nu_q1, m)
+        ]
+        if q < 1:
+            lq_terms.append(logw_k[None, :] + q0 + _component_logpdf(x, w, ks / nu_q0, sigma / nu_q0, m))
+        lq = special.logsumexp(np.concatenate(lq_terms, axis=1), axis=1)
+        out[s : s + step] = lq - lp
+    return out
 
 
 def empirical_tradeoff(llr_p: np.ndarray, llr_q: np.ndarray, alpha) -> np.ndarray:

@@ -37,7 +37,7 @@ import math
 
 from opacus.accountants import IAccountant
 
-from paperlib.fdp.validation import check_bool, check_int, check_positive, check_rate
+from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool, check_int, check_positive, check_rate
 from paperlib.practitioner.fix import fixed_divisor
 from paperlib.practitioner.releases import opacus_release
 from paperlib.practitioner.run import check_run_delta, live_opacus_run
@@ -84,7 +84,7 @@ class CertifiedAccountant(IAccountant):
         release = opacus_release(opacus_version, assume=assume_release)
         release.mechanism_for(loss_reduction, divisor)  # checks both
         if pld_options is not None and not isinstance(pld_options, dict):
-            raise TypeError(f"pld_options must be a dict of PLD accuracy options or None, got "
+            raise ParameterTypeError("pld_options", f"pld_options must be a dict of PLD accuracy options or None, got "
                             f"{type(pld_options).__name__}")
         self.opacus_version = opacus_version
         self.dataset_size = check_int(dataset_size, "dataset_size", 2)
@@ -134,7 +134,7 @@ class CertifiedAccountant(IAccountant):
             return None
         pairs = {(s, q) for s, q, _ in self.history}
         if len(pairs) > 1:
-            raise ValueError(f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
+            raise ParameterError("noise_multiplier", f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
                              "certified composition of unequal rounds is not implemented")
         sigma, q = next(iter(pairs))
         T = sum(k for _, _, k in self.history)

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from paperlib.fdp.validation import (check_bool, check_delta, check_int, check_positive, check_rate, check_size,
-                                     trusted)
+from paperlib.fdp.validation import (ParameterError, check_bool, check_delta, check_int, check_positive,
+                                     check_rate, check_size, trusted)
 from paperlib.mechanisms.core import Mechanism
 from paperlib.practitioner.releases import Release, dpsur_release, opacus1_rates, opacus_release
 
@@ -42,7 +42,7 @@ def check_run_delta(delta, dataset_size: int) -> float:
     """
     delta = check_delta(delta)
     if delta > 1 / dataset_size:
-        raise ValueError(f"delta = {delta:g} is above 1/dataset_size = {1 / dataset_size:.3g}: a mechanism that "
+        raise ParameterError("delta", f"delta = {delta:g} is above 1/dataset_size = {1 / dataset_size:.3g}: a mechanism that "
                          "publishes one random record in the clear meets it, so no epsilon at this delta protects "
                          "anyone; use delta <= 1/dataset_size (usually far below)")
     return delta
@@ -117,7 +117,7 @@ class Run:
 
     def __post_init__(self):
         if self.implementation not in IMPLEMENTATIONS:
-            raise ValueError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}")
+            raise ParameterError("implementation", f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}")
         for name in ("drop_last", "charged_rate", "assume_release", "allow_large"):
             self._set(**{name: check_bool(getattr(self, name), name)})
         if self.poisson is not None:
@@ -140,33 +140,33 @@ class Run:
         self._set(rounds=T)
         if mech.divides_by_zero(N, self.q_account):
             name = "batch_size" if self.batch_size is not None else "sample_rate"
-            raise ValueError(f"{name}: int(dataset_size * sample_rate) = 0, {release.name} divides by zero")
+            raise ParameterError(name, f"{name}: int(dataset_size * sample_rate) = 0, {release.name} divides by zero")
 
     def _release(self) -> Release:
         if self.implementation == "dpsur":
             if self.opacus_version is not None:
-                raise ValueError("opacus_version: DPSUR's code is not an Opacus release; leave it unset for "
+                raise ParameterError("opacus_version", "opacus_version: DPSUR's code is not an Opacus release; leave it unset for "
                                  "implementation 'dpsur'")
             return dpsur_release()
         if self.opacus_version is None:
-            raise ValueError("opacus_version: name the Opacus release that ran (e.g. '1.6.0')")
+            raise ParameterError("opacus_version", "opacus_version: name the Opacus release that ran (e.g. '1.6.0')")
         return opacus_release(self.opacus_version, assume=self.assume_release)
 
     def _check_sizes(self, N: int) -> None:
         if (self.batch_size is None) == (self.sample_rate is None):
-            raise ValueError("batch_size or sample_rate: give exactly one of them (the data loader's batch size, or "
+            raise ParameterError("batch_size", "batch_size or sample_rate: give exactly one of them (the data loader's batch size, or "
                              "the Poisson sampling rate in (0, 1])")
         if self.batch_size is not None:
             b = check_int(self.batch_size, "batch_size", 1)
             if b > N:
-                raise ValueError(f"batch_size = {b:,} is larger than dataset_size = {N:,}")
+                raise ParameterError("batch_size", f"batch_size = {b:,} is larger than dataset_size = {N:,}")
             self._set(batch_size=b)
         else:
             self._set(sample_rate=check_rate(self.sample_rate, "sample_rate"))
         if self.charged_rate and self.sample_rate is None:
-            raise ValueError("sample_rate: charged_rate=True needs the charged sample_rate")
+            raise ParameterError("sample_rate", "sample_rate: charged_rate=True needs the charged sample_rate")
         if (self.epochs is None) == (self.steps is None):
-            raise ValueError("epochs or steps: give exactly one of them")
+            raise ParameterError("epochs", "epochs or steps: give exactly one of them")
         if self.epochs is not None:
             self._set(epochs=check_int(self.epochs, "epochs", 1))
         else:
@@ -175,18 +175,18 @@ class Run:
     def _check_accountant_and_sampling(self, release: Release) -> None:
         acc = self.accountant
         if acc not in (None, "rdp", "prv"):
-            raise ValueError(f"accountant must be 'rdp' or 'prv', got {acc!r}")
+            raise ParameterError("accountant", f"accountant must be 'rdp' or 'prv', got {acc!r}")
         if acc is not None and acc not in release.accountants:
-            raise ValueError(f"accountant {acc!r} does not exist in {release.name} (PRVAccountant came with Opacus "
+            raise ParameterError("accountant", f"accountant {acc!r} does not exist in {release.name} (PRVAccountant came with Opacus "
                              "1.3.0); use 'rdp'")
         self._set(claim_accountant=release.default_accountant if acc is None else acc)
         if self.poisson is False:
             how = ("make_private(poisson_sampling=True)" if release.samples_per_loader else
                    "a Poisson sampler (UniformWithReplacementSampler)")
-            raise ValueError(f"poisson: without Poisson sampling (fixed-size shuffled batches) {release.name}'s "
+            raise ParameterError("poisson", f"poisson: without Poisson sampling (fixed-size shuffled batches) {release.name}'s "
                              f"accountant and this analysis do not apply; train with {how}")
         if self.poisson is None and not release.poisson_builtin:
-            raise ValueError(f"poisson: {release.name} has no built-in Poisson sampling (it came with 0.12); pass "
+            raise ParameterError("poisson", f"poisson: {release.name} has no built-in Poisson sampling (it came with 0.12); pass "
                              "poisson=True (--poisson) if you sampled with your own Poisson sampler")
 
     # ------------------------------------------------------------------ the release's sampling rule
@@ -354,7 +354,7 @@ def live_opacus_run(*, dataset_size: int, sample_rate: float, charged: bool = Fa
     if batch_size is not None:
         run = Run(**given, batch_size=batch_size)
         if not matches(run):
-            raise ValueError(f"batch_size = {run.batch_size:,} over {N:,} records gives a sample rate of "
+            raise ParameterError("batch_size", f"batch_size = {run.batch_size:,} over {N:,} records gives a sample rate of "
                              f"1/{run.steps_per_epoch:,}, but {live} is {sample_rate:.6g}: pass the DataLoader's "
                              "batch size and the training set's size")
         return run, []
@@ -368,7 +368,7 @@ def live_opacus_run(*, dataset_size: int, sample_rate: float, charged: bool = Fa
             continue
         if ends[0].neighbours() != ends[1].neighbours():
             a, b = span
-            raise ValueError(f"batch_size: {L:,} batches an epoch over {N:,} records fit batch sizes {a:,} to {b:,}, "
+            raise ParameterError("batch_size", f"batch_size: {L:,} batches an epoch over {N:,} records fit batch sizes {a:,} to {b:,}, "
                              "whose neighbouring datasets get different sampling rates or normalisers; pass the "
                              "DataLoader's batch_size")
         # the neighbours' rates and normalisers are monotone in the batch size: equal at both ends, equal between

@@ -73,6 +73,160 @@ def _sweep(rd: Path, name: str, var: str):
     return data, params, mode, recs, recs["optimal"]
 
 
+def _fig2_points(recs: dict, opt: dict) -> list[dict]:
+    """Fig. 2's ``values["points"]``: each optimal point's eps_L and claim, and the normality eps_L beside it."""
+    points = []
+    for key, r in sorted(opt.items()):
+        e, c = num(r.get("eps_lower"), "eps_lower"), num(r.get("eps_claimed"), "eps_claimed")
+        pr = recs["paper"].get(key)
+        points.append({"mechanism": key[0], "q": key[1], "N": key[2], "eps_lower": e, "eps_claim": c,
+                       "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
+    return points
+
+
+def _fig2_above_claim(recs: dict) -> tuple[list[dict], list[str]]:
+    """Fig. 2's info parts "every point eps_L > SGM claim" per distinguisher, and the findings of points below it."""
+    parts, findings = [], []
+    # every point above the SGM claim: graded with the optimal distinguisher (our addition)
+    for dist in ("optimal", "paper"):
+        rs = recs[dist]
+        if not rs:
+            continue
+        st = {k: above_claim(r) for k, r in rs.items()}
+        bad = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "fails"]
+        unres = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "unresolved"]
+        detail = (f"{sum(v == 'holds' for v, _ in st.values())}/{len(st)} above"
+                  + (f"; below: {', '.join(bad)}" if bad else "") + (f"; unresolved: {', '.join(unres)}" if unres else ""))
+        # the paper states only trends for Fig. 2: "every point above its claim" is info with either
+        # distinguisher (never graded as the paper's), and a point below it is a finding
+        parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad and not unres,
+                           detail + " (info: the paper's text does not state it for Fig. 2)", graded=False))
+        if bad:
+            who = "our rebuilt normality distinguisher" if dist == "paper" else "the optimal distinguisher"
+            findings.append(f"{who} does not certify leakage above the SGM claim at {len(bad)} of {len(st)} points "
+                            f"({', '.join(b.split(':')[0] for b in bad)}); the paper states only trends for this "
+                            "figure")
+    return parts, findings
+
+
+def _fig2_easgm_falls(rs: dict, lab: str) -> tuple[dict, dict]:
+    """Fig. 2's part "EASGM eps_L falls as N grows, every q" for one distinguisher, and its monotonicity counts."""
+    # EASGM: falls in N for every q, a fall evidenced by the intervals (first N against last N)
+    qs = sorted({k[1] for k in rs if k[0] == "easgm"})
+    strict, held, unres_e, fails, within, checked = 0, 0, [], [], [], 0
+    for q in qs:
+        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "easgm" and k[1] == q)
+        if len(seq) < 2:
+            continue
+        checked += 1
+        m = trend(seq, -1, "N=")
+        strict += m["strict"]
+        held += m["status"] == "holds"
+        if m["status"] == "fails":
+            fails.append(f"q={q:g}: " + ", ".join(m["against"]))
+        elif m["status"] == "unresolved":
+            unres_e.append(f"q={q:g}: {m['text']}")
+        if m["within"]:
+            within.append(f"q={q:g}: " + ", ".join(m["within"]))
+    counts = {"q": checked, "strictly_monotone": strict, "fall_evidenced": held, "no_rise_beyond": checked - len(fails)}
+    return part(f"EASGM eps_L falls as N grows, every q ({lab})", None if checked == 0 else not fails,
+                f"{held}/{checked} q with a fall beyond the Clopper-Pearson intervals (eps_U at the largest "
+                f"N below eps_L at the smallest), {strict}/{checked} strictly monotone"
+                + (f"; rises beyond them: {'; '.join(fails)}" if fails else "")
+                + (f"; no fall evidenced: {'; '.join(unres_e)}" if unres_e else "")
+                + (f"; rises within them: {'; '.join(within)}" if within else ""),
+                partial=(f"{trials_text(rs)} cannot show a fall at " + ", ".join(u.split(':')[0] for u in unres_e))
+                if unres_e else None), counts
+
+
+def _fig2_asgm_falls(rs: dict, lab: str) -> dict:
+    """Fig. 2's part "ASGM eps_L generally falls as N grows, every q" (first N against last) for one distinguisher."""
+    # ASGM: generally falls in N (first vs last), for every q
+    qa = sorted({k[1] for k in rs if k[0] == "asgm"})
+    trend_bad, trend_unres, n_tr = [], [], 0
+    for q in qa:
+        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and k[1] == q)
+        if len(seq) < 2:
+            continue
+        n_tr += 1
+        m = trend([seq[0], seq[-1]], -1, "N=")
+        if m["status"] == "fails":
+            trend_bad.append(f"q={q:g}: " + m["against"][0])
+        elif m["status"] == "unresolved":
+            trend_unres.append(f"q={q:g}: {m['text']}")
+    return part(f"ASGM eps_L generally falls as N grows, every q ({lab})", None if n_tr == 0 else not trend_bad,
+                f"{n_tr - len(trend_bad) - len(trend_unres)}/{n_tr} q with eps_U(N max) < eps_L(N min), "
+                "a fall beyond the intervals"
+                + (f"; rises beyond the intervals: {'; '.join(trend_bad)}" if trend_bad else "")
+                + (f"; no fall evidenced: {'; '.join(trend_unres)}" if trend_unres else ""),
+                partial=(f"{trials_text(rs)} cannot show a fall at "
+                         + ", ".join(u.split(':')[0] for u in trend_unres)) if trend_unres else None)
+
+
+def _fig2_asgm_not_monotone(rs: dict, lab: str) -> dict:
+    """Fig. 2's part "ASGM not monotone in N at q = 0.6, 0.7" (:data:`FIG2_ASGM_NONMONOTONE_Q`), one distinguisher."""
+    # ASGM: not monotone in N at q = 0.6, 0.7
+    seen, unres, absent, gone = [], [], [], []
+    for q in FIG2_ASGM_NONMONOTONE_Q:
+        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and abs(k[1] - q) < 1e-9)
+        if len(seq) < 3:
+            absent.append(f"q={q:g}")
+            continue
+        m = trend(seq, -1, "N=")
+        if m["against"]:
+            # a rise beyond the intervals (some later N's eps_L above an earlier N's eps_U)
+            seen.append(f"q={q:g}: rises beyond the intervals, " + ", ".join(m["against"]))
+            continue
+        # no rise evidenced: can the intervals exclude one? (a fall beyond them at every step)
+        iv = [eps_interval(r) for _, r in seq]
+        if all(step_against((a[0], a[2]), (b[0], b[2]), +1) == "beyond" for a, b in zip(iv, iv[1:])):
+            gone.append(f"q={q:g}: falls at every step beyond the intervals")
+        else:
+            unres.append(f"q={q:g}: no rise beyond the Clopper-Pearson intervals"
+                         + (f" (rises within them: {', '.join(m['within'])})" if m["within"] else ""))
+    name_nm = f"ASGM not monotone in N at q = 0.6, 0.7 ({lab})"
+    if absent:
+        return part(name_nm, None, f"no ASGM points with three or more N at {', '.join(absent)}")
+    why = f" ({trials_text(rs)} cannot resolve it)" if unres else ""
+    return part(name_nm, not gone, "; ".join(seen + unres + gone) + why,
+                partial=", ".join(unres) + why if unres else None)
+
+
+def _fig2_asgm_grows(rs: dict, lab: str) -> dict:
+    """Fig. 2's part "ASGM eps_L generally grows with q, every N" (first q against last) for one distinguisher."""
+    # ASGM: grows with q (first vs last q), for every N
+    ns = sorted({k[2] for k in rs if k[0] == "asgm"})
+    g_bad, g_unres, n_g = [], [], 0
+    for n in ns:
+        seq = sorted((k[1], r) for k, r in rs.items() if k[0] == "asgm" and k[2] == n)
+        if len(seq) < 2:
+            continue
+        n_g += 1
+        m = trend([seq[0], seq[-1]], +1, "q=")
+        if m["status"] == "fails":
+            g_bad.append(f"N={n}: " + m["against"][0])
+        elif m["status"] == "unresolved":
+            g_unres.append(f"N={n}: {m['text']}")
+    return part(f"ASGM eps_L generally grows with q, every N ({lab})", None if n_g == 0 else not g_bad,
+                f"{n_g - len(g_bad) - len(g_unres)}/{n_g} N with eps_L(q max) > eps_U(q min), a rise beyond "
+                "the intervals"
+                + (f"; falls beyond the intervals: {'; '.join(g_bad)}" if g_bad else "")
+                + (f"; no rise evidenced: {'; '.join(g_unres)}" if g_unres else ""),
+                partial=(f"{trials_text(rs)} cannot show a rise at "
+                         + ", ".join(u.split(':')[0] for u in g_unres)) if g_unres else None)
+
+
+def _fig2_measured(opt: dict, mono: dict, ceil: float) -> str:
+    """Fig. 2's ``measured`` line: the optimal eps_L and claim ranges, the EASGM fall counts, the ceiling."""
+    return (f"optimal eps_L {min(r['eps_lower'] for r in opt.values()):.2f}-"
+            f"{max(r['eps_lower'] for r in opt.values()):.2f} vs claim "
+            f"{min(r['eps_claimed'] for r in opt.values()):.4f}-{max(r['eps_claimed'] for r in opt.values()):.3f}; "
+            + "; ".join(f"EASGM falls in N ({'paper' if k.endswith('paper') else 'optimal'}): "
+                        f"{v['fall_evidenced']}/{v['q']} q beyond the intervals, {v['strictly_monotone']}/{v['q']} "
+                        "strictly"
+                        for k, v in mono.items()) + f"; ceiling {ceil:.2f}")
+
+
 def check_fig2(rd: Path) -> dict:
     """Fig. 2 (Section 5.2, n = 100, N in {2, 3, 4, 5}). The paper's statements, each graded
     with its normality distinguisher and with the optimal one:
@@ -96,31 +250,8 @@ def check_fig2(rd: Path) -> dict:
     """
     name = "04_fig2_audit.json"
     data, params, mode, recs, opt = _sweep(rd, name, "N")
-    findings, parts, values = [], [], {"points": []}
-    for key, r in sorted(opt.items()):
-        e, c = num(r.get("eps_lower"), "eps_lower"), num(r.get("eps_claimed"), "eps_claimed")
-        pr = recs["paper"].get(key)
-        values["points"].append({"mechanism": key[0], "q": key[1], "N": key[2], "eps_lower": e, "eps_claim": c,
-                                 "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
-    # every point above the SGM claim: graded with the optimal distinguisher (our addition)
-    for dist in ("optimal", "paper"):
-        rs = recs[dist]
-        if not rs:
-            continue
-        st = {k: above_claim(r) for k, r in rs.items()}
-        bad = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "fails"]
-        unres = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "unresolved"]
-        detail = (f"{sum(v == 'holds' for v, _ in st.values())}/{len(st)} above"
-                  + (f"; below: {', '.join(bad)}" if bad else "") + (f"; unresolved: {', '.join(unres)}" if unres else ""))
-        # the paper states only trends for Fig. 2: "every point above its claim" is info with either
-        # distinguisher (never graded as the paper's), and a point below it is a finding
-        parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad and not unres,
-                           detail + " (info: the paper's text does not state it for Fig. 2)", graded=False))
-        if bad:
-            who = "our rebuilt normality distinguisher" if dist == "paper" else "the optimal distinguisher"
-            findings.append(f"{who} does not certify leakage above the SGM claim at {len(bad)} of {len(st)} points "
-                            f"({', '.join(b.split(':')[0] for b in bad)}); the paper states only trends for this "
-                            "figure")
+    values = {"points": _fig2_points(recs, opt)}
+    parts, findings = _fig2_above_claim(recs)
     ceil = max(ceiling(r) for r in opt.values())
     values["ceiling"] = ceil
     values["monotone"] = {}
@@ -131,109 +262,13 @@ def check_fig2(rd: Path) -> dict:
                                "no results of this distinguisher"))
             continue
         lab = DIST_LABEL[dist]
-        # EASGM: falls in N for every q, a fall evidenced by the intervals (first N against last N)
-        qs = sorted({k[1] for k in rs if k[0] == "easgm"})
-        strict, held, unres_e, fails, within, checked = 0, 0, [], [], [], 0
-        for q in qs:
-            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "easgm" and k[1] == q)
-            if len(seq) < 2:
-                continue
-            checked += 1
-            m = trend(seq, -1, "N=")
-            strict += m["strict"]
-            held += m["status"] == "holds"
-            if m["status"] == "fails":
-                fails.append(f"q={q:g}: " + ", ".join(m["against"]))
-            elif m["status"] == "unresolved":
-                unres_e.append(f"q={q:g}: {m['text']}")
-            if m["within"]:
-                within.append(f"q={q:g}: " + ", ".join(m["within"]))
-        values["monotone"][f"easgm/{dist}"] = {"q": checked, "strictly_monotone": strict, "fall_evidenced": held,
-                                               "no_rise_beyond": checked - len(fails)}
-        parts.append(part(f"EASGM eps_L falls as N grows, every q ({lab})", None if checked == 0 else not fails,
-                           f"{held}/{checked} q with a fall beyond the Clopper-Pearson intervals (eps_U at the largest "
-                           f"N below eps_L at the smallest), {strict}/{checked} strictly monotone"
-                           + (f"; rises beyond them: {'; '.join(fails)}" if fails else "")
-                           + (f"; no fall evidenced: {'; '.join(unres_e)}" if unres_e else "")
-                           + (f"; rises within them: {'; '.join(within)}" if within else ""),
-                           partial=(f"{trials_text(rs)} cannot show a fall at " + ", ".join(u.split(':')[0] for u in unres_e))
-                           if unres_e else None))
-        # ASGM: generally falls in N (first vs last), for every q
-        qa = sorted({k[1] for k in rs if k[0] == "asgm"})
-        trend_bad, trend_unres, n_tr = [], [], 0
-        for q in qa:
-            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and k[1] == q)
-            if len(seq) < 2:
-                continue
-            n_tr += 1
-            m = trend([seq[0], seq[-1]], -1, "N=")
-            if m["status"] == "fails":
-                trend_bad.append(f"q={q:g}: " + m["against"][0])
-            elif m["status"] == "unresolved":
-                trend_unres.append(f"q={q:g}: {m['text']}")
-        parts.append(part(f"ASGM eps_L generally falls as N grows, every q ({lab})", None if n_tr == 0 else not trend_bad,
-                           f"{n_tr - len(trend_bad) - len(trend_unres)}/{n_tr} q with eps_U(N max) < eps_L(N min), "
-                           "a fall beyond the intervals"
-                           + (f"; rises beyond the intervals: {'; '.join(trend_bad)}" if trend_bad else "")
-                           + (f"; no fall evidenced: {'; '.join(trend_unres)}" if trend_unres else ""),
-                           partial=(f"{trials_text(rs)} cannot show a fall at "
-                                    + ", ".join(u.split(':')[0] for u in trend_unres)) if trend_unres else None))
-        # ASGM: not monotone in N at q = 0.6, 0.7
-        seen, unres, absent, gone = [], [], [], []
-        for q in FIG2_ASGM_NONMONOTONE_Q:
-            seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and abs(k[1] - q) < 1e-9)
-            if len(seq) < 3:
-                absent.append(f"q={q:g}")
-                continue
-            m = trend(seq, -1, "N=")
-            if m["against"]:
-                # a rise beyond the intervals (some later N's eps_L above an earlier N's eps_U)
-                seen.append(f"q={q:g}: rises beyond the intervals, " + ", ".join(m["against"]))
-                continue
-            # no rise evidenced: can the intervals exclude one? (a fall beyond them at every step)
-            iv = [eps_interval(r) for _, r in seq]
-            if all(step_against((a[0], a[2]), (b[0], b[2]), +1) == "beyond" for a, b in zip(iv, iv[1:])):
-                gone.append(f"q={q:g}: falls at every step beyond the intervals")
-            else:
-                unres.append(f"q={q:g}: no rise beyond the Clopper-Pearson intervals"
-                             + (f" (rises within them: {', '.join(m['within'])})" if m["within"] else ""))
-        name_nm = f"ASGM not monotone in N at q = 0.6, 0.7 ({lab})"
-        if absent:
-            parts.append(part(name_nm, None, f"no ASGM points with three or more N at {', '.join(absent)}"))
-        else:
-            why = f" ({trials_text(rs)} cannot resolve it)" if unres else ""
-            parts.append(part(name_nm, not gone, "; ".join(seen + unres + gone) + why,
-                               partial=", ".join(unres) + why if unres else None))
-        # ASGM: grows with q (first vs last q), for every N
-        ns = sorted({k[2] for k in rs if k[0] == "asgm"})
-        g_bad, g_unres, n_g = [], [], 0
-        for n in ns:
-            seq = sorted((k[1], r) for k, r in rs.items() if k[0] == "asgm" and k[2] == n)
-            if len(seq) < 2:
-                continue
-            n_g += 1
-            m = trend([seq[0], seq[-1]], +1, "q=")
-            if m["status"] == "fails":
-                g_bad.append(f"N={n}: " + m["against"][0])
-            elif m["status"] == "unresolved":
-                g_unres.append(f"N={n}: {m['text']}")
-        parts.append(part(f"ASGM eps_L generally grows with q, every N ({lab})", None if n_g == 0 else not g_bad,
-                           f"{n_g - len(g_bad) - len(g_unres)}/{n_g} N with eps_L(q max) > eps_U(q min), a rise beyond "
-                           "the intervals"
-                           + (f"; falls beyond the intervals: {'; '.join(g_bad)}" if g_bad else "")
-                           + (f"; no rise evidenced: {'; '.join(g_unres)}" if g_unres else ""),
-                           partial=(f"{trials_text(rs)} cannot show a rise at "
-                                    + ", ".join(u.split(':')[0] for u in g_unres)) if g_unres else None))
-    mono = values["monotone"]
-    measured = (f"optimal eps_L {min(r['eps_lower'] for r in opt.values()):.2f}-"
-                f"{max(r['eps_lower'] for r in opt.values()):.2f} vs claim "
-                f"{min(r['eps_claimed'] for r in opt.values()):.4f}-{max(r['eps_claimed'] for r in opt.values()):.3f}; "
-                + "; ".join(f"EASGM falls in N ({'paper' if k.endswith('paper') else 'optimal'}): "
-                            f"{v['fall_evidenced']}/{v['q']} q beyond the intervals, {v['strictly_monotone']}/{v['q']} "
-                            "strictly"
-                            for k, v in mono.items()) + f"; ceiling {ceil:.2f}")
-    return {"mode": mode, "parts": parts, "values": values, "measured": measured, "findings": findings,
-            "fidelity": substitutions(SETTINGS["C2"], runs_of_sweep(params))}
+        easgm, values["monotone"][f"easgm/{dist}"] = _fig2_easgm_falls(rs, lab)
+        parts.append(easgm)
+        parts.append(_fig2_asgm_falls(rs, lab))
+        parts.append(_fig2_asgm_not_monotone(rs, lab))
+        parts.append(_fig2_asgm_grows(rs, lab))
+    return {"mode": mode, "parts": parts, "values": values, "measured": _fig2_measured(opt, values["monotone"], ceil),
+            "findings": findings, "fidelity": substitutions(SETTINGS["C2"], runs_of_sweep(params))}
 
 
 #: Fig. 3: "when n >= 100, the distance from the green curve gets remarkably larger". Below this
@@ -241,6 +276,83 @@ def check_fig2(rd: Path) -> dict:
 #: point there that the rebuilt distinguisher does not certify is a finding, not a violation.
 FIG3_MARKED_N = 100
 FIG3_PAPER_POINTS = (("asgm", 0.7), ("easgm", 0.05))
+
+
+def _fig3_points(recs: dict, opt: dict) -> list[dict]:
+    """Fig. 3's ``values["points"]``: each optimal point's eps_L and claim, and the normality eps_L beside it."""
+    points = []
+    for (mech, q, n), r in sorted(opt.items()):
+        pr = recs["paper"].get((mech, q, n))
+        points.append({"mechanism": mech, "q": q, "n": n, "eps_lower": num(r.get("eps_lower"), "eps_lower"),
+                       "eps_claim": num(r.get("eps_claimed"), "eps_claimed"),
+                       "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
+    return points
+
+
+def _fig3_rises(seq: list, tag: str, lab: str) -> dict:
+    """Fig. 3's part "eps_L rises with n" for one panel (*tag*) and one distinguisher (*lab*)."""
+    # rises with n: the last n's eps_L above the first n's eps_U, and no significant fall
+    m = trend(seq, +1, "n=")
+    return part(f"{tag}: eps_L rises with n ({lab})", m["status"] != "fails",
+                m["text"] + (f"; falls beyond the intervals: {', '.join(m['against'])}" if m["against"]
+                             else "; no fall beyond the intervals")
+                + (f"; falls within them: {', '.join(m['within'])}" if m["within"] else ""),
+                partial=f"{trials_text(dict(seq))} show no rise beyond the intervals"
+                if m["status"] == "unresolved" else None)
+
+
+def _fig3_above(seq: list, tag: str, lab: str, dist: str) -> tuple[dict, list[str]]:
+    """Fig. 3's part "eps_L > SGM claim at every n" for one panel and distinguisher, and its findings below n = 100."""
+    # every n above the claim; below FIG3_MARKED_N a point not certified is a finding (the n are ours)
+    st = [(n, above_claim(r)) for n, r in seq]
+    bad = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n >= FIG3_MARKED_N]
+    small = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n < FIG3_MARKED_N]
+    unres = [f"n={n}: {t}" for n, (v, t) in st if v == "unresolved"]
+    findings = []
+    if small:
+        findings.append(f"{tag}: our rebuilt {'normality' if dist == 'paper' else 'optimal'} "
+                        f"distinguisher does not certify leakage above the claim at "
+                        + ", ".join(x.split(':')[0] for x in small)
+                        + f" (n chosen by this book; the paper lists no n values and states a marked gap "
+                          f"only from n >= {FIG3_MARKED_N})"
+                        + (f"; unresolved at this run's trials, and not part of this finding: "
+                           + "; ".join(unres) if unres else ""))
+    why = "; ".join(x for x in (("quick mode cannot resolve " + ", ".join(unres)) if unres else "",
+                                ("not certified at the book's own choice of n below "
+                                 f"{FIG3_MARKED_N}: " + "; ".join(small) + " (a finding, see below)")
+                                if small else "") if x)
+    return part(f"{tag}: eps_L > SGM claim at every n ({lab})", not bad,
+                f"{sum(v == 'holds' for _, (v, _) in st)}/{len(st)} above"
+                + (f"; below: {'; '.join(bad)}" if bad else "")
+                + (f"; below at n < {FIG3_MARKED_N}, where the paper lists no n values (these n are "
+                   f"this book's choice): {'; '.join(small)}" if small else "")
+                + (f"; unresolved: {'; '.join(unres)}" if unres else ""),
+                partial=why or None), findings
+
+
+def _fig3_marked(seq: list, tag: str, lab: str) -> dict:
+    """Fig. 3's part "markedly above the claim from n >= 100" for one panel and one distinguisher."""
+    # markedly from n >= 100
+    big = [(n, r) for n, r in seq if n >= 100]
+    small = [(n, r) for n, r in seq if n < 100]
+    stb = [(n, above_claim(r)) for n, r in big]
+    bad_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "fails"]
+    unres_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "unresolved"]
+    gap_txt, gap_ok = "", True
+    if small:
+        nb, rb = min(big, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
+        ns_, rs_ = max(small, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
+        lb, _, ub = eps_interval(rb)
+        ls, _, us = eps_interval(rs_)
+        stp = step_against((ls, us), (lb, ub), +1)
+        gap_ok = stp != "beyond"
+        gap_txt = (f"; smallest eps_L at n >= 100 (n={nb}: {lb:.2f}) vs largest at n < 100 (n={ns_}: {ls:.2f})"
+                   + ("" if stp == "with" else " within the intervals" if gap_ok else " below, beyond the intervals"))
+    return part(f"{tag}: markedly above the claim from n >= 100 ({lab})", not bad_b and gap_ok,
+                f"{sum(v == 'holds' for _, (v, _) in stb)}/{len(stb)} above at n = "
+                f"{', '.join(f'{n:,}' for n, _ in big)}" + (f"; below: {'; '.join(bad_b)}" if bad_b else "")
+                + (f"; unresolved: {'; '.join(unres_b)}" if unres_b else "") + gap_txt,
+                partial=("quick mode cannot resolve " + ", ".join(unres_b)) if unres_b else None)
 
 
 def check_fig3(rd: Path) -> dict:
@@ -263,12 +375,7 @@ def check_fig3(rd: Path) -> dict:
     """
     name = "05_fig3_audit.json"
     data, params, mode, recs, opt = _sweep(rd, name, "n")
-    findings, parts, values = [], [], {"points": []}
-    for (mech, q, n), r in sorted(opt.items()):
-        pr = recs["paper"].get((mech, q, n))
-        values["points"].append({"mechanism": mech, "q": q, "n": n, "eps_lower": num(r.get("eps_lower"), "eps_lower"),
-                                 "eps_claim": num(r.get("eps_claimed"), "eps_claimed"),
-                                 "eps_lower_paper": None if pr is None else num(pr.get("eps_lower"), "eps_lower")})
+    findings, parts, values = [], [], {"points": _fig3_points(recs, opt)}
     summary = []
     for dist in ("paper", "optimal"):
         rs, lab = recs[dist], DIST_LABEL[dist]
@@ -279,59 +386,11 @@ def check_fig3(rd: Path) -> dict:
                 parts.append(part(f"{tag}: audited leakage above the claim and rising with n ({lab})", None,
                                    f"no {mech} q={q:g} points with n >= 100 for this distinguisher"))
                 continue
-            # rises with n: the last n's eps_L above the first n's eps_U, and no significant fall
-            m = trend(seq, +1, "n=")
-            parts.append(part(f"{tag}: eps_L rises with n ({lab})", m["status"] != "fails",
-                               m["text"] + (f"; falls beyond the intervals: {', '.join(m['against'])}" if m["against"]
-                                            else "; no fall beyond the intervals")
-                               + (f"; falls within them: {', '.join(m['within'])}" if m["within"] else ""),
-                               partial=f"{trials_text(dict(seq))} show no rise beyond the intervals"
-                               if m["status"] == "unresolved" else None))
-            # every n above the claim; below FIG3_MARKED_N a point not certified is a finding (the n are ours)
-            st = [(n, above_claim(r)) for n, r in seq]
-            bad = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n >= FIG3_MARKED_N]
-            small = [f"n={n}: {t}" for n, (v, t) in st if v == "fails" and n < FIG3_MARKED_N]
-            unres = [f"n={n}: {t}" for n, (v, t) in st if v == "unresolved"]
-            if small:
-                findings.append(f"{tag}: our rebuilt {'normality' if dist == 'paper' else 'optimal'} "
-                                f"distinguisher does not certify leakage above the claim at "
-                                + ", ".join(x.split(':')[0] for x in small)
-                                + f" (n chosen by this book; the paper lists no n values and states a marked gap "
-                                  f"only from n >= {FIG3_MARKED_N})"
-                                + (f"; unresolved at this run's trials, and not part of this finding: "
-                                   + "; ".join(unres) if unres else ""))
-            why = "; ".join(x for x in (("quick mode cannot resolve " + ", ".join(unres)) if unres else "",
-                                        ("not certified at the book's own choice of n below "
-                                         f"{FIG3_MARKED_N}: " + "; ".join(small) + " (a finding, see below)")
-                                        if small else "") if x)
-            parts.append(part(f"{tag}: eps_L > SGM claim at every n ({lab})", not bad,
-                               f"{sum(v == 'holds' for _, (v, _) in st)}/{len(st)} above"
-                               + (f"; below: {'; '.join(bad)}" if bad else "")
-                               + (f"; below at n < {FIG3_MARKED_N}, where the paper lists no n values (these n are "
-                                  f"this book's choice): {'; '.join(small)}" if small else "")
-                               + (f"; unresolved: {'; '.join(unres)}" if unres else ""),
-                               partial=why or None))
-            # markedly from n >= 100
-            big = [(n, r) for n, r in seq if n >= 100]
-            small = [(n, r) for n, r in seq if n < 100]
-            stb = [(n, above_claim(r)) for n, r in big]
-            bad_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "fails"]
-            unres_b = [f"n={n}: {t}" for n, (v, t) in stb if v == "unresolved"]
-            gap_txt, gap_ok = "", True
-            if small:
-                nb, rb = min(big, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
-                ns_, rs_ = max(small, key=lambda t: num(t[1].get("eps_lower"), "eps_lower"))
-                lb, _, ub = eps_interval(rb)
-                ls, _, us = eps_interval(rs_)
-                stp = step_against((ls, us), (lb, ub), +1)
-                gap_ok = stp != "beyond"
-                gap_txt = (f"; smallest eps_L at n >= 100 (n={nb}: {lb:.2f}) vs largest at n < 100 (n={ns_}: {ls:.2f})"
-                           + ("" if stp == "with" else " within the intervals" if gap_ok else " below, beyond the intervals"))
-            parts.append(part(f"{tag}: markedly above the claim from n >= 100 ({lab})", not bad_b and gap_ok,
-                               f"{sum(v == 'holds' for _, (v, _) in stb)}/{len(stb)} above at n = "
-                               f"{', '.join(f'{n:,}' for n, _ in big)}" + (f"; below: {'; '.join(bad_b)}" if bad_b else "")
-                               + (f"; unresolved: {'; '.join(unres_b)}" if unres_b else "") + gap_txt,
-                               partial=("quick mode cannot resolve " + ", ".join(unres_b)) if unres_b else None))
+            parts.append(_fig3_rises(seq, tag, lab))
+            above, small = _fig3_above(seq, tag, lab, dist)
+            parts.append(above)
+            findings += small
+            parts.append(_fig3_marked(seq, tag, lab))
             summary.append(f"{tag} ({'paper' if dist == 'paper' else 'optimal'}) eps_L "
                            + ", ".join(f"n={n}:{num(r.get('eps_lower'), 'eps_lower'):.2f}" for n, r in seq)
                            + f" (claim {num(seq[0][1].get('eps_claimed'), 'eps_claimed'):.3g})")
@@ -384,32 +443,9 @@ def _gap_part(statement: str, t: dict) -> dict:
                 partial=f"the intervals do not show it at {', '.join(und)}" if und else None)
 
 
-def check_fig4(rd: Path) -> dict:
-    """Fig. 4 (Section 5.3: DPSUR as ASGM, DPSGD-HF / DP-FETA / PrivImage as EASGM through
-    Opacus v0.15.0; MNIST, FMNIST, CIFAR-10; |D| = 4). The paper's statements, each graded with
-    its normality distinguisher and with the optimal one (our addition):
-
-    * "all audited implementations exhibit privacy violations": every eps_L above its claim;
-    * "the discrepancy ... is substantial for EASGM and relatively smaller for ASGM": per
-      panel, the smallest EASGM gap (eps_L - claim) above the largest ASGM gap: shown when the
-      EASGM gap at eps_L is above the ASGM gap at eps_U, partly reproduced when the intervals
-      overlap (EASGM points at the ceiling are lower bounds of their gap), not reproduced when
-      reversed beyond them;
-    * "for ASGM, the discrepancy becomes larger as the sampling ratio increases to 0.8": per
-      panel, the ASGM gap at q = 0.8 above that at q = 0.7 (same tolerance).
-
-    What each point ran on (its own ``inputs``, ``model``, ``version``, ``trials``) is compared
-    with the paper's setting (``SETTINGS["C4"]`` of :mod:`paperlib.artifact.grading.setting`):
-    every difference is a substitution (partly reproduced; synthetic stand-in data: not
-    reproduced).
-    """
-    name = "06_fig4_real_audit.json"
-    data, params, mode = load_result(rd, name)
-    pts = data.get("points")
-    if not isinstance(pts, list) or not pts:
-        raise NotRun(f"{name}: no points")
-    parts, rows, missing, fid, unavailable = [], [], [], [], []
-    good = []
+def _fig4_points(pts: list) -> tuple[list, list, list, list, list]:
+    """Fig. 4's points sorted out: ``(rows, missing, fid, unavailable, good)``, ``good`` as (point, result, records)."""
+    rows, missing, fid, unavailable, good = [], [], [], [], []
     for p in pts:
         label = f"{p.get('panel')}/{p.get('method')}/q={p.get('q')}"
         r = p.get("result")
@@ -442,6 +478,70 @@ def check_fig4(rd: Path) -> dict:
                      "eps_lower_paper": None if recs["paper"] is None else recs["paper"]["eps_lower"],
                      "data": inp.get("data") or r.get("dataset"), "code": inp.get("code") or r.get("implementation")})
         good.append((p, r, recs))
+    return rows, missing, fid, unavailable, good
+
+
+def _fig4_above(sel: list, missing: list, lab: str) -> dict:
+    """Fig. 4's part "every point eps_L > SGM claim" for one distinguisher's ``(point, result, record)``s."""
+    st = [(f"{p.get('panel')}/{r.get('mechanism')} q={p.get('q')}",) + above_claim(fr) for p, r, fr in sel]
+    bad = [f"{k}: {t}" for k, v, t in st if v == "fails"]
+    unres = [f"{k}: {t}" for k, v, t in st if v == "unresolved"]
+    ok = False if bad else (None if missing else True)
+    return part(f"every point eps_L > SGM claim ({lab})", ok,
+                f"{sum(v == 'holds' for _, v, _ in st)}/{len(st)} above" + (f"; below: {'; '.join(bad)}" if bad else "")
+                + (f"; unresolved: {'; '.join(unres)}" if unres else "")
+                + (f"; missing: {', '.join(missing)}" if missing else ""),
+                partial=("quick mode cannot resolve " + ", ".join(unres)) if unres else None)
+
+
+def _fig4_gaps(sel: list, panels: list, lab: str) -> list[dict]:
+    """Fig. 4's gap parts for one distinguisher: EASGM's gap above DPSUR's, and DPSUR's larger at q = 0.8 than 0.7."""
+    parts = []
+    t_ea, t_ord = _gap_tally(), _gap_tally()
+    for pan in panels:
+        ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and _divisor_kind(r) == "data-set size"]
+        # the paper's "ASGM" side is DPSUR's step, audited under DPSUR's own rule (its code) or as ASGM
+        a = {float(p.get("q")): fr for p, r, fr in sel
+             if str(p.get("panel")) == pan and _divisor_kind(r) == "batch size"}
+        if ea and a:
+            lo_ea = min(ea, key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
+            hi_a = max(a.values(), key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
+            _tally_gap(t_ea, pan, _compare_gaps(lo_ea, hi_a))
+        if 0.7 in a and 0.8 in a:
+            _tally_gap(t_ord, pan, _compare_gaps(a[0.8], a[0.7]))
+    if t_ea["tot"]:
+        parts.append(_gap_part(f"gap EASGM > gap of DPSUR's step, every panel ({lab})", t_ea))
+    if t_ord["tot"]:
+        parts.append(_gap_part(f"DPSUR's gap larger at q = 0.8 than at 0.7, every panel ({lab})", t_ord))
+    return parts
+
+
+def check_fig4(rd: Path) -> dict:
+    """Fig. 4 (Section 5.3: DPSUR as ASGM, DPSGD-HF / DP-FETA / PrivImage as EASGM through
+    Opacus v0.15.0; MNIST, FMNIST, CIFAR-10; |D| = 4). The paper's statements, each graded with
+    its normality distinguisher and with the optimal one (our addition):
+
+    * "all audited implementations exhibit privacy violations": every eps_L above its claim;
+    * "the discrepancy ... is substantial for EASGM and relatively smaller for ASGM": per
+      panel, the smallest EASGM gap (eps_L - claim) above the largest ASGM gap: shown when the
+      EASGM gap at eps_L is above the ASGM gap at eps_U, partly reproduced when the intervals
+      overlap (EASGM points at the ceiling are lower bounds of their gap), not reproduced when
+      reversed beyond them;
+    * "for ASGM, the discrepancy becomes larger as the sampling ratio increases to 0.8": per
+      panel, the ASGM gap at q = 0.8 above that at q = 0.7 (same tolerance).
+
+    What each point ran on (its own ``inputs``, ``model``, ``version``, ``trials``) is compared
+    with the paper's setting (``SETTINGS["C4"]`` of :mod:`paperlib.artifact.grading.setting`):
+    every difference is a substitution (partly reproduced; synthetic stand-in data: not
+    reproduced).
+    """
+    name = "06_fig4_real_audit.json"
+    data, params, mode = load_result(rd, name)
+    pts = data.get("points")
+    if not isinstance(pts, list) or not pts:
+        raise NotRun(f"{name}: no points")
+    rows, missing, fid, unavailable, good = _fig4_points(pts)
+    parts = []
     panels = sorted({str(p.get("panel")) for p, _, _ in good})
     for dist in ("paper", "optimal"):
         lab = DIST_LABEL[dist]
@@ -449,31 +549,8 @@ def check_fig4(rd: Path) -> dict:
         if not sel:
             parts.append(part(f"every point eps_L > SGM claim ({lab})", None, "no results of this distinguisher"))
             continue
-        st = [(f"{p.get('panel')}/{r.get('mechanism')} q={p.get('q')}",) + above_claim(fr) for p, r, fr in sel]
-        bad = [f"{k}: {t}" for k, v, t in st if v == "fails"]
-        unres = [f"{k}: {t}" for k, v, t in st if v == "unresolved"]
-        ok = False if bad else (None if missing else True)
-        parts.append(part(f"every point eps_L > SGM claim ({lab})", ok,
-                           f"{sum(v == 'holds' for _, v, _ in st)}/{len(st)} above" + (f"; below: {'; '.join(bad)}" if bad else "")
-                           + (f"; unresolved: {'; '.join(unres)}" if unres else "")
-                           + (f"; missing: {', '.join(missing)}" if missing else ""),
-                           partial=("quick mode cannot resolve " + ", ".join(unres)) if unres else None))
-        t_ea, t_ord = _gap_tally(), _gap_tally()
-        for pan in panels:
-            ea = [fr for p, r, fr in sel if str(p.get("panel")) == pan and _divisor_kind(r) == "data-set size"]
-            # the paper's "ASGM" side is DPSUR's step, audited under DPSUR's own rule (its code) or as ASGM
-            a = {float(p.get("q")): fr for p, r, fr in sel
-                 if str(p.get("panel")) == pan and _divisor_kind(r) == "batch size"}
-            if ea and a:
-                lo_ea = min(ea, key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
-                hi_a = max(a.values(), key=lambda fr: num(fr["eps_lower"], "eps_lower") - num(fr["eps_claimed"], "eps_claimed"))
-                _tally_gap(t_ea, pan, _compare_gaps(lo_ea, hi_a))
-            if 0.7 in a and 0.8 in a:
-                _tally_gap(t_ord, pan, _compare_gaps(a[0.8], a[0.7]))
-        if t_ea["tot"]:
-            parts.append(_gap_part(f"gap EASGM > gap of DPSUR's step, every panel ({lab})", t_ea))
-        if t_ord["tot"]:
-            parts.append(_gap_part(f"DPSUR's gap larger at q = 0.8 than at 0.7, every panel ({lab})", t_ord))
+        parts.append(_fig4_above(sel, missing, lab))
+        parts.extend(_fig4_gaps(sel, panels, lab))
     if not good:
         parts.append(part("every point eps_L > SGM claim (optimal distinguisher, our addition)", None,
                            f"missing: {', '.join(missing)}"))
@@ -491,19 +568,17 @@ FIG5_SMALL_N = (1, 4, 999)
 FIG5_FULL_N = 59999
 
 
-def check_fig5(rd: Path) -> dict:
-    name = "03_figure5_readout.json"
-    data, params, mode = load_result(rd, name)
-    rows = data.get("readout")
-    if not isinstance(rows, list) or not rows:
-        raise NotRun(f"{name}: no 'readout' rows")
-    tol_g = float(params.get("tol_g", FIG5_DEFAULT_TOL_G))
-    weaker_tol = FIG5_WEAKER_FACTOR * tol_g
-    fnr = data.get("fnr", 0.5)
+def _fig5_table(rows: list) -> dict:
+    """Fig. 5's read-out rows keyed by ``(mechanism, n, N)``: each row's FPRs at the FNR and its sup gap."""
     tab = {}
     for r in rows:
         key = (str(r.get("mechanism")), int(num(r.get("n"), "n")), int(num(r.get("N"), "N")))
         tab[key] = {k: num(r.get(k), f"{key} {k}") for k in ("fpr_upper", "fpr_claim", "max_claim_minus_upper")}
+    return tab
+
+
+def _fig5_weaker(tab: dict, weaker_tol: float) -> list[dict]:
+    """Fig. 5's parts on the upper bounds against the claim: weaker at small N; EASGM weaker, ASGM close at full N."""
     parts = []
     small = {k: v for k, v in tab.items() if k[2] in FIG5_SMALL_N}
     if small:
@@ -533,19 +608,33 @@ def check_fig5(rd: Path) -> dict:
                            + f" (gap <= {FIG5_CLOSE_GAP:g}, the two FPRs within {FIG5_CLOSE_FPR:g} of each other)"))
     else:
         parts.append(part("full MNIST: ASGM close to the claim", None, "no ASGM N = 59,999 rows"))
+    return parts
+
+
+def _fig5_readout(tab: dict, fnr: float) -> tuple[dict, str]:
+    """Fig. 5's part on the paper's read-out at the FNR, and the text of the claim's FPR per N."""
     hits = [(k, v) for k, v in tab.items() if v["fpr_upper"] < FIG5_FPR_LOW and v["fpr_claim"] > FIG5_FPR_CLAIM]
     by_claim: dict[float, set] = {}  # the claim's FPR depends on the setting, not the mechanism: say on which N
     for k, v in tab.items():
         by_claim.setdefault(round(v["fpr_claim"], 3), set()).add(k[2])
     claim_text = ", ".join(f"{c:g} (N = {', '.join(f'{N:,}' for N in sorted(Ns))})" for c, Ns in sorted(by_claim.items()))
-    parts.append(part(f"at FNR {fnr:g}: some FPR < {FIG5_FPR_LOW:g} while the claim's > {FIG5_FPR_CLAIM:g}", bool(hits),
-                       f"{len(hits)}/{len(tab)} curves, e.g. "
-                       + (", ".join(f"{k[0]} n={k[1]} N={k[2]}: {v['fpr_upper']:.3f}" for k, v in sorted(hits)[:3])
-                          if hits else "none") + f"; the claim's FPR {claim_text}"))
+    return part(f"at FNR {fnr:g}: some FPR < {FIG5_FPR_LOW:g} while the claim's > {FIG5_FPR_CLAIM:g}", bool(hits),
+                f"{len(hits)}/{len(tab)} curves, e.g. "
+                + (", ".join(f"{k[0]} n={k[1]} N={k[2]}: {v['fpr_upper']:.3f}" for k, v in sorted(hits)[:3])
+                   if hits else "none") + f"; the claim's FPR {claim_text}"), claim_text
+
+
+def _fig5_seq(v) -> str:
+    """A sequence of FPRs as text, three decimals each."""
+    return ", ".join(f"{x:.3f}" for x in v)
+
+
+def _fig5_trends(tab: dict, weaker_tol: float, fnr: float) -> list[dict]:
+    """Fig. 5's parts on the trends of Section 5.4 in the dataset size N and the output dimension n."""
     # the trends of Section 5.4, read off the FPR at FNR 0.5 (a larger FPR is a stronger guarantee);
     # the bounds are exact to tol_g, so a step counts when it exceeds weaker_tol
     ns = sorted({k[1] for k in tab})
-    mono_a, mono_e, dim_e = [], [], []
+    mono_a, mono_e, dim_e, parts = [], [], [], []
     for n in ns:
         ea = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "easgm" and k[1] == n), key=lambda k: k[2])]
         a = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "asgm" and k[1] == n), key=lambda k: k[2])]
@@ -559,21 +648,35 @@ def check_fig5(rd: Path) -> dict:
         col = [(k[1], tab[k]["fpr_upper"]) for k in sorted(k for k in tab if k[0] == "easgm" and k[2] == N)]
         if len(col) >= 2:
             dim_e.append((N, all(y <= x + weaker_tol for (_, x), (_, y) in zip(col, col[1:])), col))
-
-    def _seq(v):
-        return ", ".join(f"{x:.3f}" for x in v)
-
     if mono_a:
         parts.append(part("ASGM: upper bound not monotone in the dataset size", all(ok for _, ok, _ in mono_a),
-                           "; ".join(f"n={n}: FPR at FNR {fnr:g} over N {_seq(v)}" + ("" if ok else " (monotone)")
+                           "; ".join(f"n={n}: FPR at FNR {fnr:g} over N {_fig5_seq(v)}" + ("" if ok else " (monotone)")
                                      for n, ok, v in mono_a)))
     if mono_e:
         parts.append(part("EASGM: upper bound increases with the dataset size", all(ok for _, ok, _ in mono_e),
-                           "; ".join(f"n={n}: FPR over N {_seq(v)}" + ("" if ok else " (falls)") for n, ok, v in mono_e)))
+                           "; ".join(f"n={n}: FPR over N {_fig5_seq(v)}" + ("" if ok else " (falls)")
+                                     for n, ok, v in mono_e)))
     if dim_e:
         parts.append(part("EASGM: upper bound decreases with the output dimension", all(ok for _, ok, _ in dim_e),
                            "; ".join(f"N={N}: " + ", ".join(f"n={n}: {x:.3f}" for n, x in col) + ("" if ok else " (rises)")
                                      for N, ok, col in dim_e)))
+    return parts
+
+
+def check_fig5(rd: Path) -> dict:
+    name = "03_figure5_readout.json"
+    data, params, mode = load_result(rd, name)
+    rows = data.get("readout")
+    if not isinstance(rows, list) or not rows:
+        raise NotRun(f"{name}: no 'readout' rows")
+    tol_g = float(params.get("tol_g", FIG5_DEFAULT_TOL_G))
+    weaker_tol = FIG5_WEAKER_FACTOR * tol_g
+    fnr = data.get("fnr", 0.5)
+    tab = _fig5_table(rows)
+    parts = _fig5_weaker(tab, weaker_tol)
+    readout, claim_text = _fig5_readout(tab, fnr)
+    parts.append(readout)
+    parts += _fig5_trends(tab, weaker_tol, fnr)
     nontriv = [v["fpr_upper"] for k, v in tab.items() if k[2] not in FIG5_SMALL_N]
     small_f = [v["fpr_upper"] for k, v in tab.items() if k[2] in FIG5_SMALL_N]
     measured = (f"FPR at FNR {fnr:g}: the claim's {claim_text}; the upper bound's "
@@ -776,6 +879,77 @@ def check_table2(rd: Path) -> dict:
 FIX_GUARANTEE_RTOL = 1e-6
 
 
+def _fix_fixed_parts(fixed: dict, c: float) -> tuple[list[dict], dict]:
+    """X1's parts "fixed step: eps_L within the SGM claim" per distinguisher, and the fixed step's eps_L by one."""
+    parts, e_fix = [], {}
+    for dist in ("paper", "optimal"):
+        lab = DIST_LABEL[dist]
+        fr = flat_record(fixed, dist)
+        what = f"fixed step: eps_L within the SGM claim ({lab})"
+        if fr is None:
+            parts.append(part(what, None, "no results of this distinguisher"))
+        else:
+            e_fix[dist] = e = num(fr.get("eps_lower"), f"fixed eps_lower[{dist}]")
+            parts.append(part(what, e <= c, f"{e:.3g} {'<=' if e <= c else '>'} {c:.3g}"))
+    return parts, e_fix
+
+
+def _fix_release_parts(release, errors: dict, c: float) -> tuple[list[dict], dict]:
+    """X1's parts "release as shipped: eps_L above the SGM claim" per distinguisher, and the release's eps_L by one."""
+    parts, e_rel = [], {}
+    for dist in ("paper", "optimal"):
+        lab = DIST_LABEL[dist]
+        what = f"release as shipped: eps_L above the SGM claim ({lab})"
+        fr = flat_record(release, dist) if isinstance(release, dict) else None
+        if fr is None:
+            parts.append(part(what, None, "the release was not audited" + (
+                f" ({errors['release']})" if errors.get("release") else "") if not isinstance(release, dict)
+                else "no results of this distinguisher"))
+            continue
+        e_rel[dist] = num(fr.get("eps_lower"), f"release eps_lower[{dist}]")
+        v, t = above_claim(fr, c)
+        parts.append(part(what, v != "fails", t,
+                           partial=f"quick mode cannot resolve it: {t}" if v == "unresolved" else None))
+    return parts, e_rel
+
+
+def _fix_guarantee(g: dict, c: float, params: dict) -> tuple[dict, float | None]:
+    """X1's part "fixed step's guarantee equals the SGM claim", and the fixed step's guarantee (None if absent)."""
+    try:
+        g_fix = num(get(g, "fixed", "epsilon"), "guarantees.fixed.epsilon")
+        same = abs(g_fix - c) <= FIX_GUARANTEE_RTOL * max(1.0, abs(c))
+        return part("fixed step's guarantee equals the SGM claim", same,
+                    f"eps {g_fix:.6g} vs claim {c:.6g} at delta {params.get('delta', 1e-5):g}"), g_fix
+    except NotRun as exc:
+        return part("fixed step's guarantee equals the SGM claim", None, str(exc)), None
+
+
+def _fix_release_guarantee(g: dict) -> list[dict]:
+    """X1's info part on the release's guarantee (its delta) at the claim's epsilon, if the notebook computed it."""
+    rel_g = g.get("release") if isinstance(g.get("release"), dict) else {}
+    if not isinstance(rel_g.get("delta_at_claim_eps"), (int, float)):
+        return []
+    case = {"floors differ": "the floor of N q differs between the two data sets",
+            "floors agree": "the floor of N q is the same on both data sets"}.get(rel_g.get("case"))
+    d_rel = float(rel_g["delta_at_claim_eps"])
+    return [part("release's guarantee at the claim's epsilon", None,
+                 f"delta {fmt(d_rel)} (the release's mechanism, FEASGM"
+                 + (f", where {case}" if case else "") + ")"
+                 + ("; no guarantee at all at the claimed epsilon" if d_rel >= 1 - 1e-12 else ""),
+                 graded=False)]
+
+
+def _fix_measured(fixed: dict, data: dict, inp: dict, e_fix: dict, e_rel: dict, c: float) -> str:
+    """X1's ``measured`` line: the fixed step's and the release's eps_L per distinguisher against the claim."""
+    return (f"Opacus {fixed.get('version', '?')} + fix (divide by {fixed.get('batch_size', '?')}), "
+            f"{inp.get('data') or data.get('source') or fixed.get('dataset', '?')}, q={fixed.get('q')}, "
+            f"n={fixed.get('n')}: eps_L " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
+                                                   for d, v in e_fix.items())
+            + (f"; as shipped " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
+                                            for d, v in e_rel.items()) if e_rel else "; release not audited")
+            + f"; claim {c:.3g}")
+
+
 def check_fix(rd: Path) -> dict:
     """X1 (chapter 11, beyond the paper): the fix of :mod:`paperlib.practitioner.fix` audited with chapter 7's
     game. Reads ``11_fix_audit.json`` (notebook ``11_the_fix``): ``audits.fixed`` and
@@ -798,66 +972,24 @@ def check_fix(rd: Path) -> dict:
         raise NotRun(f"{name}: the fixed step was not audited"
                       + (f" ({errors['fixed']})" if errors.get("fixed") else ""))
     c = num(data.get("eps_claimed"), "eps_claimed")
-    parts, e_fix, e_rel = [], {}, {}
-    for dist in ("paper", "optimal"):
-        lab = DIST_LABEL[dist]
-        fr = flat_record(fixed, dist)
-        what = f"fixed step: eps_L within the SGM claim ({lab})"
-        if fr is None:
-            parts.append(part(what, None, "no results of this distinguisher"))
-        else:
-            e_fix[dist] = e = num(fr.get("eps_lower"), f"fixed eps_lower[{dist}]")
-            parts.append(part(what, e <= c, f"{e:.3g} {'<=' if e <= c else '>'} {c:.3g}"))
-    for dist in ("paper", "optimal"):
-        lab = DIST_LABEL[dist]
-        what = f"release as shipped: eps_L above the SGM claim ({lab})"
-        fr = flat_record(release, dist) if isinstance(release, dict) else None
-        if fr is None:
-            parts.append(part(what, None, "the release was not audited" + (
-                f" ({errors['release']})" if errors.get("release") else "") if not isinstance(release, dict)
-                else "no results of this distinguisher"))
-            continue
-        e_rel[dist] = num(fr.get("eps_lower"), f"release eps_lower[{dist}]")
-        v, t = above_claim(fr, c)
-        parts.append(part(what, v != "fails", t,
-                           partial=f"quick mode cannot resolve it: {t}" if v == "unresolved" else None))
+    parts, e_fix = _fix_fixed_parts(fixed, c)
+    rel_parts, e_rel = _fix_release_parts(release, errors, c)
+    parts += rel_parts
     g = data.get("guarantees") if isinstance(data.get("guarantees"), dict) else {}
-    try:
-        g_fix = num(get(g, "fixed", "epsilon"), "guarantees.fixed.epsilon")
-        same = abs(g_fix - c) <= FIX_GUARANTEE_RTOL * max(1.0, abs(c))
-        parts.append(part("fixed step's guarantee equals the SGM claim", same,
-                           f"eps {g_fix:.6g} vs claim {c:.6g} at delta {params.get('delta', 1e-5):g}"))
-    except NotRun as exc:
-        g_fix = None
-        parts.append(part("fixed step's guarantee equals the SGM claim", None, str(exc)))
+    g_part, g_fix = _fix_guarantee(g, c, params)
+    parts.append(g_part)
     for key, r, mech in (("fixed", fixed, "SGM (times the batch size)"), ("release", release, "FEASGM")):
         chk = r.get("check") if isinstance(r, dict) and isinstance(r.get("check"), dict) else {}
         if chk.get("passed") is False:
             parts.append(part(f"{key} step matches the {mech} mechanism", False, "implementation check failed"))
-    rel_g = g.get("release") if isinstance(g.get("release"), dict) else {}
-    if isinstance(rel_g.get("delta_at_claim_eps"), (int, float)):
-        case = {"floors differ": "the floor of N q differs between the two data sets",
-                "floors agree": "the floor of N q is the same on both data sets"}.get(rel_g.get("case"))
-        d_rel = float(rel_g["delta_at_claim_eps"])
-        parts.append(part("release's guarantee at the claim's epsilon", None,
-                           f"delta {fmt(d_rel)} (the release's mechanism, FEASGM"
-                           + (f", where {case}" if case else "") + ")"
-                           + ("; no guarantee at all at the claimed epsilon" if d_rel >= 1 - 1e-12 else ""),
-                           graded=False))
+    parts += _fix_release_guarantee(g)
     if fixed.get("normaliser_found"):
         parts.append(part("divisor of the fixed step, read off its updates", None, str(fixed["normaliser_found"]),
                            graded=False))
     fid = substitutions(SETTINGS["X1"], [run_of_audit(r) for r in (fixed, release) if isinstance(r, dict)])
     inp = fixed.get("inputs") if isinstance(fixed.get("inputs"), dict) else {}
-    measured = (f"Opacus {fixed.get('version', '?')} + fix (divide by {fixed.get('batch_size', '?')}), "
-                f"{inp.get('data') or data.get('source') or fixed.get('dataset', '?')}, q={fixed.get('q')}, "
-                f"n={fixed.get('n')}: eps_L " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
-                                                       for d, v in e_fix.items())
-                + (f"; as shipped " + ", ".join(f"{fmt(v)} ({'normality' if d == 'paper' else d})"
-                                                for d, v in e_rel.items()) if e_rel else "; release not audited")
-                + f"; claim {c:.3g}")
     return {"mode": mode, "parts": parts, "fidelity": fid,
             "values": {"eps_lower_fixed": e_fix, "eps_lower_release": e_rel, "eps_claim": c,
                        "eps_guarantee_fixed": g_fix, "opacus": fixed.get("version"),
                        "batch_size": fixed.get("batch_size"), "inputs": inp or None},
-            "measured": measured}
+            "measured": _fix_measured(fixed, data, inp, e_fix, e_rel, c)}

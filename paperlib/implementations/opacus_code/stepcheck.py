@@ -112,126 +112,10 @@ def step_check(*, seed: int = 0, N: int = 10, batch_size: int = 3, d_noise: int 
     Nq = N * q
     cand = {"A": None, "EA": Nq, "FEA": float(math.floor(Nq))}
     t0 = time.perf_counter()
-
-    def poisson_batches(gen):
-        while True:
-            mask = torch.rand(N, generator=gen) < q
-            yield mask.nonzero(as_tuple=False).reshape(-1).tolist()
-
-    def run(kind: str) -> dict[str, Any]:
-        torch.manual_seed(seed + (0 if kind == "signal" else 1))
-        gen = torch.Generator().manual_seed(seed + 17)
-        d = 2 if kind == "signal" else d_noise
-        X = torch.zeros(N, d)
-        if kind == "signal":
-            X[:, 0] = 1.0
-        Y = torch.zeros(N, dtype=torch.long)
-        sigma, C = (0.0, 10.0) if kind == "signal" else (1.0, 1.0)
-        model = torch.nn.Linear(d, 1, bias=False)
-        with torch.no_grad():
-            model.weight.zero_()
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-        ds = torch.utils.data.TensorDataset(X, Y)
-        engine = None
-        if api == "v1-make_private":
-            pe = opacus.PrivacyEngine()
-            dl0 = torch.utils.data.DataLoader(ds, batch_size=batch_size)
-            model, opt, dl = pe.make_private(module=model, optimizer=opt, data_loader=dl0,
-                                             noise_multiplier=sigma, max_grad_norm=C, poisson_sampling=True)
-            info = {"expected_batch_size": opt.expected_batch_size, "sample_rate": 1.0 / len(dl0)}
-
-            def batches():
-                while True:
-                    for xb, _ in dl:
-                        yield xb
-        else:
-            if api == "v0-batch_size":
-                engine = opacus.PrivacyEngine(model, batch_size=batch_size, sample_size=N, alphas=[2.0, 8.0],
-                                              noise_multiplier=sigma, max_grad_norm=C)
-            elif api == "v0-sample_rate":
-                engine = opacus.PrivacyEngine(model, sample_rate=q, noise_multiplier=sigma, max_grad_norm=C)
-            else:
-                engine = opacus.PrivacyEngine(model, sample_rate=q, sample_size=N, poisson=True,
-                                              noise_multiplier=sigma, max_grad_norm=C)
-                engine._sample_poisson_empty_batches = lambda: 0
-            engine.attach(opt)
-            info = {k2: getattr(engine, k2) for k2 in ("sample_rate", "avg_batch_size", "batch_size")
-                    if getattr(engine, k2, None) is not None}
-            sampler = None
-            try:
-                from opacus.utils.uniform_sampler import UniformWithReplacementSampler
-
-                sampler = UniformWithReplacementSampler(num_samples=N, sample_rate=q, generator=gen)
-                info["sampler"] = "opacus.utils.uniform_sampler.UniformWithReplacementSampler"
-            except ImportError:
-                info["sampler"] = "torch.rand(N) < q (the release ships no Poisson sampler)"
-
-            def indices():
-                if sampler is None:
-                    yield from poisson_batches(gen)
-                while True:  # one pass of the sampler is one epoch; keep going
-                    yield from sampler
-
-            def batches():
-                for idx in indices():
-                    if api == "v0-batch_size" and len(idx) > batch_size:
-                        continue  # fed separately below (the engine rejects it)
-                    yield X[idx]
-
-        rows, empty = [], 0
-        for xb in batches():
-            if len(rows) >= n_batches:
-                break
-            if xb.shape[0] == 0:
-                empty += 1
-                if empty > 1000:
-                    raise RuntimeError("only empty batches")
-                continue
-            with torch.no_grad():
-                next(model.parameters()).zero_()
-            opt.zero_grad()
-            w0 = next(model.parameters()).detach().clone()
-            loss = model(xb).mean()
-            loss.backward()
-            opt.step()
-            upd = (next(model.parameters()).detach() - w0).reshape(-1)
-            B = int(xb.shape[0])
-            if kind == "signal":
-                div = lr * B / float(-upd[0])
-                tol = 1e-5
-            else:
-                div = lr * sigma * C / float(upd.std())
-                tol = 0.07
-            cands = dict(cand, A=float(B))
-            match = sorted(lbl for lbl, v in cands.items() if abs(div - v) <= tol * v)
-            rows.append({"batch_size": B, "divisor": div, "matches": match})
-        out = {"kind": kind, "noise_multiplier": sigma, "max_grad_norm": C, "dim": d, "batches": rows,
-               "empty_batches_skipped": empty, **{k2: v for k2, v in info.items()}}
-        if api == "v0-batch_size":
-            opt.zero_grad()
-            xb = X[: batch_size + 1]
-            try:
-                model(xb).mean().backward()
-                opt.step()
-                out["rejects_larger_batch"] = False
-            except ValueError as exc:
-                out["rejects_larger_batch"] = True
-                out["rejection_message"] = str(exc).splitlines()[0][:200]
-        return out
-
-    runs = [run("signal"), run("noise")]
-    verdict = "inconclusive"
-    common = None
-    for r in runs:
-        for b in r["batches"]:
-            common = set(b["matches"]) if common is None else common & set(b["matches"])
-    decisive_each = all(any(len(b["matches"]) == 1 for b in r["batches"]) for r in runs)
-    if common is not None and len(common) == 1 and decisive_each:
-        verdict = common.pop()
-    if api == "v0-batch_size" and all(r.get("rejects_larger_batch") for r in runs):
-        verdict_poisson = NOT_SUPPORTED
-    else:
-        verdict_poisson = MECHANISM.get(verdict, "inconclusive")
+    setting = {"api": api, "seed": seed, "N": N, "q": q, "batch_size": batch_size, "d_noise": d_noise,
+               "n_batches": n_batches, "lr": lr, "cand": cand}
+    runs = [_run_kind("signal", **setting), _run_kind("noise", **setting)]
+    verdict, verdict_poisson = _step_verdict(runs, api)
     return {
         "opacus": opacus_version(opacus),
         "opacus_file": str(Path(opacus.__file__).parent),
@@ -247,6 +131,168 @@ def step_check(*, seed: int = 0, N: int = 10, batch_size: int = 3, d_noise: int 
         "mechanism": verdict_poisson,
         "wall_time_s": round(time.perf_counter() - t0, 3),
     }
+
+
+def _run_kind(kind: str, *, api: str, seed: int, N: int, q: float, batch_size: int, d_noise: int,
+              n_batches: int, lr: float, cand: dict) -> dict[str, Any]:
+    """One run of :func:`step_check` (``kind`` ``"signal"`` or ``"noise"``): its batches and divisors."""
+    import torch
+
+    torch.manual_seed(seed + (0 if kind == "signal" else 1))
+    gen = torch.Generator().manual_seed(seed + 17)
+    d = 2 if kind == "signal" else d_noise
+    X = torch.zeros(N, d)
+    if kind == "signal":
+        X[:, 0] = 1.0
+    Y = torch.zeros(N, dtype=torch.long)
+    sigma, C = (0.0, 10.0) if kind == "signal" else (1.0, 1.0)
+    model = torch.nn.Linear(d, 1, bias=False)
+    with torch.no_grad():
+        model.weight.zero_()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    ds = torch.utils.data.TensorDataset(X, Y)
+    if api == "v1-make_private":
+        model, opt, batches, info = _attach_v1(model, opt, ds, batch_size=batch_size, sigma=sigma, C=C)
+    else:  # the v0 engine stays referenced here until the run ends
+        engine, batches, info = _attach_v0(api, model, opt, X, gen, N=N, q=q, batch_size=batch_size,
+                                           sigma=sigma, C=C)
+    rows, empty = _measure_batches(model, opt, batches(), kind=kind, n_batches=n_batches, lr=lr, sigma=sigma,
+                                   C=C, cand=cand)
+    out = {"kind": kind, "noise_multiplier": sigma, "max_grad_norm": C, "dim": d, "batches": rows,
+           "empty_batches_skipped": empty, **{k2: v for k2, v in info.items()}}
+    if api == "v0-batch_size":
+        _feed_larger_batch(model, opt, X[: batch_size + 1], out)
+    return out
+
+
+def _attach_v1(model, opt, ds, *, batch_size: int, sigma: float, C: float):
+    """Make ``model`` and ``opt`` private with v1's ``make_private``: ``(model, opt, batches, info)``."""
+    import torch
+    import opacus
+
+    pe = opacus.PrivacyEngine()
+    dl0 = torch.utils.data.DataLoader(ds, batch_size=batch_size)
+    model, opt, dl = pe.make_private(module=model, optimizer=opt, data_loader=dl0,
+                                     noise_multiplier=sigma, max_grad_norm=C, poisson_sampling=True)
+    info = {"expected_batch_size": opt.expected_batch_size, "sample_rate": 1.0 / len(dl0)}
+
+    def batches():
+        while True:
+            for xb, _ in dl:
+                yield xb
+    return model, opt, batches, info
+
+
+def _attach_v0(api: str, model, opt, X, gen, *, N: int, q: float, batch_size: int, sigma: float, C: float):
+    """Attach a v0.x ``PrivacyEngine`` of the ``api`` form to ``opt``: ``(engine, batches, info)``."""
+    import opacus
+
+    if api == "v0-batch_size":
+        engine = opacus.PrivacyEngine(model, batch_size=batch_size, sample_size=N, alphas=[2.0, 8.0],
+                                      noise_multiplier=sigma, max_grad_norm=C)
+    elif api == "v0-sample_rate":
+        engine = opacus.PrivacyEngine(model, sample_rate=q, noise_multiplier=sigma, max_grad_norm=C)
+    else:
+        engine = opacus.PrivacyEngine(model, sample_rate=q, sample_size=N, poisson=True,
+                                      noise_multiplier=sigma, max_grad_norm=C)
+        engine._sample_poisson_empty_batches = lambda: 0
+    engine.attach(opt)
+    info = {k2: getattr(engine, k2) for k2 in ("sample_rate", "avg_batch_size", "batch_size")
+            if getattr(engine, k2, None) is not None}
+    sampler = None
+    try:
+        from opacus.utils.uniform_sampler import UniformWithReplacementSampler
+
+        sampler = UniformWithReplacementSampler(num_samples=N, sample_rate=q, generator=gen)
+        info["sampler"] = "opacus.utils.uniform_sampler.UniformWithReplacementSampler"
+    except ImportError:
+        info["sampler"] = "torch.rand(N) < q (the release ships no Poisson sampler)"
+
+    def indices():
+        if sampler is None:
+            yield from _poisson_batches(gen, N, q)
+        while True:  # one pass of the sampler is one epoch; keep going
+            yield from sampler
+
+    def batches():
+        for idx in indices():
+            if api == "v0-batch_size" and len(idx) > batch_size:
+                continue  # fed separately by _feed_larger_batch (the engine rejects it)
+            yield X[idx]
+    return engine, batches, info
+
+
+def _poisson_batches(gen, N: int, q: float):
+    """Endless Poisson batches (index lists) of ``N`` examples at rate ``q``, drawn with ``gen``."""
+    import torch
+
+    while True:
+        mask = torch.rand(N, generator=gen) < q
+        yield mask.nonzero(as_tuple=False).reshape(-1).tolist()
+
+
+def _measure_batches(model, opt, batches, *, kind: str, n_batches: int, lr: float, sigma: float, C: float,
+                     cand: dict) -> tuple[list[dict], int]:
+    """Take one step per non-empty batch and read off its divisor: ``(rows, empty batches skipped)``."""
+    import torch
+
+    rows, empty = [], 0
+    for xb in batches:
+        if len(rows) >= n_batches:
+            break
+        if xb.shape[0] == 0:
+            empty += 1
+            if empty > 1000:
+                raise RuntimeError("only empty batches")
+            continue
+        with torch.no_grad():
+            next(model.parameters()).zero_()
+        opt.zero_grad()
+        w0 = next(model.parameters()).detach().clone()
+        loss = model(xb).mean()
+        loss.backward()
+        opt.step()
+        upd = (next(model.parameters()).detach() - w0).reshape(-1)
+        B = int(xb.shape[0])
+        if kind == "signal":
+            div = lr * B / float(-upd[0])
+            tol = 1e-5
+        else:
+            div = lr * sigma * C / float(upd.std())
+            tol = 0.07
+        cands = dict(cand, A=float(B))
+        match = sorted(lbl for lbl, v in cands.items() if abs(div - v) <= tol * v)
+        rows.append({"batch_size": B, "divisor": div, "matches": match})
+    return rows, empty
+
+
+def _feed_larger_batch(model, opt, xb, out: dict) -> None:
+    """Feed v0.9-v0.11 a batch above their ``batch_size``; record in ``out`` whether it is rejected."""
+    opt.zero_grad()
+    try:
+        model(xb).mean().backward()
+        opt.step()
+        out["rejects_larger_batch"] = False
+    except ValueError as exc:
+        out["rejects_larger_batch"] = True
+        out["rejection_message"] = str(exc).splitlines()[0][:200]
+
+
+def _step_verdict(runs: list[dict], api: str) -> tuple[str, str]:
+    """The candidate every batch of both runs matches (or "inconclusive"), and its mechanism."""
+    verdict = "inconclusive"
+    common = None
+    for r in runs:
+        for b in r["batches"]:
+            common = set(b["matches"]) if common is None else common & set(b["matches"])
+    decisive_each = all(any(len(b["matches"]) == 1 for b in r["batches"]) for r in runs)
+    if common is not None and len(common) == 1 and decisive_each:
+        verdict = common.pop()
+    if api == "v0-batch_size" and all(r.get("rejects_larger_batch") for r in runs):
+        verdict_poisson = NOT_SUPPORTED
+    else:
+        verdict_poisson = MECHANISM.get(verdict, "inconclusive")
+    return verdict, verdict_poisson
 
 
 # Compatibility shims for running v0.9-v0.11 on current torch, applied only inside the

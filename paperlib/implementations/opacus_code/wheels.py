@@ -47,6 +47,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from paperlib.fdp.validation import ParameterError
+
 from .rules import SOURCE_FILES, AuditError
 
 __all__ = [
@@ -198,10 +200,11 @@ def parse_version(version: str) -> tuple[int, int, int]:
     ``opacus_version`` otherwise.
     """
     if not isinstance(version, str):
-        raise ValueError(f"opacus_version must be a string like '1.6.0', got {version!r}")
+        raise ParameterError("opacus_version", f"opacus_version must be a string like '1.6.0', got {version!r}")
     m = _VERSION.fullmatch(version.strip())
     if not m:
-        raise ValueError(f"opacus_version must look like '1.6.0' or 'v0.13.0', got {version!r}")
+        raise ParameterError("opacus_version",
+                             f"opacus_version must look like '1.6.0' or 'v0.13.0', got {version!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
