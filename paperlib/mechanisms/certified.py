@@ -21,7 +21,7 @@ import math
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
 from paperlib.mechanisms.attacks import attack_for, hidden_tail
-from paperlib.mechanisms.certificates import asgm_count_certificate, dpsur_certificate
+from paperlib.mechanisms.certificates import asgm_count_certificate
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import sgm_claim_rounds
@@ -35,7 +35,7 @@ ALL = tuple(Mechanism)
 CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-processes it)",
                 "index": "index revealed (THEORY.md §6: whether the target was sampled is revealed)",
                 "count": "count revealed (THEORY.md §11.2: (|B|, S_B + G), n-free)",
-                "draw": "count of the separate draw x SGM step (THEORY.md §11.4)"}
+                "dpsur": "count of the separate draw x SGM step (THEORY.md §11.4)"}
 
 
 def _check(N, q, sigma, n, rounds):
@@ -100,8 +100,9 @@ def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: flo
         c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if spec.sgm_always
                    else f"{spec.title} certified, {T} round{'s' * (T > 1)} (floors agree: SGM f_q^(x{T}))")
         return c
-    if "draw" in spec.certificates:
-        return dpsur_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
+    own = spec.computation("own_certificate")  # a mechanism's own certificate (DPSUR's rule: THEORY.md §11.4)
+    if own is not None:
+        return own(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
     if "count" in spec.certificates and q < 1 and (certificate == "count" or
                                                     (certificate == "auto" and _count_first(N, q, n, T))):
         c = asgm_count_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
@@ -120,7 +121,7 @@ def _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options) -> list:
                                                      certificate="index", **pld_options)))
         return out
     c = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    name = "sgm" if _is_sgm(mech, N, q) else "draw" if "draw" in mech.spec.certificates else "index"
+    name = "sgm" if _is_sgm(mech, N, q) else mech.spec.certificates[0] if mech.spec.own_certificate else "index"
     return [(name, c)]
 
 

@@ -71,7 +71,9 @@ class MechanismSpec:
     ``rounds_upper(N, q, sigma, n, *, rounds, **pld)``, ``clt`` (the theorem of the CLT bound of the
     upper bound: ``"3.13"``, the chi-square pair with ``x = N`` over any rounds; ``"A.7"``, with ``x =
     floor(N q)``; ``"3.13+Eq.14"``, its chi-square part mixed as Eq. 14, one round; None: no CLT bound), ``certificates`` (the certificates :mod:`paperlib.mechanisms.certified` may use,
-    in order: ``"sgm"``, ``"draw"`` (DPSUR's separate draw, THEORY.md §11.4), ``"count"``, ``"index"``), ``attack(N, q, sigma, n, *, rounds, tail,
+    in order: ``"sgm"``, ``"count"``, ``"index"``, or the mechanism's own), ``own_certificate(N, q, sigma, *,
+    rounds, rel_tol, **pld)`` (a certificate of the mechanism's own, used in place of the others: DPSUR's,
+    THEORY.md §11.4), ``attack(N, q, sigma, n, *, rounds, tail,
     **pld)`` (a named attack, :mod:`paperlib.mechanisms.attacks`), ``scale_ratio(N, q)`` (the all-zero
     gradients scale test's ``x`` and its words, for a divisor that differs between ``D`` and ``D'``).
     """
@@ -98,6 +100,7 @@ class MechanismSpec:
     rounds_upper: Callable | str | None = None
     clt: str | None = None
     certificates: tuple[str, ...] = ("index",)
+    own_certificate: Callable | str | None = None
     attack: Callable | str | None = None
     scale_ratio: Callable[[int, float], tuple[float, str]] | None = None
     _resolved: dict = field(default_factory=dict, compare=False, repr=False)
@@ -246,4 +249,5 @@ register_mechanism(MechanismSpec(
     normaliser_words=lambda N, q: "the size |B'| of a separate Poisson draw (no step on an empty batch)",
     pair_normalisers=lambda N, q: ("|B'|", "|B'|"),
     not_sgm=lambda K: "DPSUR divides by the size of a separate Poisson draw and skips empty batches: not SGM",
-    certificates=("draw",), attack=_A + "dpsur_attack"))
+    certificates=("dpsur",), own_certificate="paperlib.mechanisms.certificates:dpsur_certificate",
+    attack=_A + "dpsur_attack"))

@@ -392,7 +392,7 @@ def test_dpsur_release_never_exceeds_its_certificate(g):
 def test_dpsur_defaults_bracket_and_ratio():
     """DPSUR's defaults (batch 256 of MNIST's 60,000, sigma 1.23, 25,543 steps, 26,010 parameters)."""
     r = CE.certified_interval("dpsur", 60_000, 256 / 60_000, 1.23, 26_010, rounds=25_543, delta=DELTA)
-    assert r["certified_method"] == CE.CERTIFICATES["draw"]
+    assert r["certified_method"] == CE.CERTIFICATES["dpsur"]
     assert 0 < r["epsilon_forced"] <= r["epsilon_certified"] <= 1.5 * r["epsilon_forced"]
     assert r["epsilon_certified"] / r["epsilon_forced"] < 1.02  # measured 1.006
     from paperlib.mechanisms.multiround import sgm_claim_rounds
