@@ -88,7 +88,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
-from paperlib.mechanisms import accountants
+from paperlib.mechanisms import claimed
 from paperlib.mechanisms import multiround as comp
 from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.mechanisms.core import feasgm_floors
@@ -156,13 +156,13 @@ glue("nb09_K1", str(K1), display=False)
 def compute_fig7():
     out = {"claim": {}, "feasgm": {}, "easgm": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = accountants.claim_curve_from_accountant(Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    rdp_curve = claimed.claim_curve_from_accountant(Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
     tight = comp.sgm_claim_rounds(Q, SIGMA, rounds=ROUNDS, side="lower", max_length=MAX_LENGTH)
     lo, hi = tight.epsilon_bounds(DELTA)
     out["claim"] = {
         "rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                "eps": accountants.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
-        "prv": {"eps": accountants.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
+                "eps": claimed.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+        "prv": {"eps": claimed.sgm_claim_epsilon(Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
         "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": [lo, hi], "step": tight.pld.step,
                   "max_error": tight.pld.max_error()},
     }
@@ -390,11 +390,11 @@ display_table
 def compute_asgm():
     out = {"claim": {}, "bound": {}}
     deltas = np.logspace(-12, math.log10(0.95), N_DELTAS)
-    rdp_curve = accountants.claim_curve_from_accountant(ASGM_Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
+    rdp_curve = claimed.claim_curve_from_accountant(ASGM_Q, SIGMA, rounds=ROUNDS, accountant="rdp", deltas=deltas)
     tight = comp.sgm_claim_rounds(ASGM_Q, SIGMA, rounds=ROUNDS, side="lower", max_length=MAX_LENGTH)
     out["claim"] = {"rdp": {"alpha": rdp_curve.alpha, "beta": rdp_curve.beta,
-                            "eps": accountants.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
-                    "prv": {"eps": accountants.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
+                            "eps": claimed.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="rdp")},
+                    "prv": {"eps": claimed.sgm_claim_epsilon(ASGM_Q, SIGMA, rounds=ROUNDS, delta=DELTA, accountant="prv")},
                     "tight": {"alpha": ALPHA, "beta": tight(ALPHA), "eps_bracket": list(tight.epsilon_bounds(DELTA))}}
     for N in ASGM_NS:
         v = comp.asgm_rounds_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS, rounds=ROUNDS, max_length=MAX_LENGTH)

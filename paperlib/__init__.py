@@ -30,7 +30,7 @@ _EXPORTS = {
     "guarantee": "paperlib.mechanisms.guarantees",
     "upper_bound": "paperlib.mechanisms.guarantees",
     "curve": "paperlib.mechanisms.curves",
-    "sgm_claim_epsilon": "paperlib.mechanisms.accountants",
+    "sgm_claim_epsilon": "paperlib.mechanisms.claimed",
     "certified_interval": "paperlib.mechanisms.certified",
     "certified_for_training_set": "paperlib.mechanisms.certified",
     "check_run": "paperlib.practitioner.check",

@@ -27,7 +27,7 @@ Size limits (each refused above it, with an estimate, unless ``--yes``):
   e.g. ``N`` up to about 7.7 million at ``q = 0.5``); a numerical composition over
   ``--rounds``: at most :data:`MAX_COMPOSED_ROUNDS` rounds;
 * ``check``: at most 10^6 steps, and Opacus's PRV grid at most 4 GiB
-  (:mod:`paperlib.practitioner.run`, :mod:`paperlib.mechanisms.accountants`).
+  (:mod:`paperlib.practitioner.run`, :mod:`paperlib.mechanisms.claimed`).
 
 Every limit goes through :func:`paperlib.fdp.validation.check_size`; a run allowed but
 estimated to take more than 20 s says so on stderr first.
@@ -668,7 +668,7 @@ def run_epsilon(args) -> dict:
     if args.claimed:
         if args.rounds > 1:
             # T rounds: the claim as Opacus's RDP accountant reports it (the paper's Figure 7 baseline)
-            from paperlib.mechanisms.accountants import sgm_claim_epsilon
+            from paperlib.mechanisms.claimed import sgm_claim_epsilon
 
             eps = sgm_claim_epsilon(args.q, args.sigma, rounds=args.rounds, delta=delta, accountant="rdp")
             out = {"command": "epsilon", "epsilon": _jsonnum(eps), "delta": delta,

@@ -331,7 +331,7 @@ def _api_rows():
 
     from paperlib.implementations.real_audit import audit_implementation, check_steps
     from paperlib.implementations.runners import step_device
-    from paperlib.mechanisms.accountants import sgm_claim_epsilon
+    from paperlib.mechanisms.claimed import sgm_claim_epsilon
     from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
     from paperlib.practitioner import families as fam

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_main
 
-from paperlib.mechanisms.accountants import sgm_claim_epsilon
+from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_for_training_set
 from paperlib.practitioner.check import check_run, format_statement
 from paperlib.practitioner.releases import opacus_release
@@ -430,7 +430,7 @@ def test_rate_note_only_beyond_float_rounding():
 
 
 def test_prv_size_guard_names_what_sets_the_grid_and_can_be_passed(monkeypatch):
-    import paperlib.mechanisms.accountants as A
+    import paperlib.mechanisms.claimed as A
 
     kw = dict(dataset_size=60_000, batch_size=256, noise_multiplier=1.1, n_params=100)
     with pytest.raises(ValueError, match=r"^steps = 1,000,000 is above the size limit .*allow_large=True"):
@@ -459,7 +459,7 @@ def test_prv_grid_is_opacus_own_domain():
     from opacus.accountants import PRVAccountant
     from opacus.accountants.analysis.prv import PoissonSubsampledGaussianPRV
 
-    from paperlib.mechanisms.accountants import prv_grid
+    from paperlib.mechanisms.claimed import prv_grid
 
     for q, sigma, T, delta in ((1 / 235, 1.1, 2350, 1e-5), (0.01, 0.7, 100, 1e-6), (256 / 60_000, 0.3, 23_500, 1e-5)):
         with warnings.catch_warnings():

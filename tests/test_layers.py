@@ -182,10 +182,10 @@ def _run_without(blocked, code):
 
 def test_core_imports_neither_torch_nor_matplotlib():
     code = ("import sys, paperlib, paperlib.fdp, paperlib.mechanisms\n"
-            "import paperlib.fdp.tradeoff, paperlib.fdp.gaussian, paperlib.fdp.mixture, paperlib.fdp.composition\n"
+            "import paperlib.fdp.tradeoff, paperlib.fdp.gaussian, paperlib.fdp.mixture, paperlib.fdp.chisquare\n"
             "import paperlib.fdp.clt, paperlib.mechanisms.core, paperlib.mechanisms.guarantees\n"
             "import paperlib.mechanisms.multiround, paperlib.mechanisms.simulation, paperlib.mechanisms.curves\n"
-            "import paperlib.mechanisms.accountants, paperlib.practitioner, paperlib.practitioner.check\n"
+            "import paperlib.mechanisms.claimed, paperlib.practitioner, paperlib.practitioner.check\n"
             "import paperlib.practitioner.releases, paperlib.practitioner.run, paperlib.cli\n"
             "heavy = [m for m in ('torch', 'matplotlib', 'opacus', 'torchvision') if m in sys.modules]\n"
             "assert not heavy, heavy\n")

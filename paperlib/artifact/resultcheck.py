@@ -43,13 +43,15 @@ import sys
 from pathlib import Path
 
 from paperlib.artifact import provenance as pv
+from paperlib.artifact.estimate import REAL_STEP_NOTEBOOKS
 
 __all__ = ["record_problem", "notebook_files", "problems", "stamp", "stamps", "main"]
 
 #: keys of a result record (provenance.save_result) and the JSON types they must have
 _RECORD = {"key": str, "code": (str, type(None)), "params": dict, "provenance": dict}
-#: the cache files of the real-implementation audits (notebooks 06 and 07 read them)
-REAL_AUDIT_NOTEBOOKS = ("06", "07")
+#: the notebooks that read the real-implementation audits' cache files (real_audit_*.json): those that run real
+#: steps, as :data:`paperlib.artifact.estimate.REAL_STEP_NOTEBOOKS` lists them (06, 07 and 11)
+REAL_AUDIT_NOTEBOOKS = tuple(name.split("_", 1)[0] for name in REAL_STEP_NOTEBOOKS)
 
 
 def record_problem(path: str | os.PathLike) -> str | None:

@@ -14,7 +14,7 @@ The trade-off interface
 -----------------------
 Every curve type of :mod:`paperlib.fdp` (this module's :class:`TradeOffCurve` and
 :class:`GaussianTradeOff`, :class:`~paperlib.fdp.mixture.LRMixture`,
-:class:`~paperlib.fdp.mixture.PointwiseMixture`, :class:`~paperlib.fdp.composition.Chi2Pair`,
+:class:`~paperlib.fdp.mixture.PointwiseMixture`, :class:`~paperlib.fdp.chisquare.Chi2Pair`,
 :class:`~paperlib.fdp.pld.PLDComposition`,
 :class:`~paperlib.fdp.clt.CLTTradeOff`) is a :class:`TradeOff`:
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.fdp.pld import DEFAULT_REL_TOL, DiscreteLaw, PLDComposition, RoundLaw
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.mechanisms.core import Mechanism
@@ -99,7 +99,7 @@ def scale_attack(mechanism: Mechanism | str, N: int, q: float, n: int, *, rounds
     Every clipped gradient is 0, so each round releases ``G / nu`` with ``nu = N q`` on ``D`` and
     ``(N + 1) q`` on ``D'`` (EASGM; FEASGM ``floor(N q)`` and ``floor((N + 1) q)``): over ``T`` rounds
     the pair ``T(N(0, I_{nT}), N(0, s^2 I_{nT}))``, ``s = x/(x+1)`` with ``x = N`` (EASGM) or ``K``
-    (FEASGM), exactly (:class:`~paperlib.fdp.composition.Chi2Pair`, both orders). Raises ValueError
+    (FEASGM), exactly (:class:`~paperlib.fdp.chisquare.Chi2Pair`, both orders). Raises ValueError
     when the floors agree (FEASGM is then SGM and releases the same law on both sides).
     """
     mech = Mechanism.parse(mechanism)

@@ -3,11 +3,11 @@
 The T-round upper bounds (Theorems 3.8, 3.10, A.4 composed; Theorem A.6) with
 :func:`rounds_upper_bound` choosing the one of a mechanism, the SGM claim ``f_q^{⊗T}``
 composed numerically (:func:`sgm_claim_rounds`), and the exact-versus-CLT comparison
-(THEORY.md §8). The chi-square bounds are exact (:class:`~paperlib.fdp.composition.Chi2Pair`);
+(THEORY.md §8). The chi-square bounds are exact (:class:`~paperlib.fdp.chisquare.Chi2Pair`);
 every numerical composition (the SGM claim, the ASGM bound of Eq. 14, FEASGM when its floors
 agree) goes through one engine, :mod:`paperlib.fdp.pld` (dp_accounting's PLD), and carries its
 error bracket ``epsilon_bounds(delta)``. The accountants' epsilons are in
-:mod:`paperlib.mechanisms.accountants`, the certified composition of the guarantee in
+:mod:`paperlib.mechanisms.claimed`, the certified composition of the guarantee in
 :mod:`paperlib.mechanisms.certified`, and the dispatch over mechanisms, bounds and rounds in
 :mod:`paperlib.mechanisms.curves` (which imports this module; this module imports neither).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paperlib.fdp.composition import Chi2Pair, DilutedFamily
+from paperlib.fdp.chisquare import Chi2Pair, DilutedFamily
 from paperlib.fdp.gaussian import IdentityFamily
 from paperlib.fdp.pld import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, ROUND_TAIL, Chi2Law, DilutedLaw, PLDComposition,
                               RoundLaw, ShiftLaw)

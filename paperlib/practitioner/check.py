@@ -15,7 +15,7 @@ What it does (THEORY.md §§6, 10, 11):
    every Opacus release, paper Table 2; ``loss_reduction='sum'`` and a public divisor are SGM;
    DPSUR's own rule), and the code's sampling rule;
 2. the claim: the release's accountant over the run's steps
-   (:func:`paperlib.mechanisms.accountants.sgm_claim_epsilon`, the one wrapper around Opacus's
+   (:func:`paperlib.mechanisms.claimed.sgm_claim_epsilon`, the one wrapper around Opacus's
    accountants, with the release's RDP conversion and orders);
 3. for each neighbour of the training set, removal ``(N-1, N)`` and addition ``(N, N+1)``: the
    certified epsilon of the run as computed and the forced epsilon
@@ -39,7 +39,7 @@ import math
 import time
 
 from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool, trusted
-from paperlib.mechanisms.accountants import sgm_claim_epsilon
+from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
 from paperlib.practitioner.releases import floors_agree_on_neighbours
 from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
@@ -66,7 +66,7 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
     """What a DP-SGD run claims and what it is certified to give (module docstring; THEORY.md §10, §11).
 
     The mechanism from paper Table 2 (the stored code audit), the claim from the release's
-    accountant (:func:`~paperlib.mechanisms.accountants.sgm_claim_epsilon`), the certified and
+    accountant (:func:`~paperlib.mechanisms.claimed.sgm_claim_epsilon`), the certified and
     forced epsilon of each neighbour from :func:`~paperlib.mechanisms.certified.certified_interval`.
 
     Parameters are those of :class:`~paperlib.practitioner.run.Run` (``opacus_version`` for Opacus;

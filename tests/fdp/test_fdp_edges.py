@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paperlib.fdp import tails as T
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.fdp.gaussian import GaussShiftFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.fdp.tradeoff import (DELTA_FLOOR, GaussianTradeOff, TradeOffCurve, check_tradeoff, checked_curve,

@@ -18,7 +18,7 @@ import pytest
 from scipy.stats import norm
 
 from paperlib.fdp import clt
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.fdp.gaussian import GaussShiftFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.fdp.pld import PLDComposition, RoundLaw, ShiftLaw

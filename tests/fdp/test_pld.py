@@ -22,11 +22,11 @@ import pytest
 
 from conftest import ROOT, run_cli
 from paperlib.fdp import pld as P
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture
 from paperlib.fdp.tradeoff import check_tradeoff, epsilon_from_delta, gaussian_delta, gaussian_tradeoff
-from paperlib.mechanisms import accountants as A
+from paperlib.mechanisms import claimed as A
 from paperlib.mechanisms import multiround as MR
 
 DELTA = 1e-5

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.mechanisms import attacks as AT
 from paperlib.mechanisms import certified as CE
 

@@ -19,7 +19,7 @@ import pytest
 from scipy import optimize, stats
 
 from conftest import run_cli
-from paperlib.fdp.composition import Chi2Pair
+from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.mechanisms import certified as CE
 from paperlib.mechanisms import multiround as MR
 from paperlib.mechanisms.guarantees import guarantee

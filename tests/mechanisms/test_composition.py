@@ -1,4 +1,4 @@
-"""Tests of paperlib.fdp.composition (multi-round bounds, PLD composition, accountants, Opacus facts).
+"""Tests of paperlib.fdp.chisquare (multi-round bounds, PLD composition, accountants, Opacus facts).
 
 Independent references: 30-digit mpmath quadrature of the chi-square density, the
 closed form G_{sqrt(T) mu} of composed Gaussian trade-offs (and its Balle-Wang profile),
@@ -19,10 +19,10 @@ import pytest
 from scipy import special, stats
 
 from conftest import run_cli
-from paperlib.fdp import composition as C
+from paperlib.fdp import chisquare as C
 from paperlib.mechanisms import multiround as MR
 from paperlib.mechanisms.core import feasgm_floors
-from paperlib.mechanisms import accountants as A
+from paperlib.mechanisms import claimed as A
 from paperlib.mechanisms import curves
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, SubsampledGaussian
 from paperlib.mechanisms.guarantees import asgm_upper_bound
