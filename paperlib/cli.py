@@ -512,13 +512,16 @@ def _check_batch_size_option(args) -> None:
     b = args.batch_size
     if args.implementation in FIXED_IMPLEMENTATIONS:
         if b is None:
-            raise ParameterError("batch_size", f"batch_size (--batch-size): {args.implementation} divides by the configured batch "
-                             "size; give --batch-size (an integer >= 1)")
+            raise ParameterError("batch_size",
+                                 f"batch_size (--batch-size): {args.implementation} divides by the configured batch "
+                                 "size; give --batch-size (an integer >= 1)")
         if b < 1 or b > MAX_INTEGER:
-            raise ParameterError("batch_size", f"batch_size (--batch-size) must be an integer >= 1 (and <= 2^53), got {b}")
+            raise ParameterError("batch_size",
+                                 f"batch_size (--batch-size) must be an integer >= 1 (and <= 2^53), got {b}")
     elif b is not None:
-        raise ParameterError("batch_size", f"batch_size (--batch-size): only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
-                         f"not {args.implementation}")
+        raise ParameterError("batch_size",
+                             f"batch_size (--batch-size): only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
+                             f"not {args.implementation}")
 
 
 def run_audit_implementation(args) -> dict:
@@ -559,9 +562,10 @@ def run_audit_implementation(args) -> dict:
             choice = datasets.resolve_points(args.dataset, args.N + 1, args.seed, mode=args.mode,
                                              root=args.data_dir)
         except datasets.TooFewPoints as exc:  # k = N + 1 points: say it with the user's parameter
-            raise ParameterError("N", f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
-                             f"{args.N}; put the full dataset into the data folder (--data-dir or "
-                             "$PAPERLIB_DATA)") from None
+            raise ParameterError("N",
+                                 f"N (--N) must be <= {exc.available - 1} with {exc.where} (D' has N+1 points), got "
+                                 f"{args.N}; put the full dataset into the data folder (--data-dir or "
+                                 "$PAPERLIB_DATA)") from None
         name, root, source = choice.dataset, choice.root, choice.source
         extra = {"batch_size": args.batch_size} if args.batch_size is not None else {}
         r = real_audit.audit_implementation(args.implementation, args.model, name, N=args.N, q=args.q,
@@ -571,7 +575,8 @@ def run_audit_implementation(args) -> dict:
                                             points="bundled" if source == datasets.SOURCE_BUNDLED else "folder",
                                             **extra)
     except datasets.DatasetUnavailable as exc:
-        raise ParameterError("dataset", f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
+        raise ParameterError("dataset",
+                             f"dataset {args.dataset!r} unavailable: {str(exc).strip().splitlines()[0]}") from None
     keys = ("implementation", "version", "mechanism", "model", "dataset", "N", "n", "q", "sigma", "C", "delta", "seed",
             "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
             "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
@@ -599,7 +604,8 @@ def _validate(args) -> None:
     check_int(args.rounds, "rounds", 1)
     check_positive(args.tol, "tol")
     if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
-        raise ParameterError("max_seconds", f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
+        raise ParameterError("max_seconds",
+                             f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
     Mechanism.parse(args.mechanism, allowed=tuple(Mechanism)).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
     if args.command == "tradeoff":
         check_alpha_array(args.alpha)
@@ -617,7 +623,7 @@ def _curve(args):
         if (exc.name or "").split(".")[0] != "dp_accounting":
             raise
         raise ParameterError("rounds", "rounds > 1 needs the [accounting] extra for this curve (dp-accounting is not "
-                         "installed): pip install 'paperlib[accounting]'") from None
+                                       "installed): pip install 'paperlib[accounting]'") from None
 
 
 def _jsonnum(x):
@@ -681,7 +687,8 @@ def run_epsilon(args) -> dict:
         curve, label = sgm_claim(args.q, args.sigma), "SGM claim"
     else:
         if args.bound == "clt":
-            raise ParameterError("bound", "bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
+            raise ParameterError("bound",
+                                 "bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
         curve = _curve(args)
         label = curve.label
     eps = curve.epsilon(delta)

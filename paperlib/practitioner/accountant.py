@@ -85,7 +85,7 @@ class CertifiedAccountant(IAccountant):
         release.mechanism_for(loss_reduction, divisor)  # checks both
         if pld_options is not None and not isinstance(pld_options, dict):
             raise ParameterTypeError("pld_options", f"pld_options must be a dict of PLD accuracy options or None, got "
-                            f"{type(pld_options).__name__}")
+                                                    f"{type(pld_options).__name__}")
         self.opacus_version = opacus_version
         self.dataset_size = check_int(dataset_size, "dataset_size", 2)
         self.n_params = check_int(n_params, "n_params", 1)
@@ -134,8 +134,9 @@ class CertifiedAccountant(IAccountant):
             return None
         pairs = {(s, q) for s, q, _ in self.history}
         if len(pairs) > 1:
-            raise ParameterError("noise_multiplier", f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
-                             "certified composition of unequal rounds is not implemented")
+            raise ParameterError("noise_multiplier",
+                                 f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
+                                 "certified composition of unequal rounds is not implemented")
         sigma, q = next(iter(pairs))
         T = sum(k for _, _, k in self.history)
         key = (sigma, q, T, float(delta), self.divisor)

@@ -90,7 +90,8 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
     Raises ValueError (TypeError for a boolean that is not one) with one line naming the setting.
     """
     if pld_options is not None and not isinstance(pld_options, dict):
-        raise ParameterTypeError("pld_options", f"pld_options must be a dict of PLD accuracy options or None, got {type(pld_options).__name__}")
+        raise ParameterTypeError("pld_options",
+                                 f"pld_options must be a dict of PLD accuracy options or None, got {type(pld_options).__name__}")
     run = Run(dataset_size=dataset_size, noise_multiplier=noise_multiplier, n_params=n_params,
               implementation=implementation, opacus_version=opacus_version, batch_size=batch_size,
               sample_rate=sample_rate, epochs=epochs, steps=steps, loss_reduction=loss_reduction, divisor=divisor,
@@ -401,19 +402,24 @@ def _opacus_objects(privacy_engine, optimizer, data_loader, model):
     from torch.utils.data import DataLoader
 
     if privacy_engine is not None and not isinstance(privacy_engine, PrivacyEngine):
-        raise ParameterTypeError("privacy_engine", f"privacy_engine must be the opacus.PrivacyEngine that made the run private (or None), got "
-                        f"{type(privacy_engine).__name__}")
+        raise ParameterTypeError("privacy_engine",
+                                 f"privacy_engine must be the opacus.PrivacyEngine that made the run private (or None), got "
+                                 f"{type(privacy_engine).__name__}")
     if not isinstance(optimizer, DPOptimizer):
-        raise ParameterTypeError("optimizer", f"optimizer must be the DPOptimizer returned by PrivacyEngine.make_private, got "
-                        f"{type(optimizer).__name__}")
+        raise ParameterTypeError("optimizer",
+                                 f"optimizer must be the DPOptimizer returned by PrivacyEngine.make_private, got "
+                                 f"{type(optimizer).__name__}")
     if not isinstance(data_loader, DataLoader):
-        raise ParameterTypeError("data_loader", f"data_loader must be the DataLoader returned by PrivacyEngine.make_private, got "
-                        f"{type(data_loader).__name__}")
+        raise ParameterTypeError("data_loader",
+                                 f"data_loader must be the DataLoader returned by PrivacyEngine.make_private, got "
+                                 f"{type(data_loader).__name__}")
     if not isinstance(data_loader, DPDataLoader):
-        raise ParameterError("data_loader", "data_loader: not a DPDataLoader (make_private(poisson_sampling=True) returns one); "
-                         "without Poisson sampling neither the accountant nor this analysis applies")
+        raise ParameterError("data_loader",
+                             "data_loader: not a DPDataLoader (make_private(poisson_sampling=True) returns one); "
+                             "without Poisson sampling neither the accountant nor this analysis applies")
     if model is not None and not isinstance(model, Module):
-        raise ParameterTypeError("model", f"model must be the torch.nn.Module being trained (or None), got {type(model).__name__}")
+        raise ParameterTypeError("model",
+                                 f"model must be the torch.nn.Module being trained (or None), got {type(model).__name__}")
 
 
 def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None = None, delta: float,
@@ -463,10 +469,11 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
                                poisson=True, delta=delta, accountant=accountant, allow_large=allow_large)
     K = int(N * run.q_account)
     if public is None and loss_reduction == "mean" and int(optimizer.expected_batch_size) != K:
-        raise ParameterError("optimizer", f"optimizer.expected_batch_size = {optimizer.expected_batch_size} is not int(len(dataset) "
-                         f"* sample_rate) = {K}: not the Opacus {opacus.__version__} make_private rule (distributed, "
-                         "or a modified optimizer? a constant set by paperlib.practitioner.fix_normaliser is "
-                         "recognised)")
+        raise ParameterError("optimizer",
+                             f"optimizer.expected_batch_size = {optimizer.expected_batch_size} is not int(len(dataset) "
+                             f"* sample_rate) = {K}: not the Opacus {opacus.__version__} make_private rule (distributed, "
+                             "or a modified optimizer? a constant set by paperlib.practitioner.fix_normaliser is "
+                             "recognised)")
     report = check(run, pld_options)
     report["read_from_opacus"] = {"opacus_version": opacus.__version__, "dataset_size": N,
                                   "sample_rate": q_sample, "steps_per_epoch": len(data_loader),

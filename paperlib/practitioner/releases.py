@@ -152,11 +152,13 @@ class Release:
             raise ParameterError("divisor", f"divisor must be 'release' or 'public', got {divisor!r}")
         if self.implementation == "dpsur":
             if loss_reduction != "mean":
-                raise ParameterError("loss_reduction", "loss_reduction: DPSUR's optimizer has no loss_reduction (it divides the noisy sum "
-                                 "by the size of a separate Poisson draw)")
+                raise ParameterError("loss_reduction",
+                                     "loss_reduction: DPSUR's optimizer has no loss_reduction (it divides the noisy sum "
+                                     "by the size of a separate Poisson draw)")
             if divisor != "release":
-                raise ParameterError("divisor", "divisor: DPSUR takes no step on an empty batch, so a public divisor alone does not "
-                                 "make it SGM; check the fixed run as an Opacus 1.x run with --divisor public")
+                raise ParameterError("divisor",
+                                     "divisor: DPSUR takes no step on an empty batch, so a public divisor alone does not "
+                                     "make it SGM; check the fixed run as an Opacus 1.x run with --divisor public")
             return Mechanism.DPSUR, _DPSUR_NOTE
         if divisor == "public":
             return Mechanism.SGM, _PUBLIC_NOTE
@@ -186,8 +188,9 @@ def opacus_release(version: str, *, assume: bool = False) -> Release:
     if not assume or not below or key[0] >= 2:
         hint = ("; pass assume_release=True to check it under the rule of the nearest audited release below it"
                 if below and key[0] < 2 else "")
-        raise ParameterError("opacus_version", f"opacus_version {version!r} is not in the stored code audit of Opacus releases "
-                         f"(paperlib/resources/opacus_table2.json: {known}){hint}")
+        raise ParameterError("opacus_version",
+                             f"opacus_version {version!r} is not in the stored code audit of Opacus releases "
+                             f"(paperlib/resources/opacus_table2.json: {known}){hint}")
     k, v, norm, poisson = below[-1]
     return _release(version, key, norm, poisson,
                     assumed=f"Opacus {version} is not in the stored code audit: the rule of {v}, the nearest "
@@ -226,7 +229,8 @@ def opacus1_rates(dataset_size: int, batch_size: int, drop_last: bool) -> tuple[
     drop_last = check_bool(drop_last, "drop_last")
     n_batches = size // batch_size if drop_last else -(-size // batch_size)
     if n_batches < 1:
-        raise ParameterError("batch_size", f"batch_size = {batch_size} exceeds dataset_size = {size} with drop_last=True")
+        raise ParameterError("batch_size",
+                             f"batch_size = {batch_size} exceeds dataset_size = {size} with drop_last=True")
     q_sample = 1 / n_batches
     steps = int(1 / q_sample)
     return q_sample, 1 / steps, steps

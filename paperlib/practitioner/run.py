@@ -42,9 +42,10 @@ def check_run_delta(delta, dataset_size: int) -> float:
     """
     delta = check_delta(delta)
     if delta > 1 / dataset_size:
-        raise ParameterError("delta", f"delta = {delta:g} is above 1/dataset_size = {1 / dataset_size:.3g}: a mechanism that "
-                         "publishes one random record in the clear meets it, so no epsilon at this delta protects "
-                         "anyone; use delta <= 1/dataset_size (usually far below)")
+        raise ParameterError("delta",
+                             f"delta = {delta:g} is above 1/dataset_size = {1 / dataset_size:.3g}: a mechanism that "
+                             "publishes one random record in the clear meets it, so no epsilon at this delta protects "
+                             "anyone; use delta <= 1/dataset_size (usually far below)")
     return delta
 
 
@@ -117,7 +118,8 @@ class Run:
 
     def __post_init__(self):
         if self.implementation not in IMPLEMENTATIONS:
-            raise ParameterError("implementation", f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}")
+            raise ParameterError("implementation",
+                                 f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}")
         for name in ("drop_last", "charged_rate", "assume_release", "allow_large"):
             self._set(**{name: check_bool(getattr(self, name), name)})
         if self.poisson is not None:
@@ -145,8 +147,9 @@ class Run:
     def _release(self) -> Release:
         if self.implementation == "dpsur":
             if self.opacus_version is not None:
-                raise ParameterError("opacus_version", "opacus_version: DPSUR's code is not an Opacus release; leave it unset for "
-                                 "implementation 'dpsur'")
+                raise ParameterError("opacus_version",
+                                     "opacus_version: DPSUR's code is not an Opacus release; leave it unset for "
+                                     "implementation 'dpsur'")
             return dpsur_release()
         if self.opacus_version is None:
             raise ParameterError("opacus_version", "opacus_version: name the Opacus release that ran (e.g. '1.6.0')")
@@ -154,8 +157,9 @@ class Run:
 
     def _check_sizes(self, N: int) -> None:
         if (self.batch_size is None) == (self.sample_rate is None):
-            raise ParameterError("batch_size", "batch_size or sample_rate: give exactly one of them (the data loader's batch size, or "
-                             "the Poisson sampling rate in (0, 1])")
+            raise ParameterError("batch_size",
+                                 "batch_size or sample_rate: give exactly one of them (the data loader's batch size, or "
+                                 "the Poisson sampling rate in (0, 1])")
         if self.batch_size is not None:
             b = check_int(self.batch_size, "batch_size", 1)
             if b > N:
@@ -177,17 +181,20 @@ class Run:
         if acc not in (None, "rdp", "prv"):
             raise ParameterError("accountant", f"accountant must be 'rdp' or 'prv', got {acc!r}")
         if acc is not None and acc not in release.accountants:
-            raise ParameterError("accountant", f"accountant {acc!r} does not exist in {release.name} (PRVAccountant came with Opacus "
-                             "1.3.0); use 'rdp'")
+            raise ParameterError("accountant",
+                                 f"accountant {acc!r} does not exist in {release.name} (PRVAccountant came with Opacus "
+                                 "1.3.0); use 'rdp'")
         self._set(claim_accountant=release.default_accountant if acc is None else acc)
         if self.poisson is False:
             how = ("make_private(poisson_sampling=True)" if release.samples_per_loader else
                    "a Poisson sampler (UniformWithReplacementSampler)")
-            raise ParameterError("poisson", f"poisson: without Poisson sampling (fixed-size shuffled batches) {release.name}'s "
-                             f"accountant and this analysis do not apply; train with {how}")
+            raise ParameterError("poisson",
+                                 f"poisson: without Poisson sampling (fixed-size shuffled batches) {release.name}'s "
+                                 f"accountant and this analysis do not apply; train with {how}")
         if self.poisson is None and not release.poisson_builtin:
-            raise ParameterError("poisson", f"poisson: {release.name} has no built-in Poisson sampling (it came with 0.12); pass "
-                             "poisson=True (--poisson) if you sampled with your own Poisson sampler")
+            raise ParameterError("poisson",
+                                 f"poisson: {release.name} has no built-in Poisson sampling (it came with 0.12); pass "
+                                 "poisson=True (--poisson) if you sampled with your own Poisson sampler")
 
     # ------------------------------------------------------------------ the release's sampling rule
     def rates(self, size: int, sample_rate: float | None = None) -> tuple[float, float, int, str]:
@@ -354,9 +361,10 @@ def live_opacus_run(*, dataset_size: int, sample_rate: float, charged: bool = Fa
     if batch_size is not None:
         run = Run(**given, batch_size=batch_size)
         if not matches(run):
-            raise ParameterError("batch_size", f"batch_size = {run.batch_size:,} over {N:,} records gives a sample rate of "
-                             f"1/{run.steps_per_epoch:,}, but {live} is {sample_rate:.6g}: pass the DataLoader's "
-                             "batch size and the training set's size")
+            raise ParameterError("batch_size",
+                                 f"batch_size = {run.batch_size:,} over {N:,} records gives a sample rate of "
+                                 f"1/{run.steps_per_epoch:,}, but {live} is {sample_rate:.6g}: pass the DataLoader's "
+                                 "batch size and the training set's size")
         return run, []
     steps = round(1 / sample_rate)
     for L in dict.fromkeys((steps, steps + 1)):  # 1/int(1/(1/L)) may charge 1/(L - 1) (e.g. L = 93)
@@ -368,9 +376,10 @@ def live_opacus_run(*, dataset_size: int, sample_rate: float, charged: bool = Fa
             continue
         if ends[0].neighbours() != ends[1].neighbours():
             a, b = span
-            raise ParameterError("batch_size", f"batch_size: {L:,} batches an epoch over {N:,} records fit batch sizes {a:,} to {b:,}, "
-                             "whose neighbouring datasets get different sampling rates or normalisers; pass the "
-                             "DataLoader's batch_size")
+            raise ParameterError("batch_size",
+                                 f"batch_size: {L:,} batches an epoch over {N:,} records fit batch sizes {a:,} to {b:,}, "
+                                 "whose neighbouring datasets get different sampling rates or normalisers; pass the "
+                                 "DataLoader's batch_size")
         # the neighbours' rates and normalisers are monotone in the batch size: equal at both ends, equal between
         a, b = span
         return ends[0], [f"the DataLoader's batch size was not given: the {L:,} batches an epoch over {N:,} records "
