@@ -141,26 +141,10 @@ def _fig2_easgm_falls(rs: dict, lab: str) -> tuple[dict, dict]:
 
 def _fig2_asgm_falls(rs: dict, lab: str) -> dict:
     """Fig. 2's part "ASGM eps_L generally falls as N grows, every q" (first N against last) for one distinguisher."""
-    # ASGM: generally falls in N (first vs last), for every q
-    qa = sorted({k[1] for k in rs if k[0] == "asgm"})
-    trend_bad, trend_unres, n_tr = [], [], 0
-    for q in qa:
-        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and k[1] == q)
-        if len(seq) < 2:
-            continue
-        n_tr += 1
-        m = trend([seq[0], seq[-1]], -1, "N=")
-        if m["status"] == "fails":
-            trend_bad.append(f"q={q:g}: " + m["against"][0])
-        elif m["status"] == "unresolved":
-            trend_unres.append(f"q={q:g}: {m['text']}")
-    return part(f"ASGM eps_L generally falls as N grows, every q ({lab})", None if n_tr == 0 else not trend_bad,
-                f"{n_tr - len(trend_bad) - len(trend_unres)}/{n_tr} q with eps_U(N max) < eps_L(N min), "
-                "a fall beyond the intervals"
-                + (f"; rises beyond the intervals: {'; '.join(trend_bad)}" if trend_bad else "")
-                + (f"; no fall evidenced: {'; '.join(trend_unres)}" if trend_unres else ""),
-                partial=(f"{trials_text(rs)} cannot show a fall at "
-                         + ", ".join(u.split(':')[0] for u in trend_unres)) if trend_unres else None)
+    return _fig2_asgm_endpoints(rs, f"ASGM eps_L generally falls as N grows, every q ({lab})", group=1, sign=-1,
+                                group_label=lambda q: f"q={q:g}", along="N=",
+                                counted="q with eps_U(N max) < eps_L(N min), a fall beyond the intervals",
+                                against="rises beyond the intervals", none="no fall evidenced", move="a fall")
 
 
 def _fig2_asgm_not_monotone(rs: dict, lab: str) -> dict:
@@ -194,26 +178,34 @@ def _fig2_asgm_not_monotone(rs: dict, lab: str) -> dict:
 
 def _fig2_asgm_grows(rs: dict, lab: str) -> dict:
     """Fig. 2's part "ASGM eps_L generally grows with q, every N" (first q against last) for one distinguisher."""
-    # ASGM: grows with q (first vs last q), for every N
-    ns = sorted({k[2] for k in rs if k[0] == "asgm"})
-    g_bad, g_unres, n_g = [], [], 0
-    for n in ns:
-        seq = sorted((k[1], r) for k, r in rs.items() if k[0] == "asgm" and k[2] == n)
+    return _fig2_asgm_endpoints(rs, f"ASGM eps_L generally grows with q, every N ({lab})", group=2, sign=+1,
+                                group_label=lambda n: f"N={n}", along="q=",
+                                counted="N with eps_L(q max) > eps_U(q min), a rise beyond the intervals",
+                                against="falls beyond the intervals", none="no rise evidenced", move="a rise")
+
+
+def _fig2_asgm_endpoints(rs: dict, name: str, *, group: int, sign: int, group_label, along: str, counted: str,
+                         against: str, none: str, move: str) -> dict:
+    """One ASGM trend part of Fig. 2: for every value of key ``group`` (1: q, 2: N), its first point against its
+    last along the other key, in direction ``sign`` (:func:`trend`); the words are the part's."""
+    other = 3 - group  # keys are (mechanism, q, N)
+    bad, unres, count = [], [], 0
+    for g in sorted({k[group] for k in rs if k[0] == "asgm"}):
+        seq = sorted((k[other], r) for k, r in rs.items() if k[0] == "asgm" and k[group] == g)
         if len(seq) < 2:
             continue
-        n_g += 1
-        m = trend([seq[0], seq[-1]], +1, "q=")
+        count += 1
+        m = trend([seq[0], seq[-1]], sign, along)
         if m["status"] == "fails":
-            g_bad.append(f"N={n}: " + m["against"][0])
+            bad.append(f"{group_label(g)}: " + m["against"][0])
         elif m["status"] == "unresolved":
-            g_unres.append(f"N={n}: {m['text']}")
-    return part(f"ASGM eps_L generally grows with q, every N ({lab})", None if n_g == 0 else not g_bad,
-                f"{n_g - len(g_bad) - len(g_unres)}/{n_g} N with eps_L(q max) > eps_U(q min), a rise beyond "
-                "the intervals"
-                + (f"; falls beyond the intervals: {'; '.join(g_bad)}" if g_bad else "")
-                + (f"; no rise evidenced: {'; '.join(g_unres)}" if g_unres else ""),
-                partial=(f"{trials_text(rs)} cannot show a rise at "
-                         + ", ".join(u.split(':')[0] for u in g_unres)) if g_unres else None)
+            unres.append(f"{group_label(g)}: {m['text']}")
+    return part(name, None if count == 0 else not bad,
+                f"{count - len(bad) - len(unres)}/{count} {counted}"
+                + (f"; {against}: {'; '.join(bad)}" if bad else "")
+                + (f"; {none}: {'; '.join(unres)}" if unres else ""),
+                partial=(f"{trials_text(rs)} cannot show {move} at "
+                         + ", ".join(u.split(':')[0] for u in unres)) if unres else None)
 
 
 def _fig2_measured(opt: dict, mono: dict, ceil: float) -> str:
