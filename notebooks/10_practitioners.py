@@ -258,7 +258,7 @@ glue("nb10_asgm_attack", r["attack"] if r else "–", display=False)
 r = rows[(FIRST, "easgm")]
 glue("nb10_easgm_attack", r["attack"], display=False)
 r = rows[(FIRST, "feasgm-differ")]
-K = r["report"]["neighbours"][0]["normalisers"]
+K = r["report"].neighbours[0].normalisers
 glue("nb10_fd_K", f"{K[0]} and {K[1]}", display=False)
 glue("nb10_fd_attack", r["attack"], display=False)
 glue("nb10_fd_L", str(round(1 / r["sample_rate"])), display=False)
@@ -508,9 +508,9 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 # %%
 wall = time.perf_counter() - T_START
 _ = save_result("10_practitioners", {"mode": MODE, "settings": SETTINGS, "dpsur": DPSUR, "mnist": MNIST,
-                                     "source": OPACUS_MNIST_README, "your_run": mine["inputs"]},
+                                     "source": OPACUS_MNIST_README, "your_run": mine.inputs},
                 {"rows": [{k: v for k, v in r.items() if k not in ("report", "fix_report")} | {"key": list(key)}
                           for key, r in rows.items()],
-                 "reports": [{"key": list(key), "report": r["report"]} for key, r in rows.items()],
-                 "your_run": mine, "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad, "rate_changes": changes}},
+                 "reports": [{"key": list(key), "report": r["report"].to_json()} for key, r in rows.items()],
+                 "your_run": mine.to_json(), "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad, "rate_changes": changes}},
                 mode=MODE, seed=SEED, wall_time=wall)

@@ -47,7 +47,7 @@ import re
 import sys
 
 from paperlib.fdp.mixture import LRMixture
-from paperlib.mechanisms.core import MECHANISMS, Mechanism
+from paperlib.mechanisms.core import ANY, MECHANISMS, Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 from paperlib.mechanisms import curves
 from paperlib.mechanisms.guarantees import sgm_claim, upper_bound
@@ -369,7 +369,7 @@ def run_check(args) -> int:
         return _fail(msg if msg.startswith("could not compute") else
                      f"could not compute the check for these settings ({type(exc).__name__}: {msg})", 1)
     if args.json:
-        json.dump(_json_clean(dict(r, statement=format_statement(r))), sys.stdout)
+        json.dump(_json_clean(dict(r.to_json(), statement=format_statement(r))), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_statement(r) + "\n")
@@ -606,7 +606,7 @@ def _validate(args) -> None:
     if not (math.isfinite(args.max_seconds) and args.max_seconds >= 0):
         raise ParameterError("max_seconds",
                              f"max_seconds (--max-seconds) must be a finite number >= 0 (0: no limit), got {args.max_seconds!r}")
-    Mechanism.parse(args.mechanism, allowed=tuple(Mechanism)).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
+    Mechanism.parse(args.mechanism, allowed=ANY).require_defined(args.N, args.q)  # FEASGM with floor(N q) = 0
     if args.command == "tradeoff":
         check_alpha_array(args.alpha)
     else:
@@ -704,9 +704,10 @@ def run_epsilon(args) -> dict:
                    accounting=_accounting_summary(curve))
         if args.bound == "guarantee" and args.rounds > 1 and not mechanism_spec(args.mechanism).sgm_always:
             from paperlib.mechanisms.certified import forced_epsilon
+            from paperlib.mechanisms.setting import Setting
 
-            f = forced_epsilon(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds, delta=delta,
-                               certified=curve)
+            f = forced_epsilon(Setting(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds,
+                                       delta=delta), certified=curve)
             out.update(pair=[args.N, args.N + 1], epsilon_forced=_jsonnum(f["epsilon_forced"]),
                        epsilon_forced_bracket=[_jsonnum(v) for v in f["epsilon_forced_bracket"]],
                        forced_by=f["forced_label"])

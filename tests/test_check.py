@@ -75,14 +75,14 @@ def _release_epsilon(version, q, sigma, steps, delta):
 # ------------------------------------------------------------------------------ acceptance: 0.15.0
 def test_acceptance_0150_claim_equals_opacus_rdp_accountant(r015):
     q, T = 256 / 60_000, 10 * 234
-    assert r015["mechanism"] == "easgm" and r015["steps"] == T and r015["sample_rate"] == q
-    assert r015["claim"]["accountant"] == "rdp"  # 0.15 has no other
-    assert r015["claimed_epsilon"] == pytest.approx(_rdp_accountant(q, 1.1, T, 1e-5), rel=1e-12)
+    assert r015.mechanism == "easgm" and r015.steps == T and r015.sample_rate == q
+    assert r015.claim.accountant == "rdp"  # 0.15 has no other
+    assert r015.claimed_epsilon == pytest.approx(_rdp_accountant(q, 1.1, T, 1e-5), rel=1e-12)
 
 
 def test_acceptance_0150_claim_equals_the_release_own_code(r015):
     q, T = 256 / 60_000, 10 * 234
-    assert r015["claimed_epsilon"] == pytest.approx(_release_epsilon("0.15.0", q, 1.1, T, 1e-5), rel=1e-9)
+    assert r015.claimed_epsilon == pytest.approx(_release_epsilon("0.15.0", q, 1.1, T, 1e-5), rel=1e-9)
 
 
 def test_old_releases_convert_rdp_as_they_did():
@@ -96,29 +96,29 @@ def test_old_releases_convert_rdp_as_they_did():
 
 def test_acceptance_0150_certified_interval_and_verdicts(r015):
     direct = certified_for_training_set("easgm", 60_000, 256 / 60_000, 1.1, 10**6, rounds=2340, delta=1e-5)
-    assert r015["epsilon_certified"] == pytest.approx(direct["epsilon_certified"], rel=1e-12)
-    assert r015["epsilon_forced"] == pytest.approx(direct["epsilon_forced"], rel=1e-12)
-    for e, side in zip(r015["neighbours"], ("removal", "addition")):
-        assert e["name"] == side and e["sizes"] == direct[side]["pair"]
-        lo, hi = e["epsilon_certified_bracket"]
-        assert lo <= hi == e["epsilon_certified"] and (hi - lo) / hi < 0.01
-        assert e["epsilon_forced"] <= e["epsilon_certified"]
+    assert r015.epsilon_certified == pytest.approx(direct["epsilon_certified"], rel=1e-12)
+    assert r015.epsilon_forced == pytest.approx(direct["epsilon_forced"], rel=1e-12)
+    for e, side in zip(r015.neighbours, ("removal", "addition")):
+        assert e.name == side and e.sizes == direct[side]["pair"]
+        lo, hi = e.epsilon_certified_bracket
+        assert lo <= hi == e.epsilon_certified and (hi - lo) / hi < 0.01
+        assert e.epsilon_forced <= e.epsilon_certified
         # the forced epsilon (Theorem 3.8 over T rounds) exceeds the claim: refuted
-        assert e["epsilon_forced"] > r015["claimed_epsilon"] and e["verdict"] == "refuted" and not e["claim_stands"]
-    assert r015["interval"] == [r015["epsilon_forced"], r015["epsilon_certified"]]
-    assert not r015["claim_stands"] and any("loss_reduction='sum'" in m for m in r015["remedies"])
-    assert any("paperlib.practitioner.fix_normaliser" in m for m in r015["remedies"])
+        assert e.epsilon_forced > r015.claimed_epsilon and e.verdict == "refuted" and not e.claim_stands
+    assert r015.interval == [r015.epsilon_forced, r015.epsilon_certified]
+    assert not r015.claim_stands and any("loss_reduction='sum'" in m for m in r015.remedies)
+    assert any("paperlib.practitioner.fix_normaliser" in m for m in r015.remedies)
 
 
 def test_acceptance_0150_cli_prints_claim_certified_interval_and_verdicts(r015, capsys):
     code, out, err = run_main(ACCEPT_ARGV + ["--opacus-version", "0.15.0"], capsys)
     assert code == 0, err
-    assert f"Claimed: epsilon = {r015['claimed_epsilon']:.4g}" in out
+    assert f"Claimed: epsilon = {r015.claimed_epsilon:.4g}" in out
     assert "EASGM" in out
-    for e in r015["neighbours"]:
-        row = next(ln for ln in out.splitlines() if ln.startswith(e["name"] + " "))
-        assert "REFUTED" in row and f"{e['epsilon_certified']:.4g}" in row and f"{e['epsilon_forced']:.4g}" in row
-    assert f"({r015['epsilon_certified']:.4g}, 1e-05)-DP" in out
+    for e in r015.neighbours:
+        row = next(ln for ln in out.splitlines() if ln.startswith(e.name + " "))
+        assert "REFUTED" in row and f"{e.epsilon_certified:.4g}" in row and f"{e.epsilon_forced:.4g}" in row
+    assert f"({r015.epsilon_certified:.4g}, 1e-05)-DP" in out
     assert max(len(ln) for ln in out.splitlines()) <= 100
 
 
@@ -157,15 +157,15 @@ def test_acceptance_0150_forced_is_the_scale_test_over_all_coordinates_in_both_o
     """The forced end is the all-zero-gradient scale test over all n T coordinates (not (n - 1) T) and the
     larger of its two orders, each computed here by a saddle-point formula (the two orders differ: 5.0986 and
     5.0991 for the removal pair; with n - 1 coordinates 5.09907324)."""
-    n, T = ACCEPT["n_params"], r015["steps"]
-    for e in r015["neighbours"]:
-        att = e["forced_attack"]
-        assert e["forced_is_attack"] and att["coordinates"] == n * T and att["x"] == e["sizes"][0]
-        both = _scale_test_epsilons(n * T, e["sizes"][0], 1e-5)
+    n, T = ACCEPT["n_params"], r015.steps
+    for e in r015.neighbours:
+        att = e.forced_attack
+        assert e.forced_is_attack and att["coordinates"] == n * T and att["x"] == e.sizes[0]
+        both = _scale_test_epsilons(n * T, e.sizes[0], 1e-5)
         assert abs(both[0] - both[1]) > 1e-4  # the orders differ: taking one only would be visible
-        assert e["epsilon_forced"] == pytest.approx(max(both), rel=1e-9)
-        fewer = max(_scale_test_epsilons((n - 1) * T, e["sizes"][0], 1e-5))
-        assert abs(e["epsilon_forced"] - fewer) > 100 * 1e-9 * fewer  # n - 1 coordinates would be visible
+        assert e.epsilon_forced == pytest.approx(max(both), rel=1e-9)
+        fewer = max(_scale_test_epsilons((n - 1) * T, e.sizes[0], 1e-5))
+        assert abs(e.epsilon_forced - fewer) > 100 * 1e-9 * fewer  # n - 1 coordinates would be visible
 
 
 # ------------------------------------------------------------------------------ acceptance: 0.13.0
@@ -174,73 +174,73 @@ def test_acceptance_0130_bracket_within_ten_percent_and_resolved():
     neighbours, claim 1.411): certified/forced <= 1.10 for both neighbours, forced by the aligned attack, and
     the verdict is not 'unresolved' (the attack forces above the claim: refuted)."""
     r = check_run("0.13.0", **ACCEPT)
-    assert r["mechanism"] == "asgm"
-    for e in r["neighbours"]:
-        assert e["forced_is_attack"] and e["forced_attack"]["name"].startswith("aligned gradients")
-        assert 0 < e["epsilon_forced"] <= e["epsilon_certified"] <= 1.10 * e["epsilon_forced"], e
-        assert e["verdict"] == "refuted" and e["epsilon_forced"] > r["claimed_epsilon"]
-        assert "the attack 'aligned gradients" in e["sentence"] and "upper bound forces" not in e["sentence"]
+    assert r.mechanism == "asgm"
+    for e in r.neighbours:
+        assert e.forced_is_attack and e.forced_attack["name"].startswith("aligned gradients")
+        assert 0 < e.epsilon_forced <= e.epsilon_certified <= 1.10 * e.epsilon_forced, e
+        assert e.verdict == "refuted" and e.epsilon_forced > r.claimed_epsilon
+        assert "the attack 'aligned gradients" in e.sentence and "upper bound forces" not in e.sentence
 
 
 # ------------------------------------------------------------------------------ acceptance: 1.6.0
 def test_acceptance_16_floors_agree_claim_stands_and_certified_is_sgm(r16):
-    assert r16["mechanism"] == "feasgm" and r16["sample_rate"] == 1 / 235 and r16["steps"] == 2350
-    assert r16["claim"]["accountant"] == "prv" == opacus_release("1.6.0").default_accountant
-    for e in r16["neighbours"]:
-        assert e["normalisers"] == [255, 255] and e["floors_agree"] and e["verdict"] == "stands" and e["claim_stands"]
-    assert r16["claim_stands"] and r16["remedies"] == []
+    assert r16.mechanism == "feasgm" and r16.sample_rate == 1 / 235 and r16.steps == 2350
+    assert r16.claim.accountant == "prv" == opacus_release("1.6.0").default_accountant
+    for e in r16.neighbours:
+        assert e.normalisers == [255, 255] and e.floors_agree and e.verdict == "stands" and e.claim_stands
+    assert r16.claim_stands and r16.remedies == []
     # the certified epsilon is the SGM epsilon: against Opacus's PRV claim (eps_error 0.01) ...
-    cert, err = r16["epsilon_certified"], r16["neighbours"][0]["certified_accounting_error"]
-    assert abs(cert - r16["claimed_epsilon"]) <= 0.01 + err
+    cert, err = r16.epsilon_certified, r16.neighbours[0].certified_accounting_error
+    assert abs(cert - r16.claimed_epsilon) <= 0.01 + err
     # ... and against dp_accounting's own PLD of the subsampled Gaussian, composed 2350 times
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     # (pessimistic, grid 2e-4: an upper bound within ~1e-3 of the truth; 1e-3 gives 0.9205, looser)
     ref = pld.from_gaussian_mechanism(1.1, sampling_prob=1 / 235, value_discretization_interval=2e-4,
                                       use_connect_dots=True).self_compose(2350).get_epsilon_for_delta(1e-5)
-    lo, hi = r16["neighbours"][0]["epsilon_certified_bracket"]
+    lo, hi = r16.neighbours[0].epsilon_certified_bracket
     assert lo <= ref <= hi + 1e-3 and hi - lo < 0.01 * hi
     # and the claimed PRV epsilon is Opacus's own accountant
     from opacus.accountants import PRVAccountant
 
     a = PRVAccountant()
     a.history = [(1.1, 1 / 235, 2350)]
-    assert r16["claimed_epsilon"] == pytest.approx(a.get_epsilon(delta=1e-5), rel=1e-9)
+    assert r16.claimed_epsilon == pytest.approx(a.get_epsilon(delta=1e-5), rel=1e-9)
 
 
 def test_16_batch_dividing_the_dataset_removal_refuted_addition_not_covered():
     r = check_run("1.6.0", 60_000, 250, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
-    rem, add = r["neighbours"]
-    assert rem["normalisers"] == [249, 250] and not rem["floors_agree"]
-    assert rem["verdict"] == "refuted" and rem["epsilon_forced"] > r["claimed_epsilon"]
-    assert add["verdict"] == "not covered" and "different sampling rate" in add["why"]
-    assert r["epsilon_certified"] is None and r["epsilon_forced"] == rem["epsilon_forced"]
-    suggestion = next(m for m in r["remedies"] if "batch size for which int(N q)" in m)
+    rem, add = r.neighbours
+    assert rem.normalisers == [249, 250] and not rem.floors_agree
+    assert rem.verdict == "refuted" and rem.epsilon_forced > r.claimed_epsilon
+    assert add.verdict == "not covered" and "different sampling rate" in add.why
+    assert r.epsilon_certified is None and r.epsilon_forced == rem.epsilon_forced
+    suggestion = next(m for m in r.remedies if "batch size for which int(N q)" in m)
     for b in (int(x) for x in suggestion.split("e.g. ")[1].split(" (")[0].split(", ")):
         again = check_run("1.6.0", 60_000, b, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
-        assert again["claim_stands"], b
+        assert again.claim_stands, b
 
 
 def test_loss_reduction_sum_is_sgm_and_stands():
     r = check_run("0.13.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=10**6, loss_reduction="sum")
-    assert r["mechanism"] == "sgm" and r["claim_stands"]
-    assert all(e["verdict"] == "stands" for e in r["neighbours"])
+    assert r.mechanism == "sgm" and r.claim_stands
+    assert all(e.verdict == "stands" for e in r.neighbours)
     # the certified SGM epsilon (PLD) never exceeds Opacus 0.13's (loose) RDP claim here
-    assert r["epsilon_certified"] <= r["claimed_epsilon"]
+    assert r.epsilon_certified <= r.claimed_epsilon
 
 
 def test_asgm_release_verdicts_and_claim():
     r = check_run("0.13.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=26_010)
-    assert r["mechanism"] == "asgm"
-    for e in r["neighbours"]:
-        assert e["epsilon_forced"] <= e["epsilon_certified"]
-        assert e["verdict"] in ("unresolved", "refuted", "holds")
-        assert not e["claim_stands"] or e["epsilon_certified"] <= r["claimed_epsilon"]
+    assert r.mechanism == "asgm"
+    for e in r.neighbours:
+        assert e.epsilon_forced <= e.epsilon_certified
+        assert e.verdict in ("unresolved", "refuted", "holds")
+        assert not e.claim_stands or e.epsilon_certified <= r.claimed_epsilon
 
 
 def test_own_poisson_sampler_on_an_old_release_is_asgm():
     r = check_run("0.10.0", 2_000, 64, epochs=1, noise_multiplier=2.0, n_params=100, poisson=True)
-    assert r["mechanism"] == "asgm" and "own Poisson sampler" in r["mechanism_note"]
+    assert r.mechanism == "asgm" and "own Poisson sampler" in r.mechanism_note
     assert opacus_release("0.10.0").mechanism is None  # no built-in Poisson sampling
 
 
@@ -254,10 +254,10 @@ def test_numerics_out_of_range_are_reported_not_raised(monkeypatch):
 
     monkeypatch.setattr(pc, "certified_interval", refuse)
     r = check_run("0.15.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=10**6)
-    for e in r["neighbours"]:
-        assert e["epsilon_certified"] is None and "noncentrality" in e["certified_error"]
-        assert e["epsilon_forced"] > r["claimed_epsilon"] and e["verdict"] == "refuted"
-    assert r["epsilon_certified"] is None
+    for e in r.neighbours:
+        assert e.epsilon_certified is None and "noncentrality" in e.certified_error
+        assert e.epsilon_forced > r.claimed_epsilon and e.verdict == "refuted"
+    assert r.epsilon_certified is None
     text = format_statement(r)
     assert "REFUTED" in text and "not computed" in text
 
@@ -270,8 +270,10 @@ def test_cli_json_is_the_report(capsys):
     got = json.loads(out)
     want = check_run("1.6.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
     for k in ("mechanism", "claimed_epsilon", "epsilon_certified", "epsilon_forced", "steps", "claim_stands"):
-        assert got[k] == pytest.approx(want[k], rel=1e-12) if isinstance(want[k], float) else got[k] == want[k]
+        w = getattr(want, k)
+        assert got[k] == pytest.approx(w, rel=1e-12) if isinstance(w, float) else got[k] == w
     assert [e["verdict"] for e in got["neighbours"]] == ["stands", "stands"]
+    assert got == json.loads(json.dumps(dict(want.to_json(), statement=got["statement"], seconds=got["seconds"])))
     assert got["statement"] == format_statement(want)
 
 
@@ -309,18 +311,18 @@ def test_given_rate_and_steps_equal_the_derived_run():
                         accountant="rdp")
     for k in ("sample_rate", "accountant_sample_rate", "steps", "claimed_epsilon", "epsilon_certified",
               "epsilon_forced"):
-        assert by_rate[k] == by_batch[k], k
+        assert getattr(by_rate, k) == getattr(by_batch, k), k
 
 
 def test_opacus1_float_quirk_charges_one_over_len_of_the_dp_loader():
     """int(1/(1/93)) = 92 in floating point: the DPDataLoader runs 92 steps, Opacus charges 1/92 and divides
     by int(N/92); check uses the charged rate and says so."""
     r = check_run("1.6.0", 9_300, sample_rate=1 / 93, epochs=1, noise_multiplier=1.0, n_params=100, accountant="rdp")
-    assert r["steps_per_epoch"] == 92 and r["accountant_sample_rate"] == 1 / 92 and r["sample_rate"] == 1 / 93
-    assert any("charges the accountant" in n for n in r["notes"])
+    assert r.steps_per_epoch == 92 and r.accountant_sample_rate == 1 / 92 and r.sample_rate == 1 / 93
+    assert any("charges the accountant" in n for n in r.notes)
     acc = check_run("1.6.0", 9_300, sample_rate=1 / 92, steps=92, noise_multiplier=1.0, n_params=100,
                     accountant="rdp", charged_rate=True)
-    assert acc["claimed_epsilon"] == r["claimed_epsilon"] and acc["epsilon_certified"] == r["epsilon_certified"]
+    assert acc.claimed_epsilon == r.claimed_epsilon and acc.epsilon_certified == r.epsilon_certified
 
 
 # ------------------------------------------------------------------------------ the code that ran
@@ -353,8 +355,8 @@ def test_releases_outside_the_stored_audit_are_refused_or_assumed(version):
     with pytest.raises(ValueError, match=r"^opacus_version .* not in the stored code audit .*1\.6\.0\).*assume_release"):
         check_run(version, **kw)
     r = check_run(version, assume_release=True, **kw)
-    assert "1.6.0" in r["release_assumed"] and any("assume" in n for n in r["notes"])
-    assert r["claimed_epsilon"] == check_run("1.6.0", **kw)["claimed_epsilon"]
+    assert "1.6.0" in r.release_assumed and any("assume" in n for n in r.notes)
+    assert r.claimed_epsilon == check_run("1.6.0", **kw).claimed_epsilon
     assert "ASSUMED" in format_statement(r)
     with pytest.raises(ValueError, match="^opacus_version"):
         check_run("2.0.0", assume_release=True, **kw)  # no audited rule of a later major release to assume
@@ -369,9 +371,9 @@ def test_delta_is_checked_so_no_negative_epsilon_is_printed(capsys):
     assert code == 2 and err.startswith("paperlib: error: --delta") and len(err.strip().splitlines()) == 1
     # at delta = 1/N the RDP conversion can go below 0: the claim is shown as 0 and says why
     r = check_run("0.15.0", 1_000, 10, steps=1, noise_multiplier=50.0, n_params=10, delta=1e-3)
-    assert r["claimed_epsilon"] >= 0.0
-    if "conversion_value" in r["claim"]:
-        assert r["claim"]["conversion_value"] < 0 and any("shown as 0" in n for n in r["notes"])
+    assert r.claimed_epsilon >= 0.0
+    if r.claim.conversion_value is not None:
+        assert r.claim.conversion_value < 0 and any("shown as 0" in n for n in r.notes)
 
 
 def test_dpsur_shows_its_claim_and_its_rule():
@@ -384,19 +386,19 @@ def test_dpsur_shows_its_claim_and_its_rule():
     N, B, sigma, T = 60_000, 256, 1.23, 500
     r = check_run(implementation="dpsur", dataset_size=N, batch_size=B, steps=T, noise_multiplier=sigma,
                   n_params=26_010)
-    assert r["mechanism"] is Mechanism.DPSUR and r["implementation"] == "dpsur" and "DPSUR" in r["release"]
-    assert r["sample_rate"] == B / N and r["steps"] == T and r["claim"]["accountant"] == "rdp"
+    assert r.mechanism is Mechanism.DPSUR and r.implementation == "dpsur" and "DPSUR" in r.release
+    assert r.sample_rate == B / N and r.steps == T and r.claim.accountant == "rdp"
     orders = np.array([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512], dtype=float)
     rdp = np.asarray(rdp_analysis.compute_rdp(q=B / N, noise_multiplier=sigma, steps=T, orders=orders))
     # DPSUR's compute_eps (privacy_analysis/RDP/rdp_convert_dp.py): r - (log d + log a)/(a-1) + log((a-1)/a)
     eps = rdp - (math.log(1e-5) + np.log(orders)) / (orders - 1) + np.log((orders - 1) / orders)
-    assert r["claimed_epsilon"] == pytest.approx(max(0.0, float(eps.min())), rel=1e-12)
-    for e in r["neighbours"]:
-        if e.get("epsilon_certified") is None:  # no certificate of DPSUR's rule registered yet
-            assert "DPSUR" in e["certified_error"] and e["verdict"] == "unresolved" and not e["claim_stands"]
+    assert r.claimed_epsilon == pytest.approx(max(0.0, float(eps.min())), rel=1e-12)
+    for e in r.neighbours:
+        if e.epsilon_certified is None:  # no certificate of DPSUR's rule registered yet
+            assert "DPSUR" in e.certified_error and e.verdict == "unresolved" and not e.claim_stands
         else:
-            lo, hi = e["epsilon_certified_bracket"]
-            assert lo <= hi and e["verdict"] in ("holds", "refuted", "unresolved")
+            lo, hi = e.epsilon_certified_bracket
+            assert lo <= hi and e.verdict in ("holds", "refuted", "unresolved")
     for bad, name in ((dict(opacus_version="1.6.0"), "opacus_version"), (dict(divisor="public"), "divisor"),
                       (dict(loss_reduction="sum"), "loss_reduction"), (dict(accountant="prv"), "accountant")):
         with pytest.raises(ValueError, match=f"^{name}"):
@@ -410,11 +412,11 @@ def test_public_divisor_is_sgm():
     kw = dict(dataset_size=60_000, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
     shipped = check_run("1.6.0", batch_size=250, **kw)
     fixed = check_run("1.6.0", batch_size=250, divisor="public", **kw)
-    assert shipped["neighbours"][0]["verdict"] == "refuted"
-    assert fixed["mechanism"] == "sgm" and fixed["neighbours"][0]["verdict"] == "stands"
-    assert fixed["neighbours"][1]["verdict"] == "not covered"  # 60,001 records: another len(data_loader)
+    assert shipped.neighbours[0].verdict == "refuted"
+    assert fixed.mechanism == "sgm" and fixed.neighbours[0].verdict == "stands"
+    assert fixed.neighbours[1].verdict == "not covered"  # 60,001 records: another len(data_loader)
     summed = check_run("1.6.0", batch_size=250, loss_reduction="sum", **kw)
-    assert fixed["neighbours"][0]["epsilon_certified"] == summed["neighbours"][0]["epsilon_certified"]
+    assert fixed.neighbours[0].epsilon_certified == summed.neighbours[0].epsilon_certified
     assert "public constant" in format_statement(fixed)
 
 
@@ -422,11 +424,11 @@ def test_rate_note_only_beyond_float_rounding():
     kw = dict(dataset_size=60_000, epochs=1, noise_multiplier=1.1, n_params=100, accountant="rdp")
     one_ulp = float(np.nextafter(1 / 235, 0.0))  # 1/int(1/q) = 1/235: the same rate, one ulp apart
     r = check_run("1.6.0", sample_rate=one_ulp, **kw)
-    assert r["accountant_sample_rate"] == 1 / 235 and r["sample_rate"] != 1 / 235
-    assert not any("charges the accountant" in n for n in r["notes"])
-    assert not any("note" in e for e in r["neighbours"])
+    assert r.accountant_sample_rate == 1 / 235 and r.sample_rate != 1 / 235
+    assert not any("charges the accountant" in n for n in r.notes)
+    assert not any(e.note is not None for e in r.neighbours)
     real = check_run("1.6.0", sample_rate=1 / 93, **dict(kw, dataset_size=9_300))  # 92 steps: a real difference
-    assert any("charges the accountant" in n for n in real["notes"])
+    assert any("charges the accountant" in n for n in real.notes)
 
 
 def test_prv_size_guard_names_what_sets_the_grid_and_can_be_passed(monkeypatch):
@@ -448,7 +450,7 @@ def test_prv_size_guard_names_what_sets_the_grid_and_can_be_passed(monkeypatch):
 
     acc = PRVAccountant()
     acc.history = [(1.1, 1 / 235, 235)]
-    assert r["claimed_epsilon"] == pytest.approx(acc.get_epsilon(delta=1e-5), rel=1e-9)
+    assert r.claimed_epsilon == pytest.approx(acc.get_epsilon(delta=1e-5), rel=1e-9)
 
 
 def test_prv_grid_is_opacus_own_domain():
@@ -531,45 +533,41 @@ def test_run_rates_match_make_private():
         assert run.q_sample == dl.sample_rate and run.q_account == 1 / len(dl) and run.steps_per_epoch == len(dl)
 
 
-def _count_validations(monkeypatch):
-    """Patch the validators everywhere they are bound; count the checks done outside trusted() by parameter."""
-    import sys
+def _count_settings(monkeypatch):
+    """Count every validation of a :class:`~paperlib.mechanisms.setting.Setting`, by the setting validated."""
     from collections import Counter
 
-    import paperlib.fdp.validation as V
+    import paperlib.mechanisms.setting as S
 
     counts = Counter()
-    groups = {"check_rate": lambda name: "q", "check_positive": lambda name: {"noise_multiplier": "sigma"}.get(name, name),
-              "check_int": lambda name: "N" if name in ("N", "N_train", "dataset_size", "size") else name,
-              "check_probability": lambda name: name}
-    for fname, group in groups.items():
-        orig = getattr(V, fname)
+    orig = S.validate
 
-        def wrapped(x, name=None, *a, _orig=orig, _group=group, _f=fname, **k):
-            if not V.is_trusted():
-                counts[_group(name if name is not None else {"check_rate": "q"}.get(_f, "?"))] += 1
-            return _orig(x, *((name,) if name is not None else ()), *a, **k)
+    def counted(setting):
+        out = orig(setting)
+        counts[tuple(sorted({**setting.__dict__, **out}.items(), key=lambda kv: kv[0]))] += 1
+        return out
 
-        for mod in list(sys.modules.values()):
-            if getattr(mod, "__name__", "").startswith("paperlib") and getattr(mod, fname, None) is orig:
-                monkeypatch.setattr(mod, fname, wrapped)
+    monkeypatch.setattr(S, "validate", counted)
     return counts
 
 
-def test_one_check_validates_each_input_once(monkeypatch):
-    """One check run (60,000 records, batch 256, 1 epoch) checks N, sigma and delta once each at the boundary
-    (before the Run value: q 17, N 15, sigma 10, delta 10); q is not an input there (the batch size is), and is
-    checked once where it is."""
-    import paperlib.mechanisms.certified  # noqa: F401  (bound names patched after import)
-    import paperlib.practitioner.check  # noqa: F401
+@pytest.mark.parametrize("how", ["batch size, Opacus 1.6.0", "sample rate, Opacus 0.15.0"])
+def test_one_check_validates_each_setting_once(monkeypatch, how):
+    """One check (60,000 records, 1 epoch, sigma 1.1) makes one Setting per neighbouring pair, validated once
+    each, and no other; ``trusted`` no longer exists (every value is checked where it is made)."""
+    import paperlib.fdp.validation as V
 
-    counts = _count_validations(monkeypatch)
-    r = check_run("1.6.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=10**6, delta=1e-5)
-    assert r["claim_stands"] and math.isfinite(r["epsilon_certified"])
-    assert (counts["q"], counts["N"], counts["sigma"], counts["delta"]) == (0, 1, 1, 1), dict(counts)
-    counts.clear()
-    check_run("0.15.0", 60_000, sample_rate=256 / 60_000, epochs=1, noise_multiplier=1.1, n_params=10**6)
-    assert (counts["q"], counts["N"], counts["sigma"], counts["delta"]) == (1, 1, 1, 1), dict(counts)
+    assert not hasattr(V, "trusted") and not hasattr(V, "is_trusted")
+    counts = _count_settings(monkeypatch)
+    if how.startswith("batch"):
+        r = check_run("1.6.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=10**6, delta=1e-5)
+        assert r.claim_stands and math.isfinite(r.epsilon_certified)
+    else:
+        r = check_run("0.15.0", 60_000, sample_rate=256 / 60_000, epochs=1, noise_multiplier=1.1, n_params=10**6)
+        assert not r.claim_stands
+    assert sorted(counts.values()) == [1, 1], counts
+    sizes = sorted(dict(k)["N"] for k in counts)
+    assert sizes == [59_999, 60_000] and {dict(k)["neighbour"] for k in counts} == {"removal", "addition"}
 
 
 # ------------------------------------------------------------------------------ Opacus 1.x batch sizes

@@ -55,7 +55,7 @@ def _train(model, opt, loader, epochs, loss_reduction="mean"):
 def test_check_opacus_reads_make_private_and_equals_check_run():
     engine, model, opt, loader = _private(1000, 64)
     r = check_opacus(engine, opt, loader, epochs=2, delta=1e-5, model=model)
-    got = r["read_from_opacus"]
+    got = r.read_from_opacus
     assert got["dataset_size"] == 1000 and got["n_params"] == N_PARAMS
     assert got["sample_rate"] == loader.sample_rate == 1 / 16  # 1/ceil(1000/64)
     assert got["expected_batch_size"] == opt.expected_batch_size == 62 == int(1000 / 16)
@@ -64,29 +64,29 @@ def test_check_opacus_reads_make_private_and_equals_check_run():
     want = check_run(opacus.__version__, 1000, sample_rate=1 / 16, epochs=2, noise_multiplier=1.1, n_params=N_PARAMS,
                      delta=1e-5, accountant="prv")
     for k in ("mechanism", "steps", "claimed_epsilon", "epsilon_certified", "epsilon_forced", "claim_stands"):
-        assert r[k] == want[k]
+        assert getattr(r, k) == getattr(want, k)
     # floors agree on both neighbours (int(999/16) = int(1000/16) = int(1001/16) = 62): the claim stands
-    assert r["mechanism"] == "feasgm" and r["claim_stands"]
-    assert [e["normalisers"] for e in r["neighbours"]] == [[62, 62], [62, 62]]
+    assert r.mechanism == "feasgm" and r.claim_stands
+    assert [e.normalisers for e in r.neighbours] == [[62, 62], [62, 62]]
     # the claim is what the engine prints after training those steps
     steps = _train(model, opt, loader, 2)
-    assert steps == r["steps"] == 32
-    assert engine.get_epsilon(1e-5) == pytest.approx(r["claimed_epsilon"], rel=1e-9)
+    assert steps == r.steps == 32
+    assert engine.get_epsilon(1e-5) == pytest.approx(r.claimed_epsilon, rel=1e-9)
     # without the model: the optimizer's trainable parameters
-    assert check_opacus(engine, opt, loader, epochs=2, delta=1e-5)["read_from_opacus"]["n_params"] == N_PARAMS
+    assert check_opacus(engine, opt, loader, epochs=2, delta=1e-5).read_from_opacus["n_params"] == N_PARAMS
 
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_check_opacus_loss_reduction_sum_is_sgm():
     engine, model, opt, loader = _private(1000, 64, loss_reduction="sum", accountant="rdp")
     r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model)
-    assert r["read_from_opacus"]["loss_reduction"] == "sum" and r["read_from_opacus"]["accountant"] == "rdp"
-    assert r["mechanism"] == "sgm" and r["claim_stands"]
-    assert all(e["verdict"] == "stands" for e in r["neighbours"])
+    assert r.read_from_opacus["loss_reduction"] == "sum" and r.read_from_opacus["accountant"] == "rdp"
+    assert r.mechanism == "sgm" and r.claim_stands
+    assert all(e.verdict == "stands" for e in r.neighbours)
     # at batch 50 the added dataset's loader has 21 batches, not 20: SGM or not, the number of steps tells
     engine, model, opt, loader = _private(1000, 50, loss_reduction="sum", accountant="rdp")
     r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model, batch_size=50)
-    assert r["mechanism"] == "sgm" and [e["verdict"] for e in r["neighbours"]] == ["stands", "not covered"]
+    assert r.mechanism == "sgm" and [e.verdict for e in r.neighbours] == ["stands", "not covered"]
 
 
 @pytest.mark.usefixtures("one_torch_thread")
@@ -94,10 +94,10 @@ def test_check_opacus_floors_differ_is_not_sgm():
     # 1000 / 50 = 20 batches: int(999/20) = 49 but int(1000/20) = 50 on the removal neighbour
     engine, model, opt, loader = _private(1000, 50, accountant="rdp")
     r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model, batch_size=50)
-    rem = r["neighbours"][0]
-    assert rem["normalisers"] == [49, 50] and not rem["floors_agree"] and not rem["claim_stands"]
-    assert rem["epsilon_forced"] > r["claimed_epsilon"] and rem["verdict"] == "refuted"
-    assert not r["claim_stands"]
+    rem = r.neighbours[0]
+    assert rem.normalisers == [49, 50] and not rem.floors_agree and not rem.claim_stands
+    assert rem.epsilon_forced > r.claimed_epsilon and rem.verdict == "refuted"
+    assert not r.claim_stands
 
 
 def test_check_opacus_refuses_a_plain_loader_and_wrong_objects():
@@ -138,25 +138,25 @@ def test_check_opacus_after_the_fix_is_sgm(N, batch):
     before = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model, batch_size=batch)
     fix_normaliser(opt, batch)
     r = check_opacus(engine, opt, loader, epochs=1, delta=1e-5, model=model, batch_size=batch)
-    assert r["mechanism"] == "sgm" and r["inputs"]["divisor"] == "public"
-    assert r["read_from_opacus"]["fixed_divisor"] == batch and r["claimed_epsilon"] == before["claimed_epsilon"]
-    assert r["neighbours"][0]["verdict"] == "stands"
+    assert r.mechanism == "sgm" and r.inputs["divisor"] == "public"
+    assert r.read_from_opacus["fixed_divisor"] == batch and r.claimed_epsilon == before.claimed_epsilon
+    assert r.neighbours[0].verdict == "stands"
     acc = CertifiedAccountant(dataset_size=N, n_params=N_PARAMS, batch_size=batch)
     engine2, model2, opt2, loader2 = _private(N, batch, replace_accountant=acc)
     fix_normaliser(opt2, batch)
     _train(model2, opt2, loader2, 1)
     assert acc.divisor == "public" and acc.last_report() is None
     eps = engine2.get_epsilon(1e-5)
-    assert acc.last_report()["mechanism"] == "sgm"
+    assert acc.last_report().mechanism == "sgm"
     if N == 1024:
         # int(1023/16) = 63 != 64: the shipped release is refuted on the removal neighbour; the added dataset's
         # loader has ceil(1025/64) = 17 batches, not 16, so its number of steps differs, fixed or not
-        assert before["neighbours"][0]["verdict"] == "refuted"
-        assert [e["verdict"] for e in (before["neighbours"][1], r["neighbours"][1])] == ["not covered"] * 2
-        assert not r["claim_stands"] and r["epsilon_certified"] is None and eps == float("inf")
+        assert before.neighbours[0].verdict == "refuted"
+        assert [e.verdict for e in (before.neighbours[1], r.neighbours[1])] == ["not covered"] * 2
+        assert not r.claim_stands and r.epsilon_certified is None and eps == float("inf")
     else:
-        assert r["claim_stands"] and all(e["verdict"] == "stands" for e in r["neighbours"])
-        assert acc.last_report()["claim_stands"] and eps == pytest.approx(r["epsilon_certified"], rel=1e-12)
+        assert r.claim_stands and all(e.verdict == "stands" for e in r.neighbours)
+        assert acc.last_report().claim_stands and eps == pytest.approx(r.epsilon_certified, rel=1e-12)
 
 
 @pytest.mark.usefixtures("one_torch_thread")
@@ -172,9 +172,9 @@ def test_certified_accountant_in_a_real_training_run(version, mech):
     eps = engine.get_epsilon(1e-5)  # the engine asks our accountant
     direct = certified_for_training_set(mech, N, 1 / 16, sigma, N_PARAMS, rounds=steps, delta=1e-5)
     assert eps == pytest.approx(direct["epsilon_certified"], rel=1e-12)
-    assert acc.last_report()["mechanism"] == mech
+    assert acc.last_report().mechanism == mech
     if mech == "easgm":  # index revealed, data-dependent normaliser: far above the SGM claim
-        assert eps > 2 * acc.last_report()["claimed_epsilon"]
+        assert eps > 2 * acc.last_report().claimed_epsilon
 
 
 def test_certified_accountant_checks_its_arguments_first():
@@ -205,7 +205,7 @@ def test_certified_accountant_quotes_the_release_accountant():
         for _ in range(5):
             acc.step(noise_multiplier=1.0, sample_rate=1 / 16)
         acc.get_epsilon(1e-5)
-        assert acc.last_report()["claim"]["accountant"] == want, version
+        assert acc.last_report().claim.accountant == want, version
 
 
 def test_certified_accountant_refuses_unequal_rounds():

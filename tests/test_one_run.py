@@ -71,11 +71,11 @@ def test_cli_check_opacus_and_the_accountant_agree_on_a_live_run(capsys, batch, 
                "--epochs", "2", "--noise-multiplier", "1.0", "--params", str(N_PARAMS))
     assert [e["verdict"] for e in cli["neighbours"]] == [("refuted" if batch == 50 else "stands"), addition]
     live = check_opacus(engine, opt, loader, epochs=2, delta=1e-5, model=model, batch_size=batch)
-    _assert_same(json.loads(json.dumps(live, default=str)), cli)
+    _assert_same(json.loads(json.dumps(live.to_json(), default=str)), cli)
     if batch == 64:  # batch sizes 63-66 all fit 16 batches and agree on the neighbours: no batch size needed
         inferred = check_opacus(engine, opt, loader, epochs=2, delta=1e-5, model=model)
-        _assert_same(json.loads(json.dumps(inferred, default=str)), cli)
-        assert inferred["inputs"]["batch_size"] is None and "63 to 66" in " ".join(inferred["notes"])
+        _assert_same(json.loads(json.dumps(inferred.to_json(), default=str)), cli)
+        assert inferred.inputs["batch_size"] is None and "63 to 66" in " ".join(inferred.notes)
     else:  # batch sizes 50-52 fit 20 batches; 51 and 52 give the added dataset 20 batches too: refused
         with pytest.raises(ValueError, match="^batch_size: 20 batches an epoch over 1,000 records fit batch sizes "
                                              "50 to 52"):
@@ -87,7 +87,7 @@ def test_cli_check_opacus_and_the_accountant_agree_on_a_live_run(capsys, batch, 
         acc.step(noise_multiplier=1.0, sample_rate=loader2.sample_rate)
     eps = engine2.get_epsilon(1e-5)
     report = acc.last_report()
-    assert [e["verdict"] for e in report["neighbours"]] == [e["verdict"] for e in cli["neighbours"]]
+    assert [e.verdict for e in report.neighbours] == [e["verdict"] for e in cli["neighbours"]]
     if cli["epsilon_certified"] is None:
         assert eps == float("inf")
     else:

@@ -34,7 +34,7 @@ import torch
 from scipy import stats
 
 from paperlib.mechanisms import sampler as mech_mod
-from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.fdp.validation import check_positive, check_rate
 
 __all__ = ["MAX_N_EXACT", "GaussianMixture", "PairSet", "WhiteBoxModel", "Projection"]
@@ -119,7 +119,7 @@ class WhiteBoxModel:
     """
 
     def __init__(self, mechanism: str, vectors, q: float, sigma: float, C: float, max_N: int = MAX_N_EXACT):
-        mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
+        mechanism = Mechanism.parse(mechanism, ANY)
         self.mechanism = mechanism
         self.q = q = check_rate(q)
         self.sigma = sigma = check_positive(sigma, "sigma")

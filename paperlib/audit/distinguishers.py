@@ -56,7 +56,7 @@ import torch
 from scipy import special, stats
 
 from paperlib.mechanisms import sampler as mech_mod
-from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.audit.components import Projection, WhiteBoxModel
 
 __all__ = [
@@ -318,7 +318,7 @@ def brute_force_llr(mechanism: str, vectors, q: float, sigma: float, C: float, x
     g = mech_mod.clip(torch.as_tensor(v), C).numpy()
     N = g.shape[0] - 1
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     if mech.draws_divisor:
         return _brute_force_llr_dpsur(g, N, q, sigma, C, x)
     lp_terms, lq_terms = [], []

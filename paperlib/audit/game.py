@@ -57,7 +57,7 @@ import torch
 from tqdm import tqdm
 
 from paperlib.mechanisms import sampler as mech_mod
-from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
 from paperlib.fdp.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
@@ -320,7 +320,7 @@ def _eps_for_delta(eps_claimed: float, eps_for_delta, objective: str) -> float:
 
 
 def _validate_common(mechanism, q, sigma, C, trials, calibration_trials, delta, confidence):
-    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
+    mechanism = Mechanism.parse(mechanism, ANY)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")

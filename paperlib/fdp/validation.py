@@ -7,11 +7,10 @@ from deep inside scipy. The module sits in :mod:`paperlib.fdp`, the lowest layer
 layer above needs it and it needs nothing but numpy (THEORY.md §0: the parameters and their
 ranges).
 
-**Validated once.** A public function checks its arguments. When a caller has already checked
-every input at its own boundary (the practitioner's :class:`~paperlib.practitioner.run.Run`), it
-runs the library inside :func:`trusted`: there the ``check_*`` functions only convert
-(``int``, ``float``), so each input is validated once, where it entered. Limits that depend on
-the computation (grid sizes, floors of ``delta``, FEASGM's division by zero) are not checks of
+**Validated once.** A public function checks its arguments. A mechanism's setting is checked
+once, when its value is made (:class:`~paperlib.mechanisms.setting.Setting`, with these
+functions), and the computations that take the value do not check it again. Limits that depend
+on the computation (grid sizes, floors of ``delta``, FEASGM's division by zero) are not checks of
 this module and always apply.
 
 **Sizes.** :func:`check_size` is the one limit every size goes through (trials, rounds, ``N``,
@@ -21,8 +20,6 @@ allows it (``--yes``), and below it a long run can be announced with its estimat
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 import numbers
 
@@ -45,8 +42,6 @@ __all__ = [
     "SizeLimitError",
     "fmt_seconds",
     "fmt_bytes",
-    "trusted",
-    "is_trusted",
     "SEED_LIMIT",
     "NOTICE_SECONDS",
 ]
@@ -66,30 +61,6 @@ class ParameterTypeError(ParameterError, TypeError):
     a :class:`ParameterError` and a :class:`TypeError`."""
 
 
-_TRUSTED = contextvars.ContextVar("paperlib_trusted_inputs", default=False)
-
-
-@contextlib.contextmanager
-def trusted():
-    """Run the enclosed library calls on inputs the caller has already validated.
-
-    Inside, :func:`check_rate`, :func:`check_int`, :func:`check_positive`,
-    :func:`check_probability`, :func:`check_delta`, :func:`check_alpha_array` and
-    :func:`check_seed` return their argument converted (as they do for a valid one) without
-    checking it again. Use it only around calls whose every input was checked at the caller's
-    boundary (module docstring); nested uses are allowed.
-    """
-    token = _TRUSTED.set(True)
-    try:
-        yield
-    finally:
-        _TRUSTED.reset(token)
-
-
-def is_trusted() -> bool:
-    """True inside :func:`trusted`."""
-    return _TRUSTED.get()
-
 #: seeds are integers in [0, SEED_LIMIT): numpy's SeedSequence takes any non-negative
 #: integer, but torch's Generator.manual_seed takes at most 64 bits, and 2^63 keeps a
 #: seed a signed 64-bit integer everywhere (JSON readers, Makefile SEED, sub-seeds).
@@ -102,8 +73,6 @@ def _is_real(x) -> bool:
 
 def check_rate(q, name: str = "q") -> float:
     """Return ``q`` as a float after checking ``q`` in (0, 1]."""
-    if _TRUSTED.get():
-        return float(q)
     if not _is_real(q) or not math.isfinite(q) or not (0.0 < q <= 1.0):
         raise ParameterError(name, f"{name} must be a sampling rate in (0, 1], got {q!r}")
     return float(q)
@@ -111,8 +80,6 @@ def check_rate(q, name: str = "q") -> float:
 
 def check_probability(p, name: str, *, open_left=False, open_right=False) -> float:
     """Return ``p`` as a float after checking it lies in [0, 1] (ends as asked)."""
-    if _TRUSTED.get():
-        return float(p)
     lo = "(" if open_left else "["
     hi = ")" if open_right else "]"
     ok = _is_real(p) and math.isfinite(p) and 0.0 <= p <= 1.0
@@ -132,8 +99,6 @@ def check_delta(delta, name: str = "delta") -> float:
 
 def check_positive(x, name: str) -> float:
     """Return ``x`` as a float after checking it is finite and > 0."""
-    if _TRUSTED.get():
-        return float(x)
     if not _is_real(x) or not math.isfinite(x) or x <= 0:
         raise ParameterError(name, f"{name} must be a finite number > 0, got {x!r}")
     return float(x)
@@ -141,8 +106,6 @@ def check_positive(x, name: str) -> float:
 
 def check_int(x, name: str, minimum: int = 1) -> int:
     """Return ``x`` as an int after checking it is an integer >= ``minimum``."""
-    if _TRUSTED.get():
-        return int(x)
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         if _is_real(x) and math.isfinite(x) and float(x).is_integer():
             x = int(x)
@@ -156,8 +119,6 @@ def check_int(x, name: str, minimum: int = 1) -> int:
 def check_alpha_array(alpha, name: str = "alpha") -> np.ndarray:
     """Return ``alpha`` as a float array after checking every entry is in [0, 1]."""
     a = np.asarray(alpha, dtype=float)
-    if _TRUSTED.get():
-        return a
     if a.size == 0:
         raise ParameterError(name, f"{name} must hold at least one value in [0, 1]")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1):
@@ -189,8 +150,6 @@ def check_seed(seed, name: str = "seed") -> int:
     Floats that are whole numbers (``3.0``) are accepted; booleans, strings, NaN and
     fractions are not. Raises ValueError naming ``name`` and the range.
     """
-    if _TRUSTED.get():
-        return int(seed)
     ok = not isinstance(seed, bool) and (
         isinstance(seed, numbers.Integral)
         or (_is_real(seed) and math.isfinite(seed) and float(seed).is_integer()))

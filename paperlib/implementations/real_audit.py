@@ -64,7 +64,7 @@ from scipy import stats as sps
 from paperlib.implementations.models import MODEL_NAMES
 from paperlib.implementations.runners import IMPLEMENTATION_MECHANISM
 from paperlib.mechanisms import sampler as mech_mod
-from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.audit.game import AUDIT_VERSION, audit_outputs
 from paperlib.mechanisms.guarantees import sgm_claim
 from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate, check_seed
@@ -220,7 +220,7 @@ def check_outputs(outputs: dict, vectors, mechanism: str, q: float, sigma: float
     Returns ``{"mechanism", "p_values": {ds: {test: p}}, "min_p", "tests", "level",
     "threshold", "passed", "trials": {ds: m}, "reference_trials"}``.
     """
-    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
+    mechanism = Mechanism.parse(mechanism, ANY)
     reference_trials = check_int(reference_trials, "reference_trials", 10)
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -347,7 +347,7 @@ def check_steps(updates, grads_rows, mechanism, q: float, sigma: float, C: float
     "divisor_mechanism", "update_error"}), "method", "tolerance", "resolves_adjacent",
     "divisor_is_not_batch_size" (steps whose divisor differs from their ``|B|``; replayed draws only)}``.
     """
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     R = np.asarray(grads_rows, dtype=np.float64)
     if updates is None:
         if draws is not None or rows_projection is None:
@@ -631,7 +631,7 @@ def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
     (:func:`check_steps`); otherwise the rule :func:`runners.detect_normaliser` found (of ``N q``,
     ``floor(N q)``, ``|B|``) on D and D', with the count of steps that disagree with ``mechanism``.
     """
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     bad = sum(c["disagreeing"] for c in steps_check.values())
     replayed = all(c["method"] == "replayed draws" for c in steps_check.values())
     if mech.draws_divisor and replayed and bad == 0:

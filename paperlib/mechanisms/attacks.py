@@ -42,7 +42,8 @@ from paperlib.fdp.pld import DEFAULT_REL_TOL, DiscreteLaw, PLDComposition, Round
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import binomial_pair
-from paperlib.fdp.validation import check_int, check_positive, check_rate
+from paperlib.mechanisms.setting import Setting
+from paperlib.fdp.validation import check_int, check_rate
 
 __all__ = ["Attack", "BinnedCells", "scale_attack", "scale_attack_for", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
            "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]
@@ -293,14 +294,15 @@ def aligned_attack_law(N: int, q: float, sigma: float, n: int, tail: float = LAT
     return law, info
 
 
-def aligned_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                   tail: float = LATENT_TAIL, **pld_options) -> Attack:
-    """The aligned attack on ASGM (others ``C u``, target ``-C u``; module docstring), composed over ``rounds``.
+def aligned_attack(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, tail: float = LATENT_TAIL,
+                   **pld_options) -> Attack:
+    """The aligned attack on ASGM (others ``C u``, target ``-C u``; module docstring), composed over the
+    setting's rounds (a :class:`~paperlib.mechanisms.setting.Setting`).
 
-    ``N >= 1``, ``q`` in (0, 1), ``sigma > 0``, ``n >= 1``. Returns an :class:`Attack` whose curve is a
-    :class:`~paperlib.fdp.pld.PLDComposition` on its bound side (``epsilon`` = the lower end).
+    Returns an :class:`Attack` whose curve is a :class:`~paperlib.fdp.pld.PLDComposition` on its bound side
+    (``epsilon`` = the lower end).
     """
-    N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
+    N, q, sigma, n, T = setting.N, setting.q, setting.sigma, setting.n, setting.rounds
     return _composed(aligned_attack_law(N, q, sigma, n, tail), N, T, rel_tol, pld_options,
                      label=f"ASGM aligned attack, {T} rounds", name="aligned gradients, count read off the norm",
                      gradients="every record of D: C u; the target: -C u (u a fixed unit vector)",
@@ -353,10 +355,10 @@ def dpsur_attack_law(N: int, q: float, sigma: float, n: int, tail: float = LATEN
     return law, info
 
 
-def dpsur_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                 tail: float = LATENT_TAIL, **pld_options) -> Attack:
-    """The attack on DPSUR's own rule (module docstring), composed over ``rounds``."""
-    N, q, sigma, n, T = _checked(N, q, sigma, n, rounds)
+def dpsur_attack(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, tail: float = LATENT_TAIL,
+                 **pld_options) -> Attack:
+    """The attack on DPSUR's own rule (module docstring), composed over the setting's rounds."""
+    N, q, sigma, n, T = setting.N, setting.q, setting.sigma, setting.n, setting.rounds
     return _composed(dpsur_attack_law(N, q, sigma, n, tail), N, T, rel_tol, pld_options,
                      label=f"DPSUR attack, {T} rounds", name="target alone, divisor read off the norm",
                      gradients="every record of D: 0; the target: C u",
@@ -364,28 +366,19 @@ def dpsur_attack(N: int, q: float, sigma: float, n: int, *, rounds: int, rel_tol
                            f"and zeta = <X,u> J/(sigma C) in bins of width {ZETA_BIN:g}"))
 
 
-def _checked(N, q, sigma, n, rounds):
-    return (check_int(N, "N", 1), check_rate(q), check_positive(sigma, "sigma"), check_int(n, "n", 1),
-            check_int(rounds, "rounds", 1))
+def attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
+    """The attack the table of mechanisms names for the setting's mechanism on its pair ``(N, N + 1)``
+    (a :class:`~paperlib.mechanisms.setting.Setting`), or None (SGM and FEASGM with agreeing floors: their
+    worst case is the SGM pair, forced by the SGM composition itself). ``tail``: the hidden mass left out per
+    round (:func:`hidden_tail`)."""
+    attack = setting.spec.computation("attack")
+    return None if attack is None else attack(setting, tail=tail, **pld_options)
 
 
-def attack_for(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-               tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
-    """The attack this module has for ``mechanism`` on the pair ``(N, N + 1)``, or None (SGM and FEASGM with
-    agreeing floors: their worst case is the SGM pair, forced by the SGM composition itself). ``tail``: the
-    hidden mass left out per round (:func:`hidden_tail`)."""
-    mech = Mechanism.parse(mechanism, allowed=tuple(Mechanism))
-    attack = mech.spec.computation("attack")
-    return None if attack is None else attack(N, q, sigma, n, rounds=rounds, tail=tail, **pld_options)
-
-
-def scale_attack_for(N: int, q: float, sigma: float, n: int, *, rounds: int, mechanism: Mechanism | str,
-                     tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
+def scale_attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
     """:func:`scale_attack` as the table of mechanisms calls it (``sigma``, ``tail`` and the PLD options do not
     enter the exact chi-square test); None where the divisor is the same on both datasets (FEASGM's floors agree:
     the pair is SGM's, forced by the SGM composition itself)."""
-    mech = Mechanism.parse(mechanism)
-    N, q = check_int(N, "N", 1), check_rate(q)
-    if mech.spec.equals_sgm(N, q):
+    if setting.equals_sgm():
         return None
-    return scale_attack(mech, N, q, n, rounds=rounds)
+    return scale_attack(setting.mechanism, setting.N, setting.q, setting.n, rounds=setting.rounds)

@@ -32,7 +32,8 @@ from scipy import stats
 from paperlib.fdp.pld import DEFAULT_REL_TOL, DilutedLaw, DiscreteLaw, IndexedDilutedLaw, PLDComposition, RoundLaw, \
     ShiftLaw
 from paperlib.mechanisms.guarantees import binomial_pair
-from paperlib.fdp.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import ParameterError
+from paperlib.mechanisms.setting import Setting
 
 __all__ = ["asgm_count_law", "asgm_count_certificate", "count_law", "dpsur_round_law", "dpsur_certificate",
            "certificate_tail"]
@@ -43,13 +44,6 @@ def certificate_tail(rounds: int) -> float:
     most ``rounds`` times this to ``delta``): ``min(1e-16, 1e-13 / rounds)``, far below the engine's
     smallest ``delta`` (1e-10)."""
     return min(1e-16, 1e-13 / rounds)
-
-
-def _checked(N, q, sigma, rounds, q_one: bool = True):
-    N, q = check_int(N, "N", 1), check_rate(q)
-    if q >= 1 and not q_one:
-        raise ValueError(f"q must be < 1 for this certificate (at q = 1 the batch size tells D' apart), got {q!r}")
-    return N, q, check_positive(sigma, "sigma"), check_int(rounds, "rounds", 1)
 
 
 def asgm_count_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> IndexedDilutedLaw:
@@ -72,16 +66,18 @@ def asgm_count_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> Index
                              p_drop=out_p)
 
 
-def asgm_count_certificate(N: int, q: float, sigma: float, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                           **pld_options) -> PLDComposition:
-    """The certified ``T``-round guarantee of ASGM through ``(|B|, S_B + G)``, pair ``(N, N + 1)``; n-free.
+def asgm_count_certificate(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> PLDComposition:
+    """The certified ``T``-round guarantee of ASGM through ``(|B|, S_B + G)``, pair ``(N, N + 1)``; n-free
+    (``setting``: a :class:`~paperlib.mechanisms.setting.Setting` with ``q < 1``; its ``n`` does not enter).
 
     A :class:`~paperlib.fdp.pld.PLDComposition` on its guarantee side: ``epsilon(delta)`` is a valid upper
     bound of the run's epsilon for every gradient configuration, ``epsilon_bounds(delta)`` the accountant's
     bracket. Check value (THEORY.md §11.2): ``N = 60,000``, ``q = 1/235``, ``sigma = 1.1``, one round,
     ``delta = 1e-5``: ``epsilon = 1.1295``.
     """
-    N, q, sigma, T = _checked(N, q, sigma, rounds, q_one=False)
+    N, q, sigma, T = setting.N, setting.q, setting.sigma, setting.rounds
+    if q >= 1:
+        raise ParameterError("q", f"q must be < 1 for this certificate (at q = 1 the batch size tells D' apart), got {q!r}")
     law = asgm_count_law(N, q, sigma, certificate_tail(T))
     meta = {"mechanism": "asgm", "bound": "certified", "certificate": "count revealed (|B|, S_B + G)", "N": N,
             "q": q, "sigma": sigma, "rounds": T, "pair": [N, N + 1], "sizes_kept": int(law.r.size),
@@ -117,14 +113,13 @@ def dpsur_round_law(N: int, q: float, sigma: float, tail: float = 1e-16) -> Roun
     return RoundLaw(parts, common=(count_law(N, q, tail),))
 
 
-def dpsur_certificate(N: int, q: float, sigma: float, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
-                      **pld_options) -> PLDComposition:
+def dpsur_certificate(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> PLDComposition:
     """The certified ``T``-round guarantee of DPSUR's own rule for the pair ``(N, N + 1)`` (THEORY.md §11.4).
 
-    Valid for every gradient configuration and any number of parameters (the release's dimension does not
-    enter). ``N >= 1``, ``q`` in (0, 1), ``sigma > 0``, ``rounds >= 1``.
+    Valid for every gradient configuration and any number of parameters (the release's dimension, the
+    setting's ``n``, does not enter). ``setting``: a :class:`~paperlib.mechanisms.setting.Setting`.
     """
-    N, q, sigma, T = _checked(N, q, sigma, rounds)
+    N, q, sigma, T = setting.N, setting.q, setting.sigma, setting.rounds
     law = dpsur_round_law(N, q, sigma, certificate_tail(T))
     meta = {"mechanism": "dpsur", "bound": "certified", "certificate": "separate count x SGM step", "N": N,
             "q": q, "sigma": sigma, "rounds": T, "pair": [N, N + 1]}

@@ -25,12 +25,12 @@ from paperlib.mechanisms.certificates import asgm_count_certificate
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import sgm_claim_rounds
-from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.mechanisms.setting import Setting
+from paperlib.fdp.validation import ParameterError, check_int
 
 __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set",
            "CERTIFICATES"]
 
-ALL = tuple(Mechanism)
 #: Names of the certificates (``certified_method`` of :func:`certified_interval`).
 CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-processes it)",
                 "index": "index revealed (THEORY.md §6: whether the target was sampled is revealed)",
@@ -38,42 +38,34 @@ CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-process
                 "dpsur": "count of the separate draw x SGM step (THEORY.md §11.4)"}
 
 
-def _check(N, q, sigma, n, rounds):
-    return (check_int(N, "N", 1), check_rate(q), check_positive(sigma, "sigma"), check_int(n, "n", 1),
-            check_int(rounds, "rounds", 1))
-
-
-def _is_sgm(mech: Mechanism, N: int, q: float) -> bool:
-    return mech.spec.equals_sgm(N, q)  # SGM, or FEASGM whose floors agree (raises where it divides by zero)
-
-
-def _index_certificate(mech, N, q, sigma, n, T, rel_tol, meta, **pld_options) -> PLDComposition:
+def _index_certificate(s: Setting, rel_tol, meta, **pld_options) -> PLDComposition:
     # dropped binomial mass counts as +inf loss in every round: keep T * tail_tol far below delta;
     # not below 1e-15 (scipy's binom.isf returns N for tails under ~1e-16)
+    T = s.rounds
     tail_tol = max(1e-15, min(DEFAULT_TAIL_TOL, 1e-13 / T))
-    one = guarantee(mech, N, q, sigma, n, tail_tol=tail_tol)
+    one = guarantee(s.mechanism, s.N, s.q, s.sigma, s.n, tail_tol=tail_tol)
     meta = dict(meta, binomial_dropped_per_round=float(getattr(one, "dropped_mass", 0.0)),
                 certificate=CERTIFICATES["index"])
     return PLDComposition(round_law_from_mixture(one), T, side="guarantee", rel_tol=rel_tol,
-                          label=f"{mech.title} certified guarantee (index revealed), {T} round{'s' * (T > 1)} (PLD)",
+                          label=f"{s.spec.title} certified guarantee (index revealed), {T} round{'s' * (T > 1)} (PLD)",
                           meta=meta, **pld_options)
 
 
-def _count_first(N: int, q: float, n: int, T: int) -> bool:
+def _count_first(s: Setting) -> bool:
     """ASGM without a delta: the count certificate unless its infinite mass ``T q^(N+1)`` is not negligible
     or ``n`` is small against the batch size (there the index-revealed one wins; THEORY.md §11.2)."""
-    return q < 1 and T * math.exp((N + 1) * math.log(q)) <= 1e-9 and n - 1 > (N * q + 1) ** 2
+    N, q = s.N, s.q
+    return q < 1 and s.rounds * math.exp((N + 1) * math.log(q)) <= 1e-9 and s.n - 1 > (N * q + 1) ** 2
 
 
-def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                        rel_tol: float = DEFAULT_REL_TOL, certificate: str = "auto", **pld_options) -> PLDComposition:
-    """A certified ``T``-round guarantee of ``mechanism`` for pairs of sizes ``(N, N+1)`` (module docstring).
+def certified_guarantee(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, certificate: str = "auto",
+                        **pld_options) -> PLDComposition:
+    """A certified ``T``-round guarantee of the setting's mechanism for the pair ``(N, N+1)`` (module docstring).
 
     Parameters
     ----------
-    mechanism : a :class:`~paperlib.mechanisms.core.Mechanism` or its name (sgm, easgm, feasgm, asgm, dpsur)
-    N : int >= 1 (``|D|``; ``|D'| = N + 1``); q : sampling rate in (0, 1]; sigma : noise multiplier > 0;
-    n : int >= 1, number of parameters; rounds : int >= 1
+    setting : :class:`~paperlib.mechanisms.setting.Setting` (mechanism, ``N``, ``q``, ``sigma``, ``n``,
+        ``rounds``; ``delta`` is not used)
     certificate : ``"auto"`` (the mechanism's certificate; for ASGM the count-revealed one unless its
         infinite mass or a small ``n`` favours the index-revealed one), ``"count"`` or ``"index"`` (ASGM)
     rel_tol, **pld_options : accuracy target and grid options of :class:`~paperlib.fdp.pld.PLDComposition`
@@ -81,53 +73,56 @@ def certified_guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: flo
     Returns a :class:`~paperlib.fdp.pld.PLDComposition` on its guarantee side: ``epsilon(delta)`` (upper
     end: valid, never understated), ``epsilon_bounds(delta)``, ``delta(eps)``, ``f(alpha)`` (a lower bound
     of the composed trade-off ``T(P, Q)``), ``curve()``, ``meta`` (mechanism, case, ``certificate``,
-    ``meta['pld']``). Raises ValueError naming the parameter on bad input, and for FEASGM with
-    ``floor(N q) = 0`` (division by zero).
+    ``meta['pld']``). Raises ValueError naming ``certificate`` for another value, and naming ``q`` for
+    FEASGM with ``floor(N q) = 0`` (division by zero).
     """
-    mech = Mechanism.parse(mechanism, allowed=ALL)
-    N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
+    s = setting
     if certificate not in ("auto", "count", "index"):
-        raise ValueError(f"certificate must be 'auto', 'count' or 'index', got {certificate!r}")
-    meta = {"mechanism": mech.value, "bound": "certified", "N": N, "q": q, "sigma": sigma, "n": n, "rounds": T,
-            "pair": [N, N + 1]}
-    spec = mech.spec
+        raise ParameterError("certificate", f"certificate must be 'auto', 'count' or 'index', got {certificate!r}")
+    N, T, spec = s.N, s.rounds, s.spec
+    meta = {"mechanism": s.mechanism.value, "bound": "certified", "N": N, "q": s.q, "sigma": s.sigma, "n": s.n,
+            "rounds": T, "pair": [N, N + 1]}
     if spec.floors is not None:
-        K, K1 = spec.floors(N, q)
+        K, K1 = spec.floors(N, s.q)
         meta.update(K=K, K_prime=K1, case="floors agree" if K == K1 else "floors differ")
-    if _is_sgm(mech, N, q):
-        c = sgm_claim_rounds(q, sigma, rounds=T, side="lower", rel_tol=rel_tol, **pld_options)
+    if s.equals_sgm():
+        c = sgm_claim_rounds(s.q, s.sigma, rounds=T, side="lower", rel_tol=rel_tol, **pld_options)
         c.meta.update(meta, certificate=CERTIFICATES["sgm"])
         c.label = (f"SGM f_q^(x{T}) (certified, PLD)" if spec.sgm_always
                    else f"{spec.title} certified, {T} round{'s' * (T > 1)} (floors agree: SGM f_q^(x{T}))")
         return c
     own = spec.computation("own_certificate")  # a mechanism's own certificate (DPSUR's rule: THEORY.md §11.4)
     if own is not None:
-        return own(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
-    if "count" in spec.certificates and q < 1 and (certificate == "count" or
-                                                    (certificate == "auto" and _count_first(N, q, n, T))):
-        c = asgm_count_certificate(N, q, sigma, rounds=T, rel_tol=rel_tol, **pld_options)
-        c.meta.update(n=n, certificate=CERTIFICATES["count"])
+        return own(s, rel_tol=rel_tol, **pld_options)
+    if "count" in spec.certificates and s.q < 1 and (certificate == "count" or
+                                                      (certificate == "auto" and _count_first(s))):
+        c = asgm_count_certificate(s, rel_tol=rel_tol, **pld_options)
+        c.meta.update(n=s.n, certificate=CERTIFICATES["count"])
         return c
-    return _index_certificate(mech, N, q, sigma, n, T, rel_tol, meta, **pld_options)
+    return _index_certificate(s, rel_tol, meta, **pld_options)
 
 
-def _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options) -> list:
+def _candidates(s: Setting, rel_tol, **pld_options) -> list:
     """``(name, composition)`` of every certificate worth computing for this pair."""
-    if "count" in mech.spec.certificates and q < 1:
-        out = [("count", certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, certificate="count",
-                                             **pld_options))]
-        if not _count_first(N, q, n, T) or N <= 1000:
-            out.append(("index", certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol,
-                                                     certificate="index", **pld_options)))
+    if "count" in s.spec.certificates and s.q < 1:
+        out = [("count", certified_guarantee(s, rel_tol=rel_tol, certificate="count", **pld_options))]
+        if not _count_first(s) or s.N <= 1000:
+            out.append(("index", certified_guarantee(s, rel_tol=rel_tol, certificate="index", **pld_options)))
         return out
-    c = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
-    name = "sgm" if _is_sgm(mech, N, q) else mech.spec.certificates[0] if mech.spec.own_certificate else "index"
+    c = certified_guarantee(s, rel_tol=rel_tol, **pld_options)
+    name = "sgm" if s.equals_sgm() else s.spec.certificates[0] if s.spec.own_certificate else "index"
     return [(name, c)]
 
 
-def certified_interval(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,
-                       delta: float, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
-    """``epsilon_certified`` and ``epsilon_forced`` of ``mechanism`` for the pair ``(N, N+1)`` at ``delta``.
+def _delta_of(s: Setting) -> float:
+    if s.delta is None:
+        raise ParameterError("delta", "delta: this setting has none; give the Setting a delta in (0, 1)")
+    return s.delta
+
+
+def certified_interval(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
+    """``epsilon_certified`` and ``epsilon_forced`` of the setting's mechanism for the pair ``(N, N+1)`` at its
+    ``delta`` (a :class:`~paperlib.mechanisms.setting.Setting` with a delta).
 
     ``epsilon_certified``: the upper end of the smallest valid certificate's bracket (``certified_method``
     names it; ``certified_candidates`` lists every certificate computed with its bracket).
@@ -135,21 +130,19 @@ def certified_interval(mechanism: Mechanism | str, N: int, q: float, sigma: floa
     describes it: data sets, gradients, test; ``forced_method`` how its errors are computed). So
     ``epsilon_forced <= true epsilon <= epsilon_certified``. Also: brackets, accountant errors
     (``*_accounting_error = hi - lo``), ``accuracy_met``, ``certified_label``, ``forced_label``, the FEASGM
-    case, a one-sentence ``statement`` and the parameters. ``mechanism`` may be DPSUR's own rule.
+    case, a one-sentence ``statement`` and the parameters. The mechanism may be DPSUR's own rule.
     """
-    mech = Mechanism.parse(mechanism, allowed=ALL)
-    N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
-    delta = check_delta(delta)
+    s = setting
+    delta, N, T = _delta_of(s), s.N, s.rounds
     cands = []
-    for name, c in _candidates(mech, N, q, sigma, n, T, rel_tol, **pld_options):
+    for name, c in _candidates(s, rel_tol, **pld_options):
         lo, hi = c.epsilon_bounds(delta)
         cands.append((hi, name, c, lo))
     c_hi, name, cert, c_lo = min(cands, key=lambda t: (t[0], t[1] != "count"))
-    forced = forced_epsilon(mech, N, q, sigma, n, rounds=T, delta=delta, certified=cert, rel_tol=rel_tol,
-                            **pld_options)
+    forced = forced_epsilon(s, certified=cert, rel_tol=rel_tol, **pld_options)
     f_lo, f_hi = forced["epsilon_forced_bracket"]
-    out = {"mechanism": mech.value, "N": N, "pair": [N, N + 1], "q": q, "sigma": sigma, "n": n, "rounds": T,
-           "delta": delta,
+    out = {"mechanism": s.mechanism.value, "N": N, "pair": [N, N + 1], "q": s.q, "sigma": s.sigma, "n": s.n,
+           "rounds": T, "delta": delta,
            "epsilon_certified": c_hi, "epsilon_certified_bracket": [c_lo, c_hi],
            "certified_accounting_error": _err(c_lo, c_hi), "certified_method": CERTIFICATES[name],
            "certified_candidates": {CERTIFICATES[nm]: [lo, hi] for hi, nm, _, lo in cands},
@@ -162,15 +155,15 @@ def certified_interval(mechanism: Mechanism | str, N: int, q: float, sigma: floa
     for k in ("case", "K", "K_prime"):
         if k in cert.meta:
             out[k] = cert.meta[k]
-    out["statement"] = (f"{mech.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
+    out["statement"] = (f"{s.spec.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
                         f"of sizes {N} and {N + 1} (certificate: {name}); the attack "
                         f"\"{forced['forced_attack']['name']}\" forces epsilon >= {_fmt(f_lo)} at this delta.")
     return out
 
 
-def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int, delta: float,
-                   certified: PLDComposition | None = None, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
-    """The epsilon a named real attack forces on the pair ``(N, N+1)`` at ``delta`` (THEORY.md §11.5).
+def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None, rel_tol: float = DEFAULT_REL_TOL,
+                   **pld_options) -> dict:
+    """The epsilon a named real attack forces on the setting's pair ``(N, N+1)`` at its ``delta`` (THEORY.md §11.5).
 
     EASGM, FEASGM with differing floors: the chi-square scale test (all gradients 0, all ``n T``
     coordinates, both orders; exact). ASGM: the aligned attack; DPSUR's rule: the target-alone attack
@@ -179,12 +172,11 @@ def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n
     composition (``certified`` when given, so it is not computed twice). Returns ``{"epsilon_forced": lo,
     "epsilon_forced_bracket": [lo, hi], "forced_method", "forced_label", "forced_attack"}``.
     """
-    mech = Mechanism.parse(mechanism, allowed=ALL)
-    N, q, sigma, n, T = _check(N, q, sigma, n, rounds)
-    delta = check_delta(delta)
-    if _is_sgm(mech, N, q):
+    s = setting
+    delta, N, T = _delta_of(s), s.N, s.rounds
+    if s.equals_sgm():
         if certified is None or certified.meta.get("certificate") != CERTIFICATES["sgm"]:
-            certified = certified_guarantee(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, **pld_options)
+            certified = certified_guarantee(s, rel_tol=rel_tol, **pld_options)
         lo, hi = certified.epsilon_bounds(delta)
         attack = {"name": "SGM worst case", "datasets": f"D: {N} records, D': the same plus a target",
                   "gradients": "every record of D: 0; the target: C u",
@@ -193,7 +185,7 @@ def forced_epsilon(mechanism: Mechanism | str, N: int, q: float, sigma: float, n
         return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": attack["method"],
                 "forced_label": f"SGM worst case, {T} rounds (PLD lower end)", "forced_attack": attack}
     hint = certified.epsilon_bounds(delta)[1] if certified is not None else None  # the attack stays below it
-    att = attack_for(mech, N, q, sigma, n, rounds=T, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
+    att = attack_for(s, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
     lo, hi = att.epsilon_bounds(delta)
     label = getattr(att.curve, "label", att.name)
     return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,
@@ -217,23 +209,24 @@ def certified_for_training_set(mechanism: Mechanism | str, N_train: int, q: floa
     each the dict of :func:`certified_interval` (or ``{"error": ...}`` where FEASGM divides by zero
     on that pair). ``epsilon_certified`` is the larger of the two (the run's certified epsilon
     for add/remove neighbours), ``epsilon_forced`` the larger forced epsilon.
-    ``N_train >= 2``; other parameters as :func:`certified_guarantee`.
+    ``N_train >= 2``; the other parameters as a :class:`~paperlib.mechanisms.setting.Setting`'s fields.
     """
-    mech = Mechanism.parse(mechanism, allowed=ALL)
     N_train = check_int(N_train, "N_train", 2)
-    delta = check_delta(delta)
-    out = {"mechanism": mech.value, "N_train": N_train, "q": q, "sigma": sigma, "n": n, "rounds": rounds,
-           "delta": delta}
+    pairs = [Setting(mechanism, N, q, sigma, n, rounds=rounds, delta=delta, neighbour=name)
+             for name, N in (("removal", N_train - 1), ("addition", N_train))]
+    s = pairs[0]
+    out = {"mechanism": s.mechanism.value, "N_train": N_train, "q": s.q, "sigma": s.sigma, "n": s.n,
+           "rounds": s.rounds, "delta": s.delta}
     eps_c, eps_f = [], []
-    for name, N in (("removal", N_train - 1), ("addition", N_train)):
+    for pair in pairs:
         try:
-            r = certified_interval(mech, N, q, sigma, n, rounds=rounds, delta=delta, rel_tol=rel_tol, **pld_options)
+            r = certified_interval(pair, rel_tol=rel_tol, **pld_options)
         except ValueError as exc:
-            if mech.divides_by_zero(N, q):
-                out[name] = {"pair": [N, N + 1], "error": str(exc).splitlines()[0]}
+            if pair.spec.divides_by_zero(pair.N, pair.q):
+                out[pair.neighbour] = {"pair": list(pair.pair), "error": str(exc).splitlines()[0]}
                 continue
             raise
-        out[name] = r
+        out[pair.neighbour] = r
         eps_c.append(r["epsilon_certified"])
         eps_f.append(r["epsilon_forced"])
     out["epsilon_certified"] = max(eps_c) if eps_c else None

@@ -51,57 +51,25 @@ import sys
 import numpy as np
 
 from paperlib.fdp.validation import ParameterError, check_int, check_rate
-from paperlib.mechanisms.registry import mechanism_spec
+from paperlib.mechanisms.registry import mechanism_spec, registered_mechanisms
 
-__all__ = ["Mechanism", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
+__all__ = ["Mechanism", "RegisteredMechanism", "ANY", "MECHANISMS", "PAPER_MECHANISMS", "feasgm_floors"]
 
 
-class Mechanism(enum.StrEnum):
-    """SGM, EASGM, ASGM or FEASGM (paper Section 3), or DPSUR's own rule (THEORY.md §2, §11.4); see the
-    module docstring for the rules."""
+class _Rules:
+    """What every mechanism value can say about itself, read from its entry in the table of mechanisms
+    (:mod:`~paperlib.mechanisms.registry`): the built-in :class:`Mechanism` members and the
+    :class:`RegisteredMechanism` values of entries added with
+    :func:`~paperlib.mechanisms.registry.register_mechanism` alike."""
 
-    SGM = "sgm"
-    EASGM = "easgm"
-    ASGM = "asgm"
-    FEASGM = "feasgm"
-    DPSUR = "dpsur"
-
-    # ------------------------------------------------------------------ parsing
-    @classmethod
-    def parse(cls, value, allowed=None) -> "Mechanism":
-        """The mechanism named ``value`` (a :class:`Mechanism` or its name, any case).
-
-        ``allowed``: the mechanisms the caller handles (default: the paper's four, SGM, EASGM,
-        ASGM and FEASGM; pass ``tuple(Mechanism)`` to accept DPSUR's own rule too). Raises
-        ValueError naming ``mechanism`` and the allowed names otherwise.
-        """
-        allowed = PAPER_MECHANISMS if allowed is None else tuple(cls(m) for m in allowed)
-        mech = value if isinstance(value, cls) else None
-        if mech is None and isinstance(value, str):
-            try:
-                mech = cls(value.strip().lower())
-            except ValueError:
-                pass
-        if mech is None or mech not in allowed:
-            shown = value.value if isinstance(value, cls) else value
-            raise ParameterError("mechanism", f"mechanism must be one of {', '.join(m.value for m in allowed)}, "
-                                              f"got {shown!r}")
-        return mech
-
-    @classmethod
-    def from_rule(cls, rule: str) -> "Mechanism":
-        """The mechanism whose normaliser rule is ``rule`` (``"1"``, ``"Nq"``, ``"floor(Nq)"``, ``"|B|"``)."""
-        for m in cls:
-            if m.rule == rule:
-                return m
-        raise ValueError(f"rule must be one of {', '.join(m.rule for m in cls)}, got {rule!r}")
+    __slots__ = ()
 
     # ------------------------------------------------------------------ description
     @property
     def spec(self):
         """This mechanism's entry in the table of mechanisms (:class:`~paperlib.mechanisms.registry.MechanismSpec`):
         every rule below is read from it."""
-        return mechanism_spec(self.value)
+        return mechanism_spec(str.__str__(self))
 
     @property
     def title(self) -> str:
@@ -162,8 +130,87 @@ class Mechanism(enum.StrEnum):
     def floors(self, N: int, q: float) -> tuple[int, int]:
         """FEASGM's normalisers on the pair ``(D, D')`` of sizes ``(N, N + 1)``: see :func:`feasgm_floors`."""
         if self.spec.floors is None:
-            raise ValueError(f"mechanism: floors are defined for feasgm only, got {self.value!r}")
-        return feasgm_floors(N, q)
+            raise ValueError(f"mechanism: floors are defined for feasgm only, got {str.__str__(self)!r}")
+        return self.spec.floors(N, q)
+
+
+#: :meth:`Mechanism.parse`'s ``allowed`` for "every mechanism in the table" (built-in and registered)
+ANY = "any"
+
+
+class Mechanism(_Rules, enum.StrEnum):
+    """SGM, EASGM, ASGM or FEASGM (paper Section 3), or DPSUR's own rule (THEORY.md §2, §11.4); see the
+    module docstring for the rules. A mechanism added to the table with
+    :func:`~paperlib.mechanisms.registry.register_mechanism` is a :class:`RegisteredMechanism`, which has the
+    same methods; :meth:`parse` returns either."""
+
+    SGM = "sgm"
+    EASGM = "easgm"
+    ASGM = "asgm"
+    FEASGM = "feasgm"
+    DPSUR = "dpsur"
+
+    # ------------------------------------------------------------------ parsing
+    @classmethod
+    def parse(cls, value, allowed=None) -> "Mechanism | RegisteredMechanism":
+        """The mechanism named ``value`` (a mechanism value, a spec, or its name in any case).
+
+        ``allowed``: the mechanisms the caller handles: None (default) for the paper's four (SGM, EASGM,
+        ASGM, FEASGM) and any registered entry marked ``paper``; :data:`ANY` for every entry of the table
+        (DPSUR's own rule and registered ones too); or a sequence of mechanisms. Raises ValueError naming
+        ``mechanism`` and the allowed names otherwise.
+        """
+        names = _allowed_names(allowed)
+        if isinstance(value, (cls, RegisteredMechanism)):
+            key = str.__str__(value)
+        elif isinstance(value, str):
+            key = value.strip().lower()
+        else:
+            key = getattr(value, "name", None) if type(value).__name__ == "MechanismSpec" else None
+        if key is None or key not in names:
+            shown = str.__str__(value) if isinstance(value, str) else value
+            raise ParameterError("mechanism", f"mechanism must be one of {', '.join(names)}, got {shown!r}")
+        return cls(key) if key in cls._value2member_map_ else RegisteredMechanism(key)
+
+    @classmethod
+    def having(cls, what: str) -> tuple[str, ...]:
+        """The names of the mechanisms whose entry has the computation ``what`` (``"guarantee"``, ``"upper"``,
+        ...), built-ins first: the ``allowed`` of a function that needs it."""
+        return tuple(n for n in _allowed_names(ANY) if getattr(mechanism_spec(n), what) is not None)
+
+    @classmethod
+    def from_rule(cls, rule: str) -> "Mechanism":
+        """The mechanism whose normaliser rule is ``rule`` (``"1"``, ``"Nq"``, ``"floor(Nq)"``, ``"|B|"``)."""
+        for m in cls:
+            if m.rule == rule:
+                return m
+        raise ValueError(f"rule must be one of {', '.join(m.rule for m in cls)}, got {rule!r}")
+
+
+class RegisteredMechanism(_Rules, str):
+    """A mechanism added to the table with :func:`~paperlib.mechanisms.registry.register_mechanism`: a string
+    (its name; JSON writes it so) with every method of :class:`Mechanism`. Made by :meth:`Mechanism.parse`."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> str:
+        """Its name, as :attr:`Mechanism.value` is."""
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"<RegisteredMechanism {str.__str__(self)}>"
+
+
+def _allowed_names(allowed) -> tuple[str, ...]:
+    """The names :meth:`Mechanism.parse` accepts for ``allowed`` (built-ins first, in their order)."""
+    builtin = tuple(m.value for m in Mechanism)
+    extra = tuple(n for n in registered_mechanisms() if n not in builtin)
+    if allowed == ANY:
+        return builtin + extra
+    if allowed is None:
+        return tuple(n for n in builtin + extra if mechanism_spec(n).paper)
+    return tuple(str.__str__(Mechanism.parse(m, ANY)) for m in allowed)
 
 
 #: The four mechanisms the paper analyses; :meth:`Mechanism.parse` accepts only these unless told

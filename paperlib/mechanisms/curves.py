@@ -32,12 +32,13 @@ from __future__ import annotations
 from typing import Callable
 
 from paperlib.fdp.tradeoff import TradeOff
-from paperlib.fdp.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import check_int
 from paperlib.mechanisms.certified import certified_guarantee
 from paperlib.mechanisms.clt import clt_bound
-from paperlib.mechanisms.core import PAPER_MECHANISMS, Mechanism
+from paperlib.mechanisms.core import ANY, PAPER_MECHANISMS, Mechanism
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee, upper_bound
 from paperlib.mechanisms.multiround import rounds_upper_bound, sgm_claim_rounds
+from paperlib.mechanisms.setting import Setting, checked
 
 __all__ = ["curve", "register", "registered", "BOUNDS", "ONE", "MANY"]
 
@@ -56,7 +57,7 @@ def register(mechanism: Mechanism | str, bound: str, rounds: str = "any"):
     A new entry replaces an old one for the same key. ``bound`` is any name (``BOUNDS`` lists the
     ones the command line offers).
     """
-    mech = Mechanism.parse(mechanism, allowed=tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, allowed=ANY)
     if rounds not in (ONE, MANY, "any"):
         raise ValueError(f"rounds must be 'one', 'many' or 'any', got {rounds!r}")
     if not isinstance(bound, str) or not bound:
@@ -110,7 +111,7 @@ def curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float
     parameter on bad input, and naming ``bound`` (with what is registered) for a combination that
     has no entry.
     """
-    mech = Mechanism.parse(mechanism, allowed=tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, allowed=ANY)
     T = check_int(rounds, "rounds", 1)
     kind = ONE if T == 1 else MANY
     fn = _REGISTRY.get((mech, bound, kind))
@@ -124,10 +125,6 @@ def curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float
 
 
 # ------------------------------------------------------------------------------------ registrations
-def _check_pair(N, q, sigma, n):
-    return check_int(N, "N", 1), check_rate(q), check_positive(sigma, "sigma"), check_int(n, "n", 1)
-
-
 for _m in PAPER_MECHANISMS:
     register(_m, "guarantee", ONE)(
         lambda N, q, sigma, n, *, rounds, tail_tol=DEFAULT_TAIL_TOL, _m=_m: guarantee(_m, N, q, sigma, n,
@@ -138,7 +135,7 @@ for _m in PAPER_MECHANISMS:
 
 
 def _sgm_rounds(N, q, sigma, n, *, rounds, **pld):
-    _check_pair(N, q, sigma, n)  # N and n do not enter the claim, but must be valid
+    checked(N=N, q=q, sigma=sigma, n=n)  # N and n do not enter the claim, but must be valid
     return sgm_claim_rounds(q, sigma, rounds=rounds, side="lower", **pld)
 
 
@@ -155,13 +152,13 @@ for _m in Mechanism:
         register(_m, "guarantee", MANY)(_sgm_rounds)
     elif _m.spec.paper:  # the certified T-round guarantee (THEORY.md §11)
         register(_m, "guarantee", MANY)(
-            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(_m, N, q, sigma, n, rounds=rounds,
-                                                                                **pld))
+            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(Setting(_m, N, q, sigma, n,
+                                                                                        rounds=rounds), **pld))
     else:  # DPSUR's own rule (THEORY.md §11.4): its certified guarantee, one round or many; no upper bound or
         # CLT bound of the paper's kind exists for it
         register(_m, "guarantee")(
-            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(_m, N, q, sigma, n, rounds=rounds,
-                                                                                **pld))
+            lambda N, q, sigma, n, *, rounds, _m=_m, **pld: certified_guarantee(Setting(_m, N, q, sigma, n,
+                                                                                        rounds=rounds), **pld))
     if _m.spec.clt in ("3.13", "A.7"):  # any number of rounds (Corollary B.2, Theorem A.7)
         register(_m, "clt")(_clt(_m))
 del _m

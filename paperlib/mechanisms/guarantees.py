@@ -34,6 +34,7 @@ from scipy import stats
 from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFamily, SubsampledGaussian
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
+from paperlib.mechanisms.setting import checked
 from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
 
 __all__ = [
@@ -63,20 +64,6 @@ __all__ = [
 DEFAULT_TAIL_TOL = 1e-12
 #: A guarantee's dropped binomial mass is kept at most this fraction of the delta asked for.
 TAIL_FRACTION = 1e-3
-
-
-def _check_common(N, q, sigma, n=None):
-    N = check_int(N, "N", 1)
-    q = check_rate(q)
-    sigma = check_positive(sigma, "sigma")
-    if n is not None:
-        n = check_int(n, "n", 1)
-    return N, q, sigma, n
-
-
-def _check_optional(q, sigma):
-    """Validate ``q`` and ``sigma`` where a function accepts them only as metadata (None allowed)."""
-    return (None if q is None else check_rate(q)), (None if sigma is None else check_positive(sigma, "sigma"))
 
 
 #: Smallest positive ``tail_tol`` of :func:`binomial_support`: its tails are computed in double
@@ -269,7 +256,7 @@ def easgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float =
     Parameters: ``N >= 1`` (|D|), ``q`` in (0, 1], ``sigma > 0``, ``n >= 1`` (output
     dimension), ``tail_tol`` (largest binomial mass dropped). Raises ValueError on bad input.
     """
-    N, q, sigma, n = _check_common(N, q, sigma, n)
+    N, q, sigma, n = checked(N=N, q=q, sigma=sigma, n=n)
     k, pmf, dropped = binomial_support(N, q, tail_tol)
     meta = {"mechanism": "easgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n}
     return _easgm_like(float(N), k.astype(float), pmf, q, sigma, n, "EASGM guarantee", meta, dropped,
@@ -287,7 +274,7 @@ def feasgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float 
     Raises ValueError when ``floor(N q) = 0``: FEASGM then divides by zero (as Opacus
     v1.x does), so there is no guarantee to compute.
     """
-    N, q, sigma, n = _check_common(N, q, sigma, n)
+    N, q, sigma, n = checked(N=N, q=q, sigma=sigma, n=n)
     K, K1 = feasgm_floors(N, q)
     Mechanism.FEASGM.require_defined(N, q)
     meta = {"mechanism": "feasgm", "bound": "guarantee", "N": N, "q": q, "sigma": sigma, "n": n, "K": K, "K_prime": K1}
@@ -312,7 +299,7 @@ def asgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = 
     weight ``(1-q)^N`` split into ``(1-q)`` Id and ``q G_{1/sigma}``.
     Parameters as :func:`easgm_guarantee`.
     """
-    N, q, sigma, n = _check_common(N, q, sigma, n)
+    N, q, sigma, n = checked(N=N, q=q, sigma=sigma, n=n)
     k, pmf, dropped = binomial_support(N, q, tail_tol)
     fams = []
     id_weight = 0.0
@@ -430,7 +417,7 @@ def easgm_upper_bound(N: int, q: float | None, sigma: float | None, n: int) -> L
     """
     N = check_int(N, "N", 1)
     n = check_int(n, "n", 1)
-    q, sigma = _check_optional(q, sigma)
+    q, sigma = checked(q=q, sigma=sigma, optional=("q", "sigma"))
     meta = {"mechanism": "easgm", "bound": "upper", "N": N, "n": n, "q": q, "sigma": sigma}
     return _chi2_pair(n - 1, float(N), "EASGM upper bound", meta)
 
@@ -445,7 +432,7 @@ def feasgm_upper_bound(N: int, q: float, sigma: float | None, n: int):
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
-    _, sigma = _check_optional(None, sigma)
+    (sigma,) = checked(sigma=sigma, optional=("sigma",))
     K, K1 = feasgm_floors(N, q)
     Mechanism.FEASGM.require_defined(N, q)
     meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "K": K, "K_prime": K1}
@@ -481,7 +468,7 @@ def asgm_upper_bound(N: int, q: float, sigma: float | None, n: int) -> Pointwise
     N = check_int(N, "N", 1)
     q = check_rate(q)
     n = check_int(n, "n", 1)
-    _, sigma = _check_optional(None, sigma)
+    (sigma,) = checked(sigma=sigma, optional=("sigma",))
     w = asgm_bound_weight(N, q)
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "sigma": sigma, "weight_chi2": w}
     chi = _chi2_pair(n - 1, float(N), "chi-square part", {})
@@ -492,7 +479,7 @@ def asgm_upper_bound(N: int, q: float, sigma: float | None, n: int) -> Pointwise
 def sgm_guarantee(N: int, q: float, sigma: float, n: int, *, tail_tol: float = DEFAULT_TAIL_TOL) -> LRMixture:
     """SGM's one-round guarantee and upper bound: its claim :func:`sgm_claim` (Bu et al. 2020); ``N`` and ``n``
     do not enter it but must be valid (``tail_tol`` is not used)."""
-    _check_common(N, q, sigma, n)
+    checked(N=N, q=q, sigma=sigma, n=n)
     return sgm_claim(q, sigma)
 
 
@@ -506,13 +493,14 @@ def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int
     entry in :mod:`paperlib.mechanisms.registry` names them. For ``T`` rounds and the other bounds,
     :func:`paperlib.mechanisms.curves.curve`.
     """
-    return Mechanism.parse(mechanism).spec.computation("guarantee")(N, q, sigma, n, tail_tol=tail_tol)
+    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("guarantee")).spec
+    return spec.computation("guarantee")(N, q, sigma, n, tail_tol=tail_tol)
 
 
 def upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int):
     """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
-    spec = Mechanism.parse(mechanism).spec
-    _check_common(N, q, sigma, n)
+    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("upper")).spec
+    checked(N=N, q=q, sigma=sigma, n=n)
     return spec.computation("upper")(N, q, sigma, n)
 
 

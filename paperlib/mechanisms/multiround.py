@@ -24,6 +24,7 @@ from paperlib.fdp.mixture import LRMixture
 from paperlib.mechanisms import clt as mclt
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
+from paperlib.mechanisms.setting import checked
 from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = [
@@ -38,10 +39,6 @@ __all__ = [
 
 
 # =============================================================================== T-round bounds
-def _check_rounds_common(N, n, rounds):
-    return check_int(N, "N", 1), check_int(n, "n", 1), check_int(rounds, "rounds", 1)
-
-
 def _identity(label, meta):
     return LRMixture([IdentityFamily(1.0)], label=label, meta=meta)
 
@@ -54,7 +51,7 @@ def easgm_rounds_upper_bound(N: int, q: float | None, sigma: float | None, n: in
     ``sigma`` do not enter the bound (``None`` allowed, validated when given).
     Returns a :class:`Chi2Pair` (or the identity as an LRMixture when ``n = 1``).
     """
-    N, n, T = _check_rounds_common(N, n, rounds)
+    N, n, T = checked(N=N, n=n, rounds=rounds)
     if q is not None:
         check_rate(q)
     if sigma is not None:
@@ -78,7 +75,7 @@ def feasgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, 
     (division by zero in Opacus), or when the floors agree and ``sigma`` is missing.
     Normalisers are computed as Opacus does (:func:`paperlib.mechanisms.core.feasgm_floors`).
     """
-    N, n, T = _check_rounds_common(N, n, rounds)
+    N, n, T = checked(N=N, n=n, rounds=rounds)
     q = check_rate(q)
     K, K1 = feasgm_floors(N, q)
     Mechanism.FEASGM.require_defined(N, q)
@@ -132,7 +129,7 @@ def asgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, ro
     ``max_length`` (largest PMF length) and ``rel_tol`` as in :class:`~paperlib.fdp.pld.PLDComposition`.
     Raises ValueError on bad input.
     """
-    N, n, T = _check_rounds_common(N, n, rounds)
+    N, n, T = checked(N=N, n=n, rounds=rounds)
     q = check_rate(q)
     w = asgm_bound_weight(N, q)
     meta = {"mechanism": "asgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "weight_chi2": w,
@@ -217,7 +214,7 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
     ``m = rounds (n - 1)``, ``x``.
     """
     a = check_alpha_array(alpha)
-    N, n, T = _check_rounds_common(N, n, rounds)
+    N, n, T = checked(N=N, n=n, rounds=rounds)
     if n < 2:
         raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
     try:

@@ -64,17 +64,16 @@ class MechanismSpec:
 
     Words: ``rule`` (``"floor(Nq)"``), ``title`` (``"FEASGM"``), ``normaliser_words(N, q)`` (what it divides
     by on ``N`` records, for a report), ``pair_normalisers(N, q)`` (on the pair, for a report's table),
-    ``not_sgm(normalisers)`` (why a pair is not SGM).
+    ``not_sgm(normalisers)`` (why a pair is not SGM), ``sgm_words`` (why every pair is SGM, for a mechanism with
+    ``sgm_always``).
 
     Computations, each a callable or ``"module:function"``, None when the library has none:
     ``guarantee(N, q, sigma, n, *, tail_tol)`` and ``upper(N, q, sigma, n)`` (one round),
     ``rounds_upper(N, q, sigma, n, *, rounds, **pld)``, ``clt`` (the theorem of the CLT bound of the
     upper bound: ``"3.13"``, the chi-square pair with ``x = N`` over any rounds; ``"A.7"``, with ``x =
     floor(N q)``; ``"3.13+Eq.14"``, its chi-square part mixed as Eq. 14, one round; None: no CLT bound), ``certificates`` (the certificates :mod:`paperlib.mechanisms.certified` may use,
-    in order: ``"sgm"``, ``"count"``, ``"index"``, or the mechanism's own), ``own_certificate(N, q, sigma, *,
-    rounds, rel_tol, **pld)`` (a certificate of the mechanism's own, used in place of the others: DPSUR's,
-    THEORY.md §11.4), ``attack(N, q, sigma, n, *, rounds, tail,
-    **pld)`` (a named attack, :mod:`paperlib.mechanisms.attacks`), ``scale_ratio(N, q)`` (the all-zero
+    in order: ``"sgm"``, ``"count"``, ``"index"``, or the mechanism's own), ``own_certificate(setting, *, rel_tol, **pld)`` (a certificate of the mechanism's own, used in place of the others: DPSUR's,
+    THEORY.md §11.4), ``attack(setting, *, tail, **pld)`` (a named attack, :mod:`paperlib.mechanisms.attacks`), ``scale_ratio(N, q)`` (the all-zero
     gradients scale test's ``x`` and its words, for a divisor that differs between ``D`` and ``D'``).
     """
 
@@ -95,6 +94,7 @@ class MechanismSpec:
     normaliser_words: Callable[[int, float], str] | None = None
     pair_normalisers: Callable[[int, float], tuple] | None = None
     not_sgm: Callable[[tuple], str] | None = None
+    sgm_words: str | None = None
     guarantee: Callable | str | None = None
     upper: Callable | str | None = None
     rounds_upper: Callable | str | None = None
@@ -182,15 +182,6 @@ def _floors(N: int, q: float) -> tuple[int, int]:
     return int(N * q), int((N + 1) * q)
 
 
-def _lazy(target: str, **bound) -> Callable:
-    """``module:function`` called with ``bound`` keywords added, its module imported on the first call."""
-    def call(*args, **kwargs):
-        module, name = target.split(":")
-        return getattr(importlib.import_module(module), name)(*args, **bound, **kwargs)
-    call.__qualname__ = call.__name__ = target.split(":")[1]
-    return call
-
-
 _G = "paperlib.mechanisms.guarantees:"
 _M = "paperlib.mechanisms.multiround:"
 _A = "paperlib.mechanisms.attacks:"
@@ -198,6 +189,7 @@ _A = "paperlib.mechanisms.attacks:"
 register_mechanism(MechanismSpec(
     name="sgm", title="SGM", rule="1", description="the Subsampled Gaussian Mechanism: the noisy sum, not normalised",
     fixed_normaliser=_one, sgm_always=True,
+    sgm_words="loss_reduction='sum': the noisy sum is not normalised, SGM",
     normaliser_words=lambda N, q: "nothing (noisy sum)",
     pair_normalisers=lambda N, q: ("1 (sum)", "1 (sum)"),
     guarantee=_G + "sgm_guarantee", upper=_G + "sgm_guarantee", rounds_upper=_M + "sgm_rounds_upper_bound",
@@ -211,7 +203,7 @@ register_mechanism(MechanismSpec(
     pair_normalisers=lambda N, q: (N * q, (N + 1) * q),
     not_sgm=lambda K: "EASGM divides by N q, which differs between the two datasets: not SGM",
     guarantee=_G + "easgm_guarantee", upper=_G + "easgm_upper_bound", rounds_upper=_M + "easgm_rounds_upper",
-    clt="3.13", attack=_lazy(_A + "scale_attack_for", mechanism="easgm"),
+    clt="3.13", attack=_A + "scale_attack_for",
     scale_ratio=lambda N, q: (float(N), f"N q = {N * q:g} and (N + 1) q = {(N + 1) * q:g}")))
 
 
@@ -229,7 +221,7 @@ register_mechanism(MechanismSpec(
     not_sgm=lambda K: f"FEASGM divides by {K[0]} and {K[1]}: not SGM",
     guarantee=_G + "feasgm_guarantee", upper=_G + "feasgm_upper_bound",
     rounds_upper=_M + "feasgm_rounds_upper_bound", clt="A.7",
-    attack=_lazy(_A + "scale_attack_for", mechanism="feasgm"),
+    attack=_A + "scale_attack_for",
     scale_ratio=_feasgm_scale))
 
 register_mechanism(MechanismSpec(

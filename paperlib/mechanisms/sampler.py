@@ -73,7 +73,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.fdp.validation import check_int, check_positive, check_rate
 
 __all__ = [
@@ -181,7 +181,7 @@ def _rows_for(vectors: torch.Tensor, dataset: str) -> torch.Tensor:
 def _divisor_draw(mechanism, m: int, N_data: int, q: float, generator: torch.Generator, device):
     """DPSUR's separate Poisson(q) draw ``B'`` of each of ``m`` trials, drawn right after the batch masks
     (``None`` for the other mechanisms, which draw nothing more)."""
-    if not Mechanism.parse(mechanism, tuple(Mechanism)).draws_divisor:
+    if not Mechanism.parse(mechanism, ANY).draws_divisor:
         return None
     return torch.rand((m, N_data), generator=generator, device=device, dtype=torch.float64) < q
 
@@ -198,7 +198,7 @@ def apply_round(mechanism: str, clipped_rows: torch.Tensor, masks: torch.Tensor,
     size is the divisor (``N_data q`` when empty) and a trial with an empty batch releases 0
     (no step; ``algorithm/DPSUR.py:145-146``, ``train_with_dp.py:16``).
     """
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     N_data = clipped_rows.shape[0]
     # sigma C noise + masks @ rows in one pass (the sum of the kept clipped rows, plus noise)
     noisy = torch.addmm(noise.to(clipped_rows.dtype), masks.to(clipped_rows.dtype), clipped_rows, beta=sigma * C)
@@ -233,7 +233,7 @@ def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Te
     ``vectors_rows`` (N_data, n) *unclipped*. Loops over trials and records. ``divisor_masks``
     as in :func:`apply_round` (DPSUR's separate draw, counted record by record here).
     """
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     _divisor(mech, vectors_rows.shape[0], masks, divisor_masks, q)  # validates divisor_masks
     trials = masks.shape[0]
     N_data, n = vectors_rows.shape
@@ -257,7 +257,7 @@ def apply_round_loop(mechanism: str, vectors_rows: torch.Tensor, masks: torch.Te
 
 
 def _prepare(mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype):
-    mechanism = Mechanism.parse(mechanism, tuple(Mechanism))
+    mechanism = Mechanism.parse(mechanism, ANY)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
     C = check_positive(C, "C")
@@ -312,7 +312,7 @@ def iter_samples(
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, ANY).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     clipped = clip(rows, C)
     if chunk_size is None:
@@ -361,7 +361,7 @@ def sample_loop(mechanism: str, vectors, q: float, sigma: float, C: float, datas
         mechanism, vectors, q, sigma, C, dataset, trials, generator, device, dtype
     )
     N_data, n = rows.shape
-    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, ANY).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     out = torch.empty((trials, n), dtype=dtype, device=device)
     bs = torch.empty(trials, dtype=torch.int64, device=device)
@@ -447,7 +447,7 @@ def apply_round_projected(mechanism: str, row_coords: torch.Tensor, masks: torch
     :func:`apply_round` output for the same draws (``divisor_masks`` as there: DPSUR's
     separate draw; an empty batch gives coordinates and residual 0).
     """
-    mech = Mechanism.parse(mechanism, tuple(Mechanism))
+    mech = Mechanism.parse(mechanism, ANY)
     N_data = row_coords.shape[0]
     dt = row_coords.dtype
     sc = sigma * C
@@ -504,7 +504,7 @@ def iter_projected(
     clipped = clip(rows, C)
     basis = _check_basis(basis, clipped, C, device, dtype)
     r = basis.shape[1]
-    if Mechanism.parse(mechanism, tuple(Mechanism)).divides_by_zero(N_data, q):
+    if Mechanism.parse(mechanism, ANY).divides_by_zero(N_data, q):
         _warn_zero(mechanism, N_data, q)
     row_coords = clipped @ basis  # (N_data, r)
     if chunk_size is None:

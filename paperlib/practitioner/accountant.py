@@ -129,7 +129,7 @@ class CertifiedAccountant(IAccountant):
     def mechanism(cls) -> str:
         return "certified"
 
-    def _report(self, delta: float) -> dict | None:
+    def _report(self, delta: float):
         if not self.history:
             return None
         pairs = {(s, q) for s, q, _ in self.history}
@@ -151,8 +151,8 @@ class CertifiedAccountant(IAccountant):
                                        divisor=self.divisor, poisson=True, delta=delta, accountant=self.accountant,
                                        assume_release=self.assume_release, allow_large=self.allow_large)
             report = check(run, self.pld_options)
-            report["notes"] += how
-            report["inputs"]["batch_size"] = self.batch_size
+            report.notes += how
+            report.inputs["batch_size"] = self.batch_size
             self._cache = {key: report}
         self._last = self._cache[key]
         return self._last
@@ -164,9 +164,11 @@ class CertifiedAccountant(IAccountant):
         r = self._report(delta)
         if r is None:
             return 0.0
-        eps = r["epsilon_certified"]
+        eps = r.epsilon_certified
         return float(eps) if eps is not None else math.inf
 
-    def last_report(self) -> dict | None:
-        """The full report (:func:`paperlib.practitioner.check.check_run`) behind the last :meth:`get_epsilon`."""
+    def last_report(self):
+        """The full report (a :class:`~paperlib.practitioner.report.CheckReport`, as
+        :func:`paperlib.practitioner.check.check_run` returns) behind the last :meth:`get_epsilon`; None before any
+        step."""
         return self._last

@@ -4,7 +4,7 @@
 or DPSUR; dataset size, batch size or sample rate, epochs or steps, noise multiplier, number of
 trainable parameters, ``loss_reduction``, the divisor, Poisson sampling, delta, the accountant
 their run printed), makes one validated :class:`~paperlib.practitioner.run.Run` of them, and
-returns one report (a dict) that ``python -m paperlib check``, :func:`check_opacus` (a live
+returns one typed report (:class:`~paperlib.practitioner.report.CheckReport`) that ``python -m paperlib check``, :func:`check_opacus` (a live
 ``PrivacyEngine``), :class:`~paperlib.practitioner.accountant.CertifiedAccountant` and the
 practitioner's book page share. :func:`format_statement` writes it as a short statement in the
 manner of TF Privacy's ``compute_dp_sgd_privacy_statement``.
@@ -38,10 +38,11 @@ from __future__ import annotations
 import math
 import time
 
-from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool, trusted
+from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool
 from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
 from paperlib.practitioner.releases import floors_agree_on_neighbours
+from paperlib.practitioner.report import INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict
 from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
 
 __all__ = ["check_run", "check", "check_opacus", "format_statement", "summary", "FIX_NAME"]
@@ -62,7 +63,8 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
               noise_multiplier: float, n_params: int, loss_reduction: str = "mean", poisson: bool | None = None,
               delta: float = 1e-5, accountant: str | None = None, drop_last: bool = False,
               charged_rate: bool = False, implementation: str = "opacus", divisor: str = "release",
-              assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None) -> dict:
+              assume_release: bool = False, allow_large: bool = False, mechanism: str | None = None,
+              pld_options: dict | None = None) -> CheckReport:
     """What a DP-SGD run claims and what it is certified to give (module docstring; THEORY.md §10, §11).
 
     The mechanism from paper Table 2 (the stored code audit), the claim from the release's
@@ -75,17 +77,11 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
 
     Returns
     -------
-    dict (JSON-serialisable): ``inputs``; ``implementation``, ``release`` (name), ``release_assumed``
-    (None, or why the rule is assumed); ``mechanism`` (a :class:`~paperlib.mechanisms.core.Mechanism`,
-    its name in JSON), ``mechanism_note``; ``sample_rate``, ``accountant_sample_rate``,
-    ``sample_rate_rule``, ``steps_per_epoch``, ``steps``, ``normaliser``; ``claim``
-    (``accountant``, ``epsilon``, ``accountant_error``, ``source``), ``claimed_epsilon``;
-    ``neighbours`` (list: removal, addition; each with ``sizes``, ``normalisers``, ``verdict`` in
-    {stands, holds, refuted, unresolved, not covered}, ``claim_stands``, ``epsilon_certified`` and its
-    bracket and error, ``epsilon_forced`` and its bracket, ``forced_method``, ``forced_is_attack``,
-    ``sentence``); ``epsilon_certified`` (the larger over the neighbours, None when one is not
-    computed), ``epsilon_forced`` (the larger), ``interval``, ``claim_stands`` (both neighbours),
-    ``remedies`` (list of strings), ``summary``, ``notes``, ``seconds``.
+    A :class:`~paperlib.practitioner.report.CheckReport` (``to_json()`` for a dict): the settings and the
+    rates, the claim, one :class:`~paperlib.practitioner.report.NeighbourVerdict` per neighbour (removal,
+    addition: verdict in {stands, holds, refuted, unresolved, not covered}, certified and forced epsilon with
+    their brackets, the attack, a sentence), the run's certified and forced epsilon, ``claim_stands``,
+    ``remedies``, ``summary``, ``notes``, ``seconds``.
 
     Raises ValueError (TypeError for a boolean that is not one) with one line naming the setting.
     """
@@ -96,36 +92,33 @@ def check_run(opacus_version: str | None = None, dataset_size: int | None = None
               implementation=implementation, opacus_version=opacus_version, batch_size=batch_size,
               sample_rate=sample_rate, epochs=epochs, steps=steps, loss_reduction=loss_reduction, divisor=divisor,
               poisson=poisson, delta=delta, accountant=accountant, drop_last=drop_last, charged_rate=charged_rate,
-              assume_release=assume_release, allow_large=allow_large)
+              assume_release=assume_release, allow_large=allow_large, mechanism=mechanism)
     return check(run, pld_options)
 
 
-def check(run: Run, pld_options: dict | None = None) -> dict:
+def check(run: Run, pld_options: dict | None = None) -> CheckReport:
     """The report of :func:`check_run` for a validated :class:`~paperlib.practitioner.run.Run`.
 
-    Its settings are not checked again: the library runs inside
-    :func:`~paperlib.fdp.validation.trusted`.
+    Its settings are not checked again: each neighbouring pair's computations take the pair's
+    :class:`~paperlib.mechanisms.setting.Setting`, made once by :meth:`~paperlib.practitioner.run.Run.neighbours`.
     """
     t0 = time.perf_counter()
-    with trusted():
-        report = _report(run, dict(pld_options or {}))
-    report["seconds"] = time.perf_counter() - t0
+    report = _report(run, dict(pld_options or {}))
+    report.seconds = time.perf_counter() - t0
     return report
 
 
 _NAMES = {"sigma": "noise_multiplier", "rounds": "steps", "override": "allow_large=True"}
 
 
-def _claim(run: Run) -> dict:
+def _claim(run: Run) -> Claim:
     acc, rel = run.claim_accountant, run.release
     eps = sgm_claim_epsilon(run.q_account, run.noise_multiplier, rounds=run.rounds, delta=run.delta, accountant=acc,
                             conversion=rel.rdp_conversion, orders=rel.rdp_orders, allow_large=run.allow_large,
                             names=_NAMES)
-    claim = {"accountant": acc, "epsilon": max(eps, 0.0), "accountant_error": 0.01 if acc == "prv" else None,
-             "source": rel.claim_source(acc)}
-    if eps < 0:  # the conversion's bound below 0 still means (0, delta)-DP
-        claim["conversion_value"] = eps
-    return claim
+    # the conversion's bound below 0 still means (0, delta)-DP: shown as 0, its value kept
+    return Claim(accountant=acc, epsilon=max(eps, 0.0), accountant_error=0.01 if acc == "prv" else None,
+                 source=rel.claim_source(acc), conversion_value=eps if eps < 0 else None)
 
 
 def _normaliser(run: Run) -> str:
@@ -134,32 +127,21 @@ def _normaliser(run: Run) -> str:
     return run.mechanism.spec.normaliser_words(run.dataset_size, run.q_account)
 
 
-def _report(run: Run, opts: dict) -> dict:
+def _report(run: Run, opts: dict) -> CheckReport:
     claim = _claim(run)
-    eps_claim = claim["epsilon"]
-    report = {
-        "command": "check", "inputs": run.inputs(), "implementation": run.implementation,
-        "release": run.release.name, "release_assumed": run.release.assumed,
-        "mechanism": run.mechanism, "mechanism_note": run.mechanism_note,
-        "sample_rate": run.q_sample, "accountant_sample_rate": run.q_account, "sample_rate_rule": run.sample_rate_rule,
-        "steps_per_epoch": run.steps_per_epoch, "steps": run.rounds, "normaliser": _normaliser(run),
-        "delta": run.delta, "claim": claim, "claimed_epsilon": eps_claim,
-    }
-    neighbours = []
+    report = CheckReport(
+        inputs=run.inputs(), implementation=run.implementation, release=run.release.name,
+        release_assumed=run.release.assumed, mechanism=run.mechanism, mechanism_note=run.mechanism_note,
+        sample_rate=run.q_sample, accountant_sample_rate=run.q_account, sample_rate_rule=run.sample_rate_rule,
+        steps_per_epoch=run.steps_per_epoch, steps=run.rounds, normaliser=_normaliser(run), delta=run.delta,
+        claim=claim)
     for pair in run.neighbours():
         e = _neighbour(run, pair, opts)
-        _verdict(e, eps_claim)
-        neighbours.append(e)
-    report["neighbours"] = neighbours
-    certs = [e.get("epsilon_certified") for e in neighbours]
-    forced = [e["epsilon_forced"] for e in neighbours if e.get("epsilon_forced") is not None]
-    report["epsilon_certified"] = max(certs) if all(c is not None for c in certs) else None
-    report["epsilon_forced"] = max(forced) if forced else None
-    report["interval"] = [report["epsilon_forced"], report["epsilon_certified"]]
-    report["claim_stands"] = all(e["claim_stands"] for e in neighbours)
-    report["remedies"] = _remedies(run, neighbours)
-    report["notes"] = _notes(run, neighbours, claim)
-    report["summary"] = summary(eps_claim, [(e["name"], e["verdict"]) for e in neighbours])
+        _verdict(e, claim.epsilon)
+        report.neighbours.append(e)
+    report.remedies = _remedies(run, report.neighbours)
+    report.notes = _notes(run, report.neighbours, claim)
+    report.summary = summary(claim.epsilon, [(e.name, e.verdict) for e in report.neighbours])
     return report
 
 
@@ -180,78 +162,70 @@ def summary(claimed: float, verdicts) -> str:
             "it, and no analysis certifies it either.")
 
 
-def _notes(run: Run, neighbours: list, claim: dict) -> list[str]:
+def _notes(run: Run, neighbours: list, claim: Claim) -> list[str]:
     notes = []
     if run.release.assumed:
         notes.append(run.release.assumed + " (assume_release)")
     if not math.isclose(run.q_sample, run.q_account, rel_tol=_RATE_RTOL, abs_tol=0.0):
         notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant {run.q_account:.6g} (int(1/q) < "
                      "1/q in floating point): the claim and the certified numbers use the charged rate")
-    if run.mechanism.spec.floors is not None and any(e.get("floors_agree") for e in neighbours) \
+    if run.mechanism.spec.floors is not None and any(e.floors_agree for e in neighbours) \
             and run.batch_size is not None and run.sample_rate is None and run.dataset_size % run.batch_size:
         notes.append(f"Opacus 1.x samples at 1/len(data_loader) = 1/{round(1 / run.q_sample)}, not batch/N: N q is not "
                      "an integer here, so int(N q) can agree on both datasets")
-    if "conversion_value" in claim:
-        notes.append(f"the accountant's RDP conversion gives {claim['conversion_value']:.4g} < 0 at this delta: the "
+    if claim.conversion_value is not None:
+        notes.append(f"the accountant's RDP conversion gives {claim.conversion_value:.4g} < 0 at this delta: the "
                      "claim is (0, delta)-DP, shown as 0")
     return notes
 
 
-def _why(run: Run, entry: dict) -> str:
-    spec, K = run.mechanism.spec, entry["normalisers"]
+def _why(run: Run, entry: NeighbourVerdict) -> str:
+    spec, K = run.mechanism.spec, entry.normalisers
     if spec.sgm_always:
-        return ("the noisy sum is divided by a public constant: SGM" if run.divisor == "public" else
-                "loss_reduction='sum': the noisy sum is not normalised, SGM")
-    if entry["sgm"]:
+        return "the noisy sum is divided by a public constant: SGM" if run.divisor == "public" else spec.sgm_words
+    if entry.sgm:
         return f"both datasets divide by int(N q) = {K[0]}: post-processing of SGM"
     return spec.not_sgm(K)
 
 
-def _neighbour(run: Run, pair: Neighbour, opts: dict) -> dict:
+def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
     """One neighbouring pair (:meth:`Run.neighbours`): its rates, normalisers, certified and forced epsilon."""
-    name, small = pair.name, pair.sizes[0]
-    entry = {"name": name, "sizes": list(pair.sizes),
-             "description": "D_train minus one record vs D_train" if name == "removal"
-             else "D_train vs D_train plus one record",
-             "sample_rates": list(pair.sample_rates)}
-    if pair.normalisers is not None:
-        entry["normalisers"] = list(pair.normalisers)
+    name = pair.name
+    entry = NeighbourVerdict(name=name, sizes=list(pair.sizes),
+                             description="D_train minus one record vs D_train" if name == "removal"
+                             else "D_train vs D_train plus one record",
+                             sample_rates=list(pair.sample_rates),
+                             normalisers=None if pair.normalisers is None else list(pair.normalisers))
     if pair.not_covered:
-        entry.update(sgm=False, epsilon_certified=None, epsilon_forced=None, not_covered=True, why=pair.not_covered)
+        entry.computed, entry.not_covered, entry.why = "not covered", True, pair.not_covered
         return entry
-    if pair.floors_agree is not None:
-        entry["floors_agree"] = pair.floors_agree
-    entry["sgm"] = pair.sgm
-    entry["why"] = _why(run, entry)
-    q, m = pair.rate, run.mechanism
+    entry.floors_agree, entry.sgm = pair.floors_agree, pair.sgm
+    entry.why = _why(run, entry)
+    m, setting = run.mechanism, pair.setting
     qs_a, qa_a = pair.sample_rates[0], pair.charged_rates[0]
-    sigma, n, T, delta = run.noise_multiplier, run.n_params, run.rounds, run.delta
     try:
-        r = certified_interval(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
+        r = certified_interval(setting, **opts)
     except ValueError as exc:
         # no certificate here (the mechanism's is not available, or numerics out of range): the forced end alone
         msg = str(exc).splitlines()[0]
         if not m.spec.paper:
             msg = f"no certificate of {m.spec.title}'s rule is available in this paperlib ({msg})"
-        entry.update(epsilon_certified=None, certified_error=msg)
-        entry["why"] += f"; certified epsilon not computed: {msg}"
+        entry.computed, entry.certified_error = "no certificate", msg
+        entry.why += f"; certified epsilon not computed: {msg}"
         try:
-            fr = forced_epsilon(m, small, q, sigma, n, rounds=T, delta=delta, **opts)
-            entry.update(epsilon_forced=fr["epsilon_forced"], epsilon_forced_bracket=fr["epsilon_forced_bracket"],
-                         forced_method=fr["forced_method"], forced_attack=fr.get("forced_attack"),
-                         forced_is_attack=_is_attack(fr))
+            fr = forced_epsilon(setting, **opts)
+            entry.epsilon_forced, entry.epsilon_forced_bracket = fr["epsilon_forced"], fr["epsilon_forced_bracket"]
+            entry.forced_method, entry.forced_attack = fr["forced_method"], fr.get("forced_attack")
+            entry.forced_is_attack = _is_attack(fr)
         except ValueError:
-            entry["epsilon_forced"] = None
+            entry.epsilon_forced = None
         return entry
-    for k in ("epsilon_certified", "epsilon_certified_bracket", "certified_accounting_error", "epsilon_forced",
-              "epsilon_forced_bracket", "forced_accounting_error", "forced_method", "forced_attack", "certified_method",
-              "accuracy_met", "certified_label", "forced_label", "case", "statement"):
-        if k in r:
-            entry[k] = r[k]
-    entry["forced_is_attack"] = _is_attack(r)
+    for k in INTERVAL_FIELDS:
+        setattr(entry, k, r.get(k))
+    entry.forced_is_attack = _is_attack(r)
     if not math.isclose(qs_a, qa_a, rel_tol=_RATE_RTOL, abs_tol=0.0):
-        entry["note"] = (f"the loader samples at {qs_a:.6g} but Opacus charges and normalises with {qa_a:.6g} "
-                         "(int(1/q) < 1/q in floating point); the certified numbers use the charged rate")
+        entry.note = (f"the loader samples at {qs_a:.6g} but Opacus charges and normalises with {qa_a:.6g} "
+                      "(int(1/q) < 1/q in floating point); the certified numbers use the charged rate")
     return entry
 
 
@@ -263,52 +237,53 @@ def _is_attack(r: dict) -> bool:
     return r.get("forced_method") in _ATTACK_METHODS
 
 
-def _attack_name(entry: dict) -> str:
+def _attack_name(entry: NeighbourVerdict) -> str:
     """The named attack behind the forced end (``forced_attack['name']``), else its method, for a sentence."""
-    att = entry.get("forced_attack")
+    att = entry.forced_attack
     if isinstance(att, dict) and att.get("name"):
         return f"the attack '{att['name']}'"
-    return f"a real attack ({entry.get('forced_method', 'named in the report')})"
+    return f"a real attack ({entry.forced_method or 'named in the report'})"
 
 
-def _verdict(entry: dict, claim: float) -> None:
-    """Fill ``verdict``, ``sentence`` and ``claim_stands`` of a neighbour entry (module docstring)."""
-    c, f = entry.get("epsilon_certified"), entry.get("epsilon_forced")
-    attack = bool(entry.get("forced_is_attack"))
-    sizes = "{:,} vs {:,}".format(*entry["sizes"])
-    head = f"{entry['name']} ({sizes})"
-    if entry.get("sgm") and c is not None:
-        verdict, sentence = "stands", f"{head}: the SGM claim stands ({entry['why']})."
+def _verdict(entry: NeighbourVerdict, claim: float) -> None:
+    """Fill ``verdict``, ``sentence`` and ``claim_stands`` of a neighbour's verdict (module docstring)."""
+    c, f = entry.epsilon_certified, entry.epsilon_forced
+    attack = bool(entry.forced_is_attack)
+    sizes = "{:,} vs {:,}".format(*entry.sizes)
+    head = f"{entry.name} ({sizes})"
+    why = entry.why
+    if entry.sgm and c is not None:
+        verdict, sentence = "stands", f"{head}: the SGM claim stands ({why})."
     elif c is not None and c <= claim:
         verdict, sentence = "holds", (f"{head}: the claim holds: certified epsilon {c:.4g} <= claimed {claim:.4g} "
-                                      f"({entry['why']}).")
+                                      f"({why}).")
     elif f is not None and attack and f > claim:
         verdict = "refuted"
         by = _attack_name(entry)
         if c is None:
             sentence = (f"{head}: claim refuted: {by} forces epsilon >= {f:.4g} > {claim:.4g}; certified "
-                        f"epsilon not computed ({entry['why']}).")
+                        f"epsilon not computed ({why}).")
         else:
             sentence = (f"{head}: claim refuted: {by} forces epsilon >= {f:.4g} > claimed {claim:.4g}, so no "
-                        f"analysis of this mechanism can certify the claim (certified {c:.4g}; {entry['why']}).")
-    elif entry.get("not_covered"):
-        verdict, sentence = "not covered", f"{head}: not covered: {entry['why']}."
+                        f"analysis of this mechanism can certify the claim (certified {c:.4g}; {why}).")
+    elif entry.not_covered:
+        verdict, sentence = "not covered", f"{head}: not covered: {why}."
     elif c is None:
-        verdict, sentence = "unresolved", f"{head}: claim not certified: {entry['why']}."
+        verdict, sentence = "unresolved", f"{head}: claim not certified: {why}."
     else:
         lower = (f"{_attack_name(entry)} forces only {f:.4g}" if attack else
                  f"the lower end {_f(f)} is an upper bound of the index-revealed guarantee, not an attack")
         verdict, sentence = "unresolved", (f"{head}: claim not certified: the run is certified at {c:.4g} > claimed "
-                                           f"{claim:.4g}, and {lower} ({entry['why']}).")
-    entry["verdict"], entry["sentence"] = verdict, sentence
-    entry["claim_stands"] = verdict in ("stands", "holds")
+                                           f"{claim:.4g}, and {lower} ({why}).")
+    entry.verdict, entry.sentence = verdict, sentence
+    entry.claim_stands = verdict in ("stands", "holds")
 
 
 def _remedies(run: Run, neighbours: list) -> list[str]:
-    if all(e.get("claim_stands") for e in neighbours):
+    if all(e.claim_stands for e in neighbours):
         return []
     out = []
-    if any(e.get("not_covered") and "different sampling rate" in e.get("why", "") for e in neighbours):
+    if any(e.not_covered and "different sampling rate" in e.why for e in neighbours):
         out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
                    "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
     if run.mechanism.spec.skips_empty_batch:
@@ -343,51 +318,52 @@ def _f(x, digits=4):
     return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
 
 
-def format_statement(report: dict, width: int = 88) -> str:
-    """The report as a short statement (plain text, lines of at most about ``width`` characters)."""
+def format_statement(report: CheckReport, width: int = 88) -> str:
+    """The report (a :class:`~paperlib.practitioner.report.CheckReport`) as a short statement (plain text, lines
+    of at most about ``width`` characters)."""
     import textwrap
 
-    r, i = report, report["inputs"]
+    r, i = report, report.inputs
     wrap = lambda s: textwrap.fill(s, width)  # noqa: E731
     how = (f"batch size {i['batch_size']:,}" if i["batch_size"] is not None else f"sample rate {i['sample_rate']:g}")
     code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
             + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
-            if r.get("implementation", "opacus") == "opacus" else f"{r['release']} (Poisson sampling)")
+            if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
     lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
-                  f"{r['sample_rate']:.6g}, {r['steps']:,} steps"
-                  + (f" ({i['epochs']} epochs of {r['steps_per_epoch']:,})" if i["epochs"] else "")
+                  f"{r.sample_rate:.6g}, {r.steps:,} steps"
+                  + (f" ({i['epochs']} epochs of {r.steps_per_epoch:,})" if i["epochs"] else "")
                   + f", noise multiplier {i['noise_multiplier']:g}, {i['n_params']:,} trainable parameters."),
-             wrap(f"Mechanism run: {str(r['mechanism']).upper()} ({r['mechanism_note']}); it divides by "
-                  f"{r['normaliser']}."),
+             wrap(f"Mechanism run: {r.mechanism.title} ({r.mechanism_note}); it divides by "
+                  f"{r.normaliser}."),
              "",
-             wrap(f"Claimed: epsilon = {_f(r['claimed_epsilon'])} at delta = {r['delta']:g} "
-                  f"({r['claim']['source']}; the SGM analysis)."),
+             wrap(f"Claimed: epsilon = {_f(r.claimed_epsilon)} at delta = {r.delta:g} "
+                  f"({r.claim.source}; the SGM analysis)."),
              "",
              f"{'neighbour':<10}{'sizes':<17}{'claim':<13}{'certified eps':<15}{'[forced, certified]'}"]
-    if r.get("release_assumed"):
-        lines.insert(2, wrap(f"Release rule ASSUMED: {r['release_assumed']}."))
-    for e in r["neighbours"]:
-        c = e.get("epsilon_certified")
-        cs = _f(c) + (f" ±{e['certified_accounting_error']:.2g}" if c is not None and
-                      e.get("certified_accounting_error") else "")
-        lines.append(f"{e['name']:<10}{'{:,}/{:,}'.format(*e['sizes']):<17}{e['verdict'].upper():<13}{cs:<15}"
-                     f"[{_f(e.get('epsilon_forced'))}, {_f(c)}]")
+    if r.release_assumed:
+        lines.insert(2, wrap(f"Release rule ASSUMED: {r.release_assumed}."))
+    for e in r.neighbours:
+        c = e.epsilon_certified
+        cs = _f(c) + (f" ±{e.certified_accounting_error:.2g}" if c is not None and
+                      e.certified_accounting_error else "")
+        lines.append(f"{e.name:<10}{'{:,}/{:,}'.format(*e.sizes):<17}{e.verdict.upper():<13}{cs:<15}"
+                     f"[{_f(e.epsilon_forced)}, {_f(c)}]")
     lines.append("")
-    for e in r["neighbours"]:
-        lines.append(wrap(e["sentence"]))
+    for e in r.neighbours:
+        lines.append(wrap(e.sentence))
     lines.append("")
-    if r["epsilon_certified"] is not None:
-        attacks = all(e.get("forced_is_attack") for e in r["neighbours"])
-        lower = (f"a named attack forces epsilon >= {_f(r['epsilon_forced'])} on it" if attacks else
-                 f"the lower end {_f(r['epsilon_forced'])} is not forced by an attack")
-        lines.append(wrap(f"The mechanism you ran is ({_f(r['epsilon_certified'])}, {r['delta']:g})-DP for "
+    if r.epsilon_certified is not None:
+        attacks = all(e.forced_is_attack for e in r.neighbours)
+        lower = (f"a named attack forces epsilon >= {_f(r.epsilon_forced)} on it" if attacks else
+                 f"the lower end {_f(r.epsilon_forced)} is not forced by an attack")
+        lines.append(wrap(f"The mechanism you ran is ({_f(r.epsilon_certified)}, {r.delta:g})-DP for "
                           f"add/remove neighbours (certified, PLD upper end); {lower}."))
-    lines.append(wrap(r["summary"]))
-    if r["remedies"]:
+    lines.append(wrap(r.summary))
+    if r.remedies:
         lines.append("To make the claim hold:")
-        for m in r["remedies"]:
+        for m in r.remedies:
             lines.append(textwrap.fill(m, width, initial_indent="  - ", subsequent_indent="    "))
-    for note in r["notes"]:
+    for note in r.notes:
         lines.append(wrap("Note: " + note))
     return "\n".join(lines)
 
@@ -425,7 +401,7 @@ def _opacus_objects(privacy_engine, optimizer, data_loader, model):
 def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None = None, delta: float,
                  model=None, steps: int | None = None, accountant: str | None = None,
                  batch_size: int | None = None, drop_last: bool = False,
-                 allow_large: bool = False, pld_options: dict | None = None) -> dict:
+                 allow_large: bool = False, pld_options: dict | None = None) -> CheckReport:
     """:func:`check_run` for a live Opacus 1.x run (the objects ``make_private`` returned; THEORY.md §10, §11).
 
     Reads what Opacus holds: ``optimizer.noise_multiplier``, ``optimizer.loss_reduction``,
@@ -475,7 +451,7 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
                              "or a modified optimizer? a constant set by paperlib.practitioner.fix_normaliser is "
                              "recognised)")
     report = check(run, pld_options)
-    report["read_from_opacus"] = {"opacus_version": opacus.__version__, "dataset_size": N,
+    report.read_from_opacus = {"opacus_version": opacus.__version__, "dataset_size": N,
                                   "sample_rate": q_sample, "steps_per_epoch": len(data_loader),
                                   "expected_batch_size": int(optimizer.expected_batch_size),
                                   "fixed_divisor": public,
@@ -483,6 +459,6 @@ def check_opacus(privacy_engine, optimizer, data_loader, *, epochs: int | None =
                                   "loss_reduction": loss_reduction, "n_params": n,
                                   "accountant": accountant, "torch": torch.__version__}
     if batch_size is None and run.batch_size is not None:  # inferred: the report gives what was read
-        report["inputs"].update(batch_size=None, sample_rate=q_sample)
-    report["notes"] += how
+        report.inputs.update(batch_size=None, sample_rate=q_sample)
+    report.notes += how
     return report

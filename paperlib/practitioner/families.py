@@ -120,18 +120,17 @@ def _worst(verdicts) -> str:
     return min(verdicts, key=VERDICT_ORDER.index)
 
 
-def _summary(report: dict) -> dict:
-    """The numbers of one check report a row needs."""
-    by = {e["name"]: e for e in report["neighbours"]}
+def _summary(report) -> dict:
+    """The numbers of one check report (a :class:`~paperlib.practitioner.report.CheckReport`) a row needs."""
     # a neighbour that is not covered has no bracket: the others' still bound what they cover
-    certs = [e["epsilon_certified"] for e in report["neighbours"] if e.get("epsilon_certified") is not None]
-    return {"claimed": report["claimed_epsilon"], "accountant": report["claim"]["accountant"],
-            "certified": max(certs) if certs else None, "forced": report["epsilon_forced"],
-            "verdicts": {k: e["verdict"] for k, e in by.items()},
-            "verdict": _worst(e["verdict"] for e in report["neighbours"]),
-            "attack": next((e["forced_attack"]["name"] for e in report["neighbours"]
-                            if e.get("forced_is_attack") and isinstance(e.get("forced_attack"), dict)), None),
-            "mechanism": str(report["mechanism"]), "steps": report["steps"], "sample_rate": report["sample_rate"]}
+    certs = [e.epsilon_certified for e in report.neighbours if e.epsilon_certified is not None]
+    return {"claimed": report.claimed_epsilon, "accountant": report.claim.accountant,
+            "certified": max(certs) if certs else None, "forced": report.epsilon_forced,
+            "verdicts": {e.name: e.verdict for e in report.neighbours},
+            "verdict": _worst(e.verdict for e in report.neighbours),
+            "attack": next((e.forced_attack["name"] for e in report.neighbours
+                            if e.forced_is_attack and isinstance(e.forced_attack, dict)), None),
+            "mechanism": str(report.mechanism), "steps": report.steps, "sample_rate": report.sample_rate}
 
 
 def versus(x: float | None, ref: float, *, far: float = 10.0) -> str:
@@ -226,8 +225,8 @@ def dpsur_row(setting: dict | None = None, *, pld_options: dict | None = None) -
     report = check_run(implementation="dpsur", **opts, pld_options=pld_options)
     row = {"family": "dpsur", "label": "DPSUR (its own rule)", "setting": s.get("name", "DPSUR's defaults"),
            **_summary(report)}
-    sgm = certified_for_training_set(Mechanism.SGM, report["inputs"]["dataset_size"], report["sample_rate"],
-                                     s["noise_multiplier"], s["n_params"], rounds=report["steps"], delta=s["delta"],
+    sgm = certified_for_training_set(Mechanism.SGM, report.inputs["dataset_size"], report.sample_rate,
+                                     s["noise_multiplier"], s["n_params"], rounds=report.steps, delta=s["delta"],
                                      **(pld_options or {}))
     verdicts = {k: "stands" for k in ("removal", "addition")}  # SGM: the claim's own analysis applies
     row["fix"] = {"name": _DPSUR_FIX, "claimed": row["claimed"], "certified": sgm["epsilon_certified"],

@@ -6,9 +6,9 @@ accountant (:class:`~paperlib.practitioner.accountant.CertifiedAccountant`). Mak
 checks every setting once (one line naming it: ValueError, TypeError for a value of the wrong
 kind) and resolves what follows from it: the release and its rules
 (:mod:`~paperlib.practitioner.releases`), the :class:`~paperlib.mechanisms.core.Mechanism` that
-ran, the sampling and accounting rates, the number of steps and the accountant. The computing
-layers below take its fields and run inside :func:`paperlib.fdp.validation.trusted`: they do not
-check them again.
+ran, the sampling and accounting rates, the number of steps and the accountant. Its neighbouring
+pairs (:meth:`Run.neighbours`) carry one :class:`~paperlib.mechanisms.setting.Setting` each, made
+(and validated) once; the computing layers take it and do not check it again.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import math
 from dataclasses import dataclass, field
 
 from paperlib.fdp.validation import (ParameterError, check_bool, check_delta, check_int, check_positive,
-                                     check_rate, check_size, trusted)
-from paperlib.mechanisms.core import Mechanism
+                                     check_rate, check_size)
+from paperlib.mechanisms.core import ANY, Mechanism
+from paperlib.mechanisms.setting import Setting
 from paperlib.practitioner.releases import Release, dpsur_release, opacus1_rates, opacus_release
 
 __all__ = ["Run", "Neighbour", "live_opacus_run", "check_run_delta", "MAX_CHECK_STEPS", "IMPLEMENTATIONS",
@@ -75,9 +76,15 @@ class Run:
         ``IAccountant.step`` receives), used as given for sampling, accounting and the normaliser
     assume_release, allow_large : bool — accept a release outside the stored audit; compose more than
         :data:`MAX_CHECK_STEPS` steps and build a PRV grid above its memory limit
+    mechanism : None (default: the release's rule, with ``loss_reduction`` and ``divisor``) or the name of an
+        entry of the table of mechanisms (:mod:`~paperlib.mechanisms.registry`) that the code runs instead (a
+        modified optimizer; e.g. one registered with
+        :func:`~paperlib.mechanisms.registry.register_mechanism`); the release still sets the sampling rule
+        and the claim
 
     Attributes set when made: ``release`` (:class:`~paperlib.practitioner.releases.Release`),
-    ``mechanism`` (:class:`~paperlib.mechanisms.core.Mechanism`), ``mechanism_note``, ``q_sample``
+    ``mechanism`` (the :class:`~paperlib.mechanisms.core.Mechanism` that ran: the given one, else the release's
+    rule), ``given_mechanism`` (its name when given), ``mechanism_note``, ``q_sample``
     (the loader's Poisson rate), ``q_account`` (the rate charged and normalised with),
     ``steps_per_epoch``, ``sample_rate_rule``, ``rounds`` (``T``), ``claim_accountant``.
 
@@ -102,8 +109,9 @@ class Run:
     charged_rate: bool = False
     assume_release: bool = False
     allow_large: bool = False
+    mechanism: Mechanism | str | None = None
+    given_mechanism: str | None = field(init=False, compare=False)
     release: Release = field(init=False, compare=False)
-    mechanism: Mechanism = field(init=False, compare=False)
     mechanism_note: str = field(init=False, compare=False)
     q_sample: float = field(init=False, compare=False)
     q_account: float = field(init=False, compare=False)
@@ -126,6 +134,15 @@ class Run:
             self._set(poisson=check_bool(self.poisson, "poisson"))
         release = self._release()
         mech, note = release.mechanism_for(self.loss_reduction, self.divisor)
+        given = None
+        if self.mechanism is not None:  # the code runs another rule of the table (a modified optimizer)
+            if (self.loss_reduction, self.divisor) != ("mean", "release"):
+                raise ParameterError("mechanism",
+                                     "mechanism: give the rule your code runs, or loss_reduction='sum' / "
+                                     "divisor='public' (SGM), not both")
+            mech = Mechanism.parse(self.mechanism, ANY)
+            given, note = mech.value, f"given: {mech.spec.description}"
+        self._set(given_mechanism=given)
         N = check_int(self.dataset_size, "dataset_size", 2)
         self._set(dataset_size=N, release=release, mechanism=mech, mechanism_note=note)
         self._check_sizes(N)
@@ -133,9 +150,7 @@ class Run:
                   n_params=check_int(self.n_params, "n_params", 1))
         self._set(delta=check_run_delta(self.delta, N))
         self._check_accountant_and_sampling(release)
-        with trusted():  # every input above is checked: the rates follow from them
-            self._set(**dict(zip(("q_sample", "q_account", "steps_per_epoch", "sample_rate_rule"),
-                                 self.rates(N))))
+        self._set(**dict(zip(("q_sample", "q_account", "steps_per_epoch", "sample_rate_rule"), self.rates(N))))
         T = self.steps if self.steps is not None else self.epochs * self.steps_per_epoch
         check_size("steps", T, MAX_CHECK_STEPS, allow=self.allow_large, override="allow_large=True",
                    estimate="PLD grids that grow with the number of steps (under 10 s at 23,400 steps)")
@@ -231,13 +246,19 @@ class Run:
 
         Opacus 1.x with a batch size derives each dataset's rate from its own ``len(data_loader)``
         (:func:`~paperlib.practitioner.releases.opacus1_rates`); a given sample rate, Opacus 0.x and DPSUR
-        keep the training set's rate on both datasets (a fixed hyperparameter).
+        keep the training set's rate on both datasets (a fixed hyperparameter). Derived once per run (the
+        pairs, and their :class:`~paperlib.mechanisms.setting.Setting`, are kept).
         """
+        kept = self.__dict__.get("_neighbours")
+        if kept is not None:
+            return kept
         # 0.x and DPSUR: the rate is a fixed hyperparameter (batch_size / sample_size, typed by the user) on both
         # datasets; Opacus 1.x derives it from each dataset's own len(data_loader) unless a rate is given
         fixed = self.sample_rate if self.release.samples_per_loader else self.q_sample
-        return tuple(self._neighbour(name, small, fixed)
-                     for name, small in (("removal", self.dataset_size - 1), ("addition", self.dataset_size)))
+        pairs = tuple(self._neighbour(name, small, fixed)
+                      for name, small in (("removal", self.dataset_size - 1), ("addition", self.dataset_size)))
+        object.__setattr__(self, "_neighbours", pairs)
+        return pairs
 
     def _neighbour(self, name: str, small: int, fixed: float | None) -> "Neighbour":
         qs_a, qa_a, st_a, _ = self.rates(small, fixed)
@@ -262,8 +283,10 @@ class Run:
             normalisers = ("public", "public")
         else:
             normalisers = spec.pair_normalisers(small, q)
+        setting = Setting(self.mechanism, small, q, self.noise_multiplier, self.n_params, rounds=self.rounds,
+                          delta=self.delta, neighbour=name)
         return Neighbour(**common, normalisers=normalisers, floors_agree=floors_agree,
-                         sgm=spec.sgm_always or bool(floors_agree))
+                         sgm=spec.sgm_always or bool(floors_agree), setting=setting)
 
     def inputs(self) -> dict:
         """The settings as given (validated), for the report."""
@@ -272,7 +295,8 @@ class Run:
                 "epochs": self.epochs, "steps": self.steps, "noise_multiplier": self.noise_multiplier,
                 "n_params": self.n_params, "loss_reduction": self.loss_reduction, "divisor": self.divisor,
                 "poisson": True, "delta": self.delta, "accountant": self.claim_accountant,
-                "drop_last": self.drop_last}
+                "drop_last": self.drop_last, **({} if self.given_mechanism is None else
+                                                {"mechanism": self.given_mechanism})}
 
 
 @dataclass(frozen=True)
@@ -284,7 +308,9 @@ class Neighbour:
     ``not_covered``: why no analysis covers the pair (a different sampling rate per dataset, or a
     division by zero), else None. ``normalisers``: what the code divides by on each dataset (None when
     the rates differ). ``floors_agree``: FEASGM's ``int(N q)`` equal on both (None for other mechanisms).
-    ``sgm``: the pair's releases are post-processing of SGM's, so the SGM analysis applies.
+    ``sgm``: the pair's releases are post-processing of SGM's, so the SGM analysis applies. ``setting``:
+    the pair as the computing layers take it (:class:`~paperlib.mechanisms.setting.Setting`: the run's
+    mechanism, ``N'``, the charged rate, noise multiplier, parameters, steps, delta; None when not covered).
     """
 
     name: str
@@ -296,6 +322,7 @@ class Neighbour:
     floors_agree: bool | None = None
     sgm: bool = False
     not_covered: str | None = None
+    setting: Setting | None = None
 
     @property
     def rate(self) -> float:

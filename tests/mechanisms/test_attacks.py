@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from paperlib.mechanisms.setting import Setting
 from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.mechanisms import attacks as AT
 from paperlib.mechanisms import certified as CE
@@ -150,7 +151,7 @@ def test_dpsur_attack_cells_are_the_real_releases(N, q, sigma, n):
     ("feasgm", 199, 0.05, 2.0, 30, 10),  # floors 9 and 10
 ])
 def test_forced_never_above_certified(mech, N, q, sigma, n, T):
-    r = CE.certified_interval(mech, N, q, sigma, n, rounds=T, delta=DELTA)
+    r = CE.certified_interval(Setting(mech, N, q, sigma, n, rounds=T, delta=DELTA))
     f_lo, f_hi = r["epsilon_forced_bracket"]
     c_lo, c_hi = r["epsilon_certified_bracket"]
     assert 0 <= f_lo <= f_hi and f_lo <= c_hi and r["epsilon_forced"] == f_lo

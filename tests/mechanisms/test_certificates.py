@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
+from paperlib.mechanisms.setting import Setting
 from paperlib.mechanisms import certificates as CT
 from paperlib.mechanisms import certified as CE
 
@@ -156,7 +157,7 @@ def test_brute_force_detects_a_wrong_certificate():
 # the certificate's values
 # --------------------------------------------------------------------------------------
 def test_asgm_check_value_and_n_free():
-    lo, hi = CT.asgm_count_certificate(**ISSUE, rounds=1, rel_tol=1e-3).epsilon_bounds(DELTA)
+    lo, hi = CT.asgm_count_certificate(Setting("asgm", **ISSUE, n=1, rounds=1), rel_tol=1e-3).epsilon_bounds(DELTA)
     assert lo <= 1.1295 <= hi and hi - lo < 2e-3
     law = CT.asgm_count_law(**ISSUE)
     d_qp, d_pq = _cert_delta(law, np.array([1.1295]))
@@ -164,12 +165,12 @@ def test_asgm_check_value_and_n_free():
 
 
 def test_asgm_small_n_prefers_the_index_revealed_certificate():
-    r = CE.certified_interval("asgm", 3, 0.7, 2.0, 20, rounds=2, delta=DELTA)
+    r = CE.certified_interval(Setting("asgm", 3, 0.7, 2.0, 20, rounds=2, delta=DELTA))
     assert r["certified_method"] == CE.CERTIFICATES["index"]
     cands = r["certified_candidates"]
     assert cands[CE.CERTIFICATES["count"]][1] == math.inf  # q^(N+1) = 0.24 of infinite loss per round
     assert r["epsilon_certified"] == cands[CE.CERTIFICATES["index"]][1] < math.inf
-    r = CE.certified_interval("asgm", 60_000, 1 / 235, 1.1, 10**6, rounds=1, delta=DELTA)
+    r = CE.certified_interval(Setting("asgm", 60_000, 1 / 235, 1.1, 10**6, rounds=1, delta=DELTA))
     assert r["certified_method"] == CE.CERTIFICATES["count"] and r["epsilon_certified"] < 1.14
 
 
@@ -202,7 +203,7 @@ def test_monte_carlo_two_rounds_agrees_with_the_composition():
     rng = np.random.default_rng(7)
     lq = _asgm_two_rounds_llr(N, q, sigma, n, M, rng, True)
     lp = _asgm_two_rounds_llr(N, q, sigma, n, M, rng, False)
-    cert = CT.asgm_count_certificate(N, q, sigma, rounds=2, rel_tol=1e-3)
+    cert = CT.asgm_count_certificate(Setting("asgm", N, q, sigma, 1, rounds=2), rel_tol=1e-3)
     for e in (0.0, 0.5, 1.0, 1.5):
         a = -np.expm1(np.minimum(e - lq, 0.0))  # delta_QP = E_Q[(1 - e^{eps - L})_+]
         b = -np.expm1(np.minimum(e + lp, 0.0))  # delta_PQ = E_P[(1 - e^{eps + L})_+]
@@ -333,7 +334,7 @@ def test_acceptance_certified_epsilon_within_its_bracket_of_dp_accountings(T):
     T = 2,340: [6.71613, 6.71698], 6.71740 (rounded down/up at 5e-5: 6.6585 / 6.7755)."""
     ref_down, ref_up = _rounded_reference(ISSUE["N"], ISSUE["q"], ISSUE["sigma"], T, 1e-4)
     ref_cd = _connect_dots_reference(ISSUE["N"], ISSUE["q"], ISSUE["sigma"], T, 1e-3)
-    lo, hi = CT.asgm_count_certificate(**ISSUE, rounds=T).epsilon_bounds(DELTA)
+    lo, hi = CT.asgm_count_certificate(Setting("asgm", **ISSUE, n=1, rounds=T)).epsilon_bounds(DELTA)
     # validity: every lower end below every upper end (they all bracket the same truth)
     assert ref_down <= ref_cd and ref_down <= ref_up and lo <= ref_cd and lo <= ref_up and ref_down <= hi
     # accuracy: the certified epsilon is within its own bracket of the connect-the-dots value
@@ -391,7 +392,7 @@ def test_dpsur_release_never_exceeds_its_certificate(g):
 
 def test_dpsur_defaults_bracket_and_ratio():
     """DPSUR's defaults (batch 256 of MNIST's 60,000, sigma 1.23, 25,543 steps, 26,010 parameters)."""
-    r = CE.certified_interval("dpsur", 60_000, 256 / 60_000, 1.23, 26_010, rounds=25_543, delta=DELTA)
+    r = CE.certified_interval(Setting("dpsur", 60_000, 256 / 60_000, 1.23, 26_010, rounds=25_543, delta=DELTA))
     assert r["certified_method"] == CE.CERTIFICATES["dpsur"]
     assert 0 < r["epsilon_forced"] <= r["epsilon_certified"] <= 1.5 * r["epsilon_forced"]
     assert r["epsilon_certified"] / r["epsilon_forced"] < 1.02  # measured 1.006

@@ -19,6 +19,7 @@ import pytest
 from scipy import optimize, stats
 
 from conftest import run_cli
+from paperlib.mechanisms.setting import Setting
 from paperlib.fdp.chisquare import Chi2Pair
 from paperlib.mechanisms import certified as CE
 from paperlib.mechanisms import multiround as MR
@@ -41,7 +42,7 @@ DELTA = 1e-5
 ])
 def test_one_round_equals_the_one_round_guarantee(mech, N, q, sigma, n):
     exact = guarantee(mech, N, q, sigma, n).epsilon(DELTA)
-    c = CE.certified_guarantee(mech, N, q, sigma, n, rounds=1, certificate="index")  # ASGM: the §6 one
+    c = CE.certified_guarantee(Setting(mech, N, q, sigma, n, rounds=1), certificate="index")  # ASGM: the §6 one
     lo, hi = c.epsilon_bounds(DELTA)
     assert lo <= exact <= hi, (lo, exact, hi)
     assert hi - lo <= 0.01 * max(hi, 0.1) and c.epsilon(DELTA) == hi
@@ -54,9 +55,9 @@ def test_one_round_equals_the_one_round_guarantee(mech, N, q, sigma, n):
 
 
 def test_theory_check_value():
-    lo, hi = CE.certified_guarantee("easgm", 3, 0.5, 2.0, 20, rounds=1, rel_tol=1e-4).epsilon_bounds(DELTA)
+    lo, hi = CE.certified_guarantee(Setting("easgm", 3, 0.5, 2.0, 20, rounds=1), rel_tol=1e-4).epsilon_bounds(DELTA)
     assert lo <= 17.5441 <= hi and abs(hi - 17.545) < 2e-3
-    eps = [CE.certified_guarantee("easgm", 3, 0.5, 2.0, 20, rounds=T).epsilon(DELTA) for T in (1, 2, 5)]
+    eps = [CE.certified_guarantee(Setting("easgm", 3, 0.5, 2.0, 20, rounds=T)).epsilon(DELTA) for T in (1, 2, 5)]
     assert eps[0] < eps[1] < eps[2]  # larger as T grows
 
 
@@ -120,7 +121,7 @@ def _direct_bracket(mix, T: int, step: float, delta: float) -> tuple[float, floa
 def test_agrees_with_a_direct_convolution(mech, N, q, sigma, n, T, step):
     lo_d, hi_d = _direct_bracket(guarantee(mech, N, q, sigma, n), T, step, DELTA)
     assert hi_d - lo_d <= 0.01 * hi_d  # the reference itself is accurate to 1 %
-    lo, hi = CE.certified_guarantee(mech, N, q, sigma, n, rounds=T).epsilon_bounds(DELTA)
+    lo, hi = CE.certified_guarantee(Setting(mech, N, q, sigma, n, rounds=T)).epsilon_bounds(DELTA)
     assert lo <= hi_d and lo_d <= hi  # the two brackets overlap: both hold the truth
     assert abs(hi / hi_d - 1) < 0.01 and abs(hi / (0.5 * (lo_d + hi_d)) - 1) < 0.01
 
@@ -138,7 +139,7 @@ def test_monte_carlo_two_rounds_never_below_the_certified_curve(mech, N, q, sigm
     M = 200_000
     lp, lq = simulate_llr(mech, N, q, sigma, n, 2 * M, seed=20261201, reveal_index=reveal)
     sp, sq = lp[:M] + lp[M:], lq[:M] + lq[M:]  # two independent rounds: the log-likelihood ratios add
-    cert = CE.certified_guarantee(mech, N, q, sigma, n, rounds=2)
+    cert = CE.certified_guarantee(Setting(mech, N, q, sigma, n, rounds=2))
     levels = np.array([0.001, 0.01, 0.05, 0.1, 0.2, 0.4])
     cert.beta_bounds(levels)
     conf = 1e-4  # per one-sided limit; 24 limits in this test
@@ -158,7 +159,7 @@ def test_monte_carlo_two_rounds_never_below_the_certified_curve(mech, N, q, sigm
 # the interval, both neighbours, FEASGM cases
 # --------------------------------------------------------------------------------------
 def test_interval_forced_below_certified_and_exact_for_easgm():
-    r = CE.certified_interval("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)
+    r = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
     lo, hi = r["epsilon_certified_bracket"]
     assert r["epsilon_certified"] == hi and hi - lo <= 0.01 * hi and r["accuracy_met"]
     # the scale attack: all n = 1000 coordinates of all 50 rounds, both orders (not n - 1: 7.5749)
@@ -168,7 +169,7 @@ def test_interval_forced_below_certified_and_exact_for_easgm():
     assert r["epsilon_forced"] <= lo and r["forced_attack"]["gradients"].startswith("every clipped gradient 0")
     assert r["pair"] == [200, 201] and "forces epsilon >=" in r["statement"]
     assert r["certified_method"] == CE.CERTIFICATES["index"]
-    r = CE.certified_interval("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)
+    r = CE.certified_interval(Setting("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
     f_lo, f_hi = r["epsilon_forced_bracket"]
     c_lo, c_hi = r["epsilon_certified_bracket"]
     assert f_lo <= f_hi and f_lo <= c_hi and c_lo <= c_hi and r["certified_method"] == CE.CERTIFICATES["count"]
@@ -191,24 +192,24 @@ def test_training_set_neighbours_and_feasgm_floors():
 
 
 def test_sgm_certified_is_its_claim():
-    c = CE.certified_guarantee("sgm", 10, 0.01, 1.0, 5, rounds=100)
+    c = CE.certified_guarantee(Setting("sgm", 10, 0.01, 1.0, 5, rounds=100))
     assert c.epsilon_bounds(DELTA) == MR.sgm_claim_rounds(0.01, 1.0, rounds=100).epsilon_bounds(DELTA)
 
 
 def test_many_rounds_and_tiny_rates():
-    r = CE.certified_interval("easgm", 1000, 0.01, 1.0, 100, rounds=10_000, delta=DELTA)
+    r = CE.certified_interval(Setting("easgm", 1000, 0.01, 1.0, 100, rounds=10_000, delta=DELTA))
     lo, hi = r["epsilon_certified_bracket"]
     assert 0 < r["epsilon_forced"] <= lo <= hi < math.inf and r["accuracy_met"]
-    lo, hi = CE.certified_guarantee("asgm", 60_000, 1e-6, 1.0, 1000, rounds=10_000).epsilon_bounds(DELTA)
+    lo, hi = CE.certified_guarantee(Setting("asgm", 60_000, 1e-6, 1.0, 1000, rounds=10_000)).epsilon_bounds(DELTA)
     assert 0 <= lo <= hi < math.inf
 
 
 @pytest.mark.parametrize("call,name", [
-    (lambda: CE.certified_guarantee("easgm", 0, 0.5, 1.0, 5, rounds=2), "N"),
-    (lambda: CE.certified_guarantee("easgm", 3, 0.5, 1.0, 5, rounds=0), "rounds"),
-    (lambda: CE.certified_guarantee("adam", 3, 0.5, 1.0, 5, rounds=2), "mechanism"),
-    (lambda: CE.certified_guarantee("feasgm", 3, 0.1, 1.0, 5, rounds=2), "q"),
-    (lambda: CE.certified_interval("easgm", 3, 0.5, 1.0, 5, rounds=2, delta=0.0), "delta"),
+    (lambda: CE.certified_guarantee(Setting("easgm", 0, 0.5, 1.0, 5, rounds=2)), "N"),
+    (lambda: CE.certified_guarantee(Setting("easgm", 3, 0.5, 1.0, 5, rounds=0)), "rounds"),
+    (lambda: CE.certified_guarantee(Setting("adam", 3, 0.5, 1.0, 5, rounds=2)), "mechanism"),
+    (lambda: CE.certified_guarantee(Setting("feasgm", 3, 0.1, 1.0, 5, rounds=2)), "q"),
+    (lambda: CE.certified_interval(Setting("easgm", 3, 0.5, 1.0, 5, rounds=2, delta=0.0)), "delta"),
     (lambda: CE.certified_for_training_set("easgm", 1, 0.5, 1.0, 5, rounds=2), "N_train"),
 ])
 def test_errors_name_the_parameter(call, name):
@@ -224,7 +225,7 @@ def test_cli_epsilon_guarantee_rounds_prints_certified_and_forced():
                 "--sigma", "2", "--n", "1000", "--rounds", "50", "--delta", "1e-5")
     assert r.returncode == 0, r.stderr
     j = json.loads(r.stdout)
-    ref = CE.certified_interval("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)
+    ref = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
     assert j["epsilon"] == pytest.approx(ref["epsilon_certified"], rel=1e-9)
     assert j["epsilon_bracket"] == pytest.approx(ref["epsilon_certified_bracket"], rel=1e-9)
     assert j["epsilon_forced"] == pytest.approx(ref["epsilon_forced"], rel=1e-9) and j["pair"] == [200, 201]
@@ -236,7 +237,7 @@ def test_cli_tradeoff_guarantee_rounds_prints_the_composed_curve():
                 "--n", "20", "--rounds", "2", "--alpha", "0.01", "0.1")
     assert r.returncode == 0, r.stderr
     j = json.loads(r.stdout)
-    cert = CE.certified_guarantee("asgm", 3, 0.7, 2.0, 20, rounds=2)
+    cert = CE.certified_guarantee(Setting("asgm", 3, 0.7, 2.0, 20, rounds=2))
     cert.beta_bounds(np.array([0.01, 0.1]))
     for b, (lo, hi), a in zip(j["beta"], j["beta_bracket"], (0.01, 0.1)):
         assert b == lo <= hi <= lo + 0.01 * max(hi, 0.1)

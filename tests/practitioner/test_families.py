@@ -48,19 +48,19 @@ def test_family_rows_are_the_check_reports_and_the_fix(small_rows):
     assert [r["family"] for r in rows] == ["asgm", "easgm", "feasgm-differ", "feasgm-agree"]
     for fam, row in zip(fams, rows):
         direct = check_run(**fam.run, dataset_size=6_000, noise_multiplier=1.0, steps=30, n_params=500)
-        certs = [e["epsilon_certified"] for e in direct["neighbours"] if e.get("epsilon_certified") is not None]
-        assert row["claimed"] == direct["claimed_epsilon"] and row["certified"] == max(certs)
-        if all(e.get("epsilon_certified") is not None for e in direct["neighbours"]):
-            assert row["certified"] == direct["epsilon_certified"]
-        assert row["forced"] == direct["epsilon_forced"]
-        assert row["verdicts"] == {e["name"]: e["verdict"] for e in direct["neighbours"]}
+        certs = [e.epsilon_certified for e in direct.neighbours if e.epsilon_certified is not None]
+        assert row["claimed"] == direct.claimed_epsilon and row["certified"] == max(certs)
+        if all(e.epsilon_certified is not None for e in direct.neighbours):
+            assert row["certified"] == direct.epsilon_certified
+        assert row["forced"] == direct.epsilon_forced
+        assert row["verdicts"] == {e.name: e.verdict for e in direct.neighbours}
         assert row["verdict"] == min(row["verdicts"].values(), key=F.VERDICT_ORDER.index)
         if row["certified"] is not None:
             assert row["forced"] <= row["certified"] and row["ratio"] == row["certified"] / row["forced"]
         fix = row["fix_report"]
-        assert fix["mechanism"] == "sgm" and row["fix"]["claimed"] == row["claimed"]
-        for e in fix["neighbours"]:
-            assert e["verdict"] in ("stands", "not covered")
+        assert fix.mechanism == "sgm" and row["fix"]["claimed"] == row["claimed"]
+        for e in fix.neighbours:
+            assert e.verdict in ("stands", "not covered")
     # the fix's certified epsilon is SGM's at the run's rate and steps (dp_accounting-checked elsewhere)
     sgm = certified_for_training_set("sgm", 6_000, 0.004, 1.0, 500, rounds=30)
     assert rows[0]["fix"]["certified"] == pytest.approx(sgm["epsilon_certified"], rel=1e-9)
@@ -111,11 +111,11 @@ def test_acceptance_dpsur_defaults_bracket():
     (SGM at the same rate and steps) is certified below the claim."""
     r = F.dpsur_row()
     rep = r["report"]
-    assert rep["mechanism"] == "dpsur" and rep["steps"] == 25_543
+    assert rep.mechanism == "dpsur" and rep.steps == 25_543
     assert r["claimed"] == pytest.approx(F.DPSUR_DEFAULTS["target_epsilon"], abs=5e-4)
-    for e in rep["neighbours"]:
-        assert e["forced_is_attack"] and e["certified_method"].startswith("count of the separate draw")
-        lo, hi = e["epsilon_forced"], e["epsilon_certified"]
+    for e in rep.neighbours:
+        assert e.forced_is_attack and e.certified_method.startswith("count of the separate draw")
+        lo, hi = e.epsilon_forced, e.epsilon_certified
         assert 0 < lo <= hi <= 1.5 * lo
     assert r["verdict"] == "holds" and r["ratio"] <= 1.5
     assert r["fix"]["certified"] <= r["claimed"] and r["fix"]["verdict"] == "stands"
