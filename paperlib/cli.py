@@ -51,7 +51,7 @@ from paperlib.mechanisms.core import ANY, MECHANISMS, Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 from paperlib.mechanisms import curves
 from paperlib.mechanisms.guarantees import sgm_claim, upper_bound
-from paperlib.fdp.validation import (ParameterError, check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
+from paperlib.fdp.validation import (ComputationError, InputError, ParameterError, check_alpha_array, check_delta, check_int, check_positive, check_rate, check_seed,
                                      check_size, fmt_bytes, fmt_seconds)
 
 #: tradeoff/epsilon stop after this many seconds (--max-seconds) and offer the fast upper bound
@@ -112,9 +112,6 @@ AUDIT_EXTRA = ("torch", "torchvision", "opacus", "tqdm")
 # on one x86-64 core (2026-11): an audit round ~25 us (N = 12; 7 us at N = 3), one
 # real implementation step ~40 ms (cnn-mnist, CPU), one batch size of a guarantee
 # mixture >= 15 ms per FPR value (more at large noncentrality).
-#: ValueError subclasses that refuse an input other than an option (shown as they are, status 2):
-#: a wheel in the release cache whose sha256 is not the stored one
-INPUT_ERRORS = ("WheelVerificationError",)
 MAX_AUDIT_TRIALS = 10_000_000
 MAX_AUDIT_ELEMENTS = 50_000_000
 MAX_IMPLEMENTATION_TRIALS_FULL = 20_000
@@ -744,11 +741,12 @@ def _what(args) -> str:
     return thing + (f" over {args.rounds} rounds" if args.rounds > 1 else "")
 
 
-def _names_parameter(message: str, args) -> bool:
-    """Does an error message start with one of this command's parameters (the project's
-    convention for input errors: "sigma must be ...", "q: floor(N*q) = 0 ...")?"""
-    m = re.match(r"[`'\"-]*([A-Za-z_][A-Za-z0-9_]*)", message)
-    return bool(m) and m.group(1) in vars(args)
+def _is_out_of_memory(exc: BaseException) -> bool:
+    """torch's allocation failures (``torch.OutOfMemoryError``, a RuntimeError; the CPU allocator's "can't
+    allocate memory"), recognised without importing torch when the command did not."""
+    torch = sys.modules.get("torch")
+    oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    return (oom is not None and isinstance(exc, oom)) or "can't allocate memory" in str(exc)
 
 
 def _size_parameter(args) -> str:
@@ -808,7 +806,7 @@ def main(argv=None) -> int:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         msg = _first_line(exc)
-        if isinstance(exc, ParameterError) or _names_parameter(msg, args) or type(exc).__name__ in INPUT_ERRORS:
+        if isinstance(exc, InputError):  # a setting out of range, a refused file of the user's
             return _fail(msg, 2)
         # not about an option the user gave: an internal step failed for these values
         return _fail(msg if msg.startswith("could not compute") else
@@ -832,12 +830,11 @@ def main(argv=None) -> int:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         msg = _first_line(exc)
-        if type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in msg:
+        if _is_out_of_memory(exc):
             p = _size_parameter(args)
             return _fail(f"out of memory computing {_what(args)}: the memory grows with {p}; "
                          f"lower --{p.split()[0]}", 2)
-        if type(exc).__name__ in ("ImplementationMismatch", "ReleaseNotAvailable", "AuditError") \
-                or msg.startswith("could not compute"):
+        if isinstance(exc, ComputationError) or msg.startswith("could not compute"):
             return _fail(msg, 1)
         return _fail(f"could not compute {_what(args)} for these parameters ({msg})", 1)
     json.dump(out, sys.stdout)

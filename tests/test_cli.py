@@ -317,3 +317,28 @@ def test_epsilon_of_dpsur_own_rule_is_its_certificate(capsys):
     code, out, err = run_main(argv[:3] + ["--bound", "upper"] + argv[3:], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "'upper' is not defined for mechanism dpsur" in err
+
+
+def test_errors_are_classified_by_class_never_by_name_or_message():
+    """The command line maps an exception to its exit status by class (InputError: 2; ComputationError and
+    other computation failures: 1): no comparison of an exception's type name, no parsing of a message's
+    first word for a parameter name."""
+    import ast
+    from pathlib import Path
+
+    import paperlib.cli as cli
+
+    tree = ast.parse(Path(cli.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            names = [p for p in parts if isinstance(p, ast.Attribute) and p.attr == "__name__"
+                     and isinstance(p.value, ast.Call) and getattr(p.value.func, "id", None) == "type"]
+            assert not names, f"cli.py:{node.lineno} compares an exception's type name"
+    assert not hasattr(cli, "_names_parameter") and not hasattr(cli, "INPUT_ERRORS")
+    from paperlib.fdp.validation import ComputationError, InputError, ParameterError
+    from paperlib.implementations.opacus_code.rules import AuditError
+    from paperlib.implementations.opacus_code.wheels import WheelVerificationError
+
+    assert issubclass(ParameterError, InputError) and issubclass(WheelVerificationError, InputError)
+    assert issubclass(AuditError, ComputationError)

@@ -35,7 +35,7 @@ from scipy import stats
 
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import ANY, Mechanism
-from paperlib.fdp.validation import check_positive, check_rate
+from paperlib.fdp.validation import ParameterError, check_positive, check_rate
 
 __all__ = ["MAX_N_EXACT", "GaussianMixture", "PairSet", "WhiteBoxModel", "Projection"]
 
@@ -127,11 +127,11 @@ class WhiteBoxModel:
         v = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
         N = v.shape[0] - 1
         if N > max_N:
-            raise ValueError(
+            raise ParameterError("N",
                 f"N = {N} > {max_N}: the exact distinguishers enumerate the 2^N subsets of D; use N <= {max_N}"
             )
         if mechanism.divides_by_zero(N, q):
-            raise ValueError(
+            raise ParameterError("q",
                 f"q: floor(N*q) = floor({N}*{q}) = 0, so FEASGM divides by zero on D (as Opacus v1.x: inf/nan "
                 "outputs); there is no output density to audit. Choose N*q >= 1"
             )

@@ -48,6 +48,9 @@ dimensions, subset by subset, for tests.
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ParameterError
+
+
 import itertools
 import math
 
@@ -167,7 +170,7 @@ class NormalityDistinguisher(Distinguisher):
 
     def bind(self, model: WhiteBoxModel) -> None:
         if self.test == "normaltest" and model.n < 8:
-            raise ValueError(f"n must be >= 8 for test='normaltest' (D'Agostino-Pearson), got n = {model.n}")
+            raise ParameterError("n", f"n must be >= 8 for test='normaltest' (D'Agostino-Pearson), got n = {model.n}")
         super().bind(model)
         ps = model.pairs
         keep = ~ps.identical if self.drop_identical else np.ones(ps.size, dtype=bool)
@@ -287,7 +290,7 @@ def make_distinguisher(spec) -> Distinguisher:
             return OptimalDistinguisher()
         if name == "normality":
             return NormalityDistinguisher(**d)
-    raise ValueError(f"distinguisher must be 'optimal' or 'normality' (or a dict/instance), got {spec!r}")
+    raise ParameterError("distinguisher", f"distinguisher must be 'optimal' or 'normality' (or a dict/instance), got {spec!r}")
 
 
 def normality_test_specs() -> dict:

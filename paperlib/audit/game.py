@@ -59,7 +59,7 @@ from tqdm import tqdm
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.fdp.validation import check_delta, check_int, check_positive, check_probability, check_rate, check_seed
+from paperlib.fdp.validation import ParameterError, check_delta, check_int, check_positive, check_probability, check_rate, check_seed
 from paperlib.audit.components import MAX_N_EXACT, Projection, WhiteBoxModel
 from paperlib.audit.distinguishers import make_distinguisher
 from paperlib.audit.stats import clopper_pearson, cp_upper, delta_lower, eps_lower
@@ -262,7 +262,7 @@ def select_threshold(scores_d, keys_d, scores_dp, keys_dp, *, delta: float, conf
             raise ValueError("eps_for_delta is needed for objective='delta'")
         obj = delta_lower(a_r, b_r, eps_for_delta)
     else:
-        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+        raise ParameterError("objective", f"objective must be 'eps' or 'delta', got {objective!r}")
     # ties of the objective (e.g. eps_L = 0 everywhere on few trials): take the largest
     # empirical advantage 1 - FPR - FNR among them
     adv = 1.0 - fp / nd - fn / nq
@@ -491,10 +491,10 @@ def audit_distinguishers(
         mechanism, q, sigma, C, cfg.trials, cfg.calibration_trials, cfg.delta, cfg.confidence)
     seed = check_seed(cfg.seed)
     if objective not in ("eps", "delta"):
-        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+        raise ParameterError("objective", f"objective must be 'eps' or 'delta', got {objective!r}")
     device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device: 'cuda' was asked for but torch.cuda.is_available() is False")
+        raise ParameterError("device", "device: 'cuda' was asked for but torch.cuda.is_available() is False")
     vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
     model = WhiteBoxModel(mechanism, vectors_t, q, sigma, C, max_N=cfg.max_N)
     dists = _bind_distinguishers(distinguishers, model)
@@ -601,7 +601,7 @@ def audit_outputs(vectors, mechanism: str, q: float, sigma: float, C: float, out
     q, sigma, C, _, _, delta, confidence = _validate_common(mechanism, q, sigma, C, 2, 2, delta, confidence)
     seed = check_seed(seed)
     if objective not in ("eps", "delta"):
-        raise ValueError(f"objective must be 'eps' or 'delta', got {objective!r}")
+        raise ParameterError("objective", f"objective must be 'eps' or 'delta', got {objective!r}")
     if not isinstance(outputs, dict) or set(outputs) != {"cal", "count"}:
         raise ValueError("outputs must be a dict with keys 'cal' and 'count', each {'D': X, \"D'\": X}")
     vectors_t = mech_mod.as_vectors(vectors, device="cpu", dtype=torch.float64)
@@ -666,7 +666,7 @@ def audit_worst_case(mechanism, N: int, q: float, sigma: float, n: int, *, C: fl
     """
     N = check_int(N, "N", 1)
     if N > kwargs.get("max_N", MAX_N_EXACT):
-        raise ValueError(f"N = {N} > {kwargs.get('max_N', MAX_N_EXACT)}: the exact distinguishers enumerate 2^N subsets")
+        raise ParameterError("N", f"N = {N} > {kwargs.get('max_N', MAX_N_EXACT)}: the exact distinguishers enumerate 2^N subsets")
     n = check_int(n, "n", 1)
     C = check_positive(C, "C")
     ds = check_seed(kwargs.get("seed", 0) if data_seed is None else data_seed,

@@ -13,6 +13,9 @@ The audits themselves are in :mod:`paperlib.audit.game` (and
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ParameterError
+
+
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -30,7 +33,7 @@ def spread_seeds(seed: int, count: int = 3) -> list[int]:
         If ``seed`` is not an integer >= 0 or ``count`` not an integer >= 2 (a spread needs two runs).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        raise ParameterError("seed", f"seed must be an integer >= 0, got {seed!r}")
     if isinstance(count, bool) or not isinstance(count, int) or count < 2:
         raise ValueError(f"count must be an integer >= 2 (a spread needs two runs), got {count!r}")
     return [seed + k for k in range(count)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from paperlib.fdp.validation import check_delta, check_probability
+from paperlib.fdp.validation import ParameterError, check_delta, check_probability
 
 __all__ = ["clopper_pearson", "cp_upper", "eps_lower", "delta_lower", "eps_interval"]
 
@@ -33,11 +33,11 @@ def _check_counts(k, trials):
     if not (np.issubdtype(k.dtype, np.integer) or np.all(np.equal(np.mod(k, 1), 0))):
         raise ValueError(f"k must be integer counts, got {k!r}")
     if not (np.issubdtype(trials.dtype, np.integer) or np.all(np.equal(np.mod(trials, 1), 0))):
-        raise ValueError(f"trials must be integer counts, got {trials!r}")
+        raise ParameterError("trials", f"trials must be integer counts, got {trials!r}")
     k = k.astype(np.int64)
     trials = trials.astype(np.int64)
     if np.any(trials < 1):
-        raise ValueError(f"trials (the number of trials) must be >= 1, got {trials!r}")
+        raise ParameterError("trials", f"trials (the number of trials) must be >= 1, got {trials!r}")
     if np.any(k < 0) or np.any(k > trials):
         raise ValueError(f"k must satisfy 0 <= k <= trials, got k={k!r}, trials={trials!r}")
     return k, trials
@@ -92,7 +92,7 @@ def delta_lower(alpha_r, beta_r, eps: float):
     """Empirical lower bound on delta at a fixed ``eps >= 0``: ``max{0, 1 - e^eps a - b, 1 - e^eps b - a}``."""
     e = float(eps)
     if not np.isfinite(e) or e < 0:
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+        raise ParameterError("eps", f"eps must be a finite number >= 0, got {eps!r}")
     a = np.asarray(alpha_r, dtype=float)
     b = np.asarray(beta_r, dtype=float)
     if np.any((a < 0) | (a > 1) | ~np.isfinite(a)) or np.any((b < 0) | (b > 1) | ~np.isfinite(b)):

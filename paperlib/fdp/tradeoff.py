@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special, stats
 
-from paperlib.fdp.validation import check_alpha_array, check_delta, check_positive, check_probability
+from paperlib.fdp.validation import ParameterError, check_alpha_array, check_delta, check_positive, check_probability
 
 __all__ = [
     "TradeOff",
@@ -134,7 +134,7 @@ def eps_delta_tradeoff(alpha, eps: float, delta: float) -> np.ndarray:
     """
     a = check_alpha_array(alpha)
     if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+        raise ParameterError("eps", f"eps must be a finite number >= 0, got {eps!r}")
     check_probability(delta, "delta")
     return np.maximum.reduce(
         [np.zeros_like(a), 1 - delta - math.exp(eps) * a, math.exp(-eps) * (1 - delta - a)]
@@ -153,7 +153,7 @@ def gaussian_delta(eps, mu: float) -> np.ndarray:
     mu = check_positive(mu, "mu")
     e = np.asarray(eps, dtype=float)
     if not np.all(np.isfinite(e)):
-        raise ValueError("eps must be finite")
+        raise ParameterError("eps", "eps must be finite")
     la = special.log_ndtr(-e / mu + mu / 2)
     lb = e + special.log_ndtr(-e / mu - mu / 2)
     out = np.zeros(np.broadcast(la, lb).shape)
@@ -396,7 +396,7 @@ class TradeOffCurve(TradeOff):
         a = np.asarray(self.alpha, dtype=float)
         b = np.asarray(self.beta, dtype=float)
         if a.shape != b.shape or a.ndim != 1 or a.size < 2:
-            raise ValueError("alpha and beta must be 1-D arrays of the same length >= 2")
+            raise ParameterError("alpha", "alpha and beta must be 1-D arrays of the same length >= 2")
         order = np.argsort(a, kind="stable")
         a, b = a[order], b[order]
         s = None if self.slope is None else np.asarray(self.slope, dtype=float)[order]
@@ -488,7 +488,7 @@ class TradeOffCurve(TradeOff):
         """
         e = np.atleast_1d(np.asarray(eps, dtype=float))
         if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+            raise ParameterError("eps", f"eps must be finite and >= 0, got {eps!r}")
         out = np.empty(e.shape)
         a, b = self.alpha, self.beta
         with np.errstate(divide="ignore", over="ignore"):
@@ -569,7 +569,7 @@ class GaussianTradeOff(TradeOff):
     def delta(self, eps):
         e = np.asarray(eps, dtype=float)
         if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+            raise ParameterError("eps", f"eps must be finite and >= 0, got {eps!r}")
         d = gaussian_delta(e, self.mu)
         return d if np.ndim(eps) else float(d)
 
@@ -652,7 +652,7 @@ def epsilon_from_delta(delta_fn, delta: float, eps_max: float = EPS_MAX, *, delt
     """
     delta = check_delta(delta)
     if delta < floor:
-        raise ValueError(f"delta must be >= {floor:g} (the privacy profile is not computed accurately "
+        raise ParameterError("delta", f"delta must be >= {floor:g} (the privacy profile is not computed accurately "
                          f"below), got {delta!r}")
 
     def d(e):

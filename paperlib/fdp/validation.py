@@ -27,6 +27,8 @@ import numpy as np
 
 __all__ = [
     "ParameterError",
+    "InputError",
+    "ComputationError",
     "ParameterTypeError",
     "check_probability",
     "check_rate",
@@ -46,7 +48,18 @@ __all__ = [
     "NOTICE_SECONDS",
 ]
 
-class ParameterError(ValueError):
+class InputError(Exception):
+    """Marks an error in what the user gave (a setting, a file in their cache): the command line exits 2 on it,
+    with its one-line message. :class:`ParameterError` is one."""
+
+
+class ComputationError(RuntimeError):
+    """Valid inputs whose computation, audit or installation failed (a release that is not available, an
+    implementation that does not match its mechanism, a code audit that failed): the command line exits 1
+    with its one-line message."""
+
+
+class ParameterError(InputError, ValueError):
     """A parameter outside its allowed range. ``parameter`` names it (as the function being called
     names it); the message, one line, says the allowed range and the value given. Callers classify
     input errors by this class (the command line exits 2 on it), never by a message's words."""

@@ -74,6 +74,9 @@ normalised with MNIST's constants, and uniform random labels 0-9, both from ``se
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ParameterError
+
+
 import math
 import operator
 import os
@@ -197,13 +200,13 @@ def _check_args(name, k, seed) -> tuple[str, int, int]:
     if k < 1:
         raise ValueError(f"k: must be >= 1, got {k}")
     if isinstance(seed, bool):
-        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}")
+        raise ParameterError("seed", f"seed: must be a non-negative integer, got {seed!r}")
     try:
         seed = operator.index(seed)
     except TypeError:
-        raise ValueError(f"seed: must be a non-negative integer, got {seed!r}") from None
+        raise ParameterError("seed", f"seed: must be a non-negative integer, got {seed!r}") from None
     if seed < 0:
-        raise ValueError(f"seed: must be a non-negative integer, got {seed}")
+        raise ParameterError("seed", f"seed: must be a non-negative integer, got {seed}")
     return name.strip().lower(), k, seed
 
 
@@ -768,7 +771,7 @@ def resolve_points(name: str, k: int, seed: int = 0, *, mode: str = "quick", roo
     """
     name, k, seed = _check_args(name, k, seed)
     if not isinstance(mode, str) or mode not in ("smoke", "quick", "full"):
-        raise ValueError(f"mode: must be 'smoke', 'quick' or 'full', got {mode!r}")
+        raise ParameterError("mode", f"mode: must be 'smoke', 'quick' or 'full', got {mode!r}")
     root = _folder_arg(root, "root")
     if extra_roots is not None and (isinstance(extra_roots, (str, bytes, os.PathLike))
                                     or not hasattr(extra_roots, "__iter__")):

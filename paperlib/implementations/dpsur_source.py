@@ -50,6 +50,8 @@ draws). :func:`dpsur_provenance` says which one ran, for captions;
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ParameterError
+
 import hashlib
 import importlib.resources
 import json
@@ -300,7 +302,7 @@ def run_source_steps(model_name: str, X, y, *, q: float, sigma: float, C: float,
     :class:`DPSURSourceUnavailable` (no source, or the subprocess failed: its last line).
     """
     if not 0.0 < float(q) <= 1.0:
-        raise ValueError(f"q must lie in (0, 1], got {q}")
+        raise ParameterError("q", f"q must lie in (0, 1], got {q}")
     if float(sigma) < 0 or float(C) <= 0 or float(lr) <= 0 or int(trials) < 1:
         raise ValueError("need sigma >= 0, C > 0, lr > 0 and trials >= 1")
     t0 = time.perf_counter()

@@ -67,7 +67,7 @@ from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.audit.game import AUDIT_VERSION, audit_outputs
 from paperlib.mechanisms.guarantees import sgm_claim
-from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate, check_seed
+from paperlib.fdp.validation import ComputationError, ParameterError, check_delta, check_int, check_positive, check_rate, check_seed
 
 __all__ = [
     "DOCUMENTED_MECHANISM",
@@ -140,7 +140,7 @@ def chunk_steps(implementation: str, n: int) -> int:
     return min(STEP_CHUNK, max(RELEASE_CHUNK, PROJECTED_ELEMENTS // n))  # projected at the step (step_options)
 
 
-class ImplementationMismatch(RuntimeError):
+class ImplementationMismatch(ComputationError):
     """The implementation's outputs do not match the mechanism it documents (quick-mode check failed).
 
     ``check`` holds the p-values (:func:`check_outputs`), ``normaliser`` what
@@ -422,7 +422,7 @@ def _residual_check(U, rows, mech, q, sigma, C, batch_sizes, rows_basis, rows_pr
         raise ValueError(f"rows_basis must have shape (n={n}, r), got {basis.shape}")
     r = basis.shape[1]
     if n - r < 1:
-        raise ValueError(f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
+        raise ParameterError("n", f"n: the residual read-off needs n > N_data (n = {n}, N_data = {N_data})")
     proj = project_outputs(U, basis) if rows_projection is None else rows_projection
     res = np.maximum(proj["residual"], 1e-300)
     nu_read = float(sigma) * float(C) * np.sqrt((n - r) / res)
@@ -491,7 +491,7 @@ def _load_points(datasets, dataset: str, model: str, k: int, seed: int, root, do
         return (pixels - m) / sd, labels
     X, y = datasets.load_points(dataset, k, seed, root=root, download=download)
     if tuple(X.shape[1:]) != shape:
-        raise ValueError(f"model {model!r} takes inputs of shape {shape}, dataset {dataset!r} has {tuple(X.shape[1:])}")
+        raise ParameterError("model", f"model {model!r} takes inputs of shape {shape}, dataset {dataset!r} has {tuple(X.shape[1:])}")
     return X, y
 
 
@@ -709,13 +709,13 @@ def _audit_setting(implementation, model, dataset, *, N, q, sigma, C, trials, se
                    check_trials, batch_size, workers, scheduler, points) -> dict:
     """Every argument of :func:`audit_implementation` checked once (ValueError naming it), and what follows."""
     if implementation not in DOCUMENTED_MECHANISM:
-        raise ValueError(f"implementation must be one of {tuple(DOCUMENTED_MECHANISM)}, got {implementation!r}")
+        raise ParameterError("implementation", f"implementation must be one of {tuple(DOCUMENTED_MECHANISM)}, got {implementation!r}")
     if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+        raise ParameterError("model", f"model must be one of {MODELS}, got {model!r}")
     if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+        raise ParameterError("dataset", f"dataset must be one of {DATASETS}, got {dataset!r}")
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        raise ParameterError("mode", f"mode must be one of {MODES}, got {mode!r}")
     N = check_int(N, "N", 1)
     q = check_rate(q)
     sigma = check_positive(sigma, "sigma")
@@ -727,10 +727,10 @@ def _audit_setting(implementation, model, dataset, *, N, q, sigma, C, trials, se
 
     scale = output_scale(implementation, batch_size)  # 1 except for the fix (validates batch_size)
     if mechanism.divides_by_zero(N, q):
-        raise ValueError(f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
+        raise ParameterError("q", f"q: floor(N*q) = floor({N}*{q}) = 0, so {implementation} ({mechanism}) divides by zero on D; "
                          "choose N*q >= 1")
     if mode == "quick" and trials < 20:  # the check needs 10 implementation steps per dataset
-        raise ValueError(f"trials must be >= 20 in quick mode (10 checked implementation steps per dataset), "
+        raise ParameterError("trials", f"trials must be >= 20 in quick mode (10 checked implementation steps per dataset), "
                          f"got {trials}")
     if mode == "quick":
         if check_trials is None:
@@ -768,7 +768,7 @@ def _audit_points(s: dict, data_root):
         from paperlib.implementations.models import MODEL_INPUT
 
         if tuple(X.shape[1:]) != tuple(MODEL_INPUT[model]):
-            raise ValueError(f"model {model!r} takes inputs of shape {tuple(MODEL_INPUT[model])}, dataset "
+            raise ParameterError("model", f"model {model!r} takes inputs of shape {tuple(MODEL_INPUT[model])}, dataset "
                              f"{dataset!r} has {tuple(X.shape[1:])}")
         data_key = f"bundled:{bundle['file']}:{bundle['sha256']}"
     else:

@@ -80,6 +80,8 @@ The normaliser, measured
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ComputationError, ParameterError
+
 import hashlib
 import json
 import math
@@ -127,7 +129,7 @@ RELEASES = {"opacus-1.0.2": "1.0.2", "opacus-0.15.0": "0.15.0", "opacus-0.13.0":
 DEFAULT_MODEL_SEED = 0
 
 
-class ReleaseNotAvailable(RuntimeError):
+class ReleaseNotAvailable(ComputationError):
     """An old Opacus release is not in the cache (offline) or does not run here."""
 
 
@@ -146,11 +148,11 @@ def step_device(device=None) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}") from exc
+        raise ParameterError("device", f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}") from exc
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}")
+        raise ParameterError("device", f"device must be 'cpu', 'cuda' or 'cuda:<k>', not {device!r}")
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device: {device!r} asked for, but torch sees no GPU here; use 'cpu' or leave it unset")
+        raise ParameterError("device", f"device: {device!r} asked for, but torch sees no GPU here; use 'cpu' or leave it unset")
     return dev
 
 
@@ -256,13 +258,13 @@ def _check(implementation, model_name, X, y, dataset, q, sigma, C, trials, lr):
     from paperlib.implementations.models import MODEL_INPUT
 
     if implementation not in IMPLEMENTATION_MECHANISM:
-        raise ValueError(f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
+        raise ParameterError("implementation", f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
     if model_name not in MODEL_INPUT:
         raise ValueError(f"unknown model {model_name!r}; choose one of {', '.join(MODEL_INPUT)}")
     if dataset not in ("D", "Dprime"):
-        raise ValueError(f"dataset must be 'D' or 'Dprime', not {dataset!r}")
+        raise ParameterError("dataset", f"dataset must be 'D' or 'Dprime', not {dataset!r}")
     if not 0.0 < q <= 1.0:
-        raise ValueError(f"q must lie in (0, 1], not {q}")
+        raise ParameterError("q", f"q must lie in (0, 1], not {q}")
     if sigma < 0 or C <= 0 or lr <= 0 or trials < 1:
         raise ValueError("need sigma >= 0, C > 0, lr > 0, trials >= 1")
     if X.ndim != 4 or tuple(X.shape[1:]) != MODEL_INPUT[model_name] or len(y) != len(X) or len(X) < 2:
@@ -775,13 +777,13 @@ def run_steps(implementation: str, model_name: str, X, y, *, dataset: str, q: fl
 def _check_batch_size(implementation: str, batch_size) -> int | None:
     if implementation in FIXED_IMPLEMENTATIONS:
         if batch_size is None:
-            raise ValueError(f"batch_size: {implementation} divides by the configured batch size; give it "
+            raise ParameterError("batch_size", f"batch_size: {implementation} divides by the configured batch size; give it "
                              "(an integer >= 1)")
         from paperlib.fdp.validation import check_int
 
         return check_int(batch_size, "batch_size", 1)
     if batch_size is not None:
-        raise ValueError(f"batch_size: only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
+        raise ParameterError("batch_size", f"batch_size: only {', '.join(FIXED_IMPLEMENTATIONS)} takes a batch size, "
                          f"not {implementation}")
     return None
 
@@ -795,7 +797,7 @@ def output_scale(implementation: str, batch_size: int | None = None) -> float:
     a missing or misplaced ``batch_size``.
     """
     if implementation not in IMPLEMENTATION_MECHANISM:
-        raise ValueError(f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
+        raise ParameterError("implementation", f"implementation must be one of {tuple(IMPLEMENTATION_MECHANISM)}, not {implementation!r}")
     b = _check_batch_size(implementation, batch_size)
     return 1.0 if b is None else float(b)
 

@@ -43,7 +43,7 @@ from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.mechanisms.setting import Setting
-from paperlib.fdp.validation import check_int, check_rate
+from paperlib.fdp.validation import ParameterError, check_int, check_rate
 
 __all__ = ["Attack", "BinnedCells", "scale_attack", "scale_attack_for", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
            "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]
@@ -107,11 +107,11 @@ def scale_attack(mechanism: Mechanism | str, N: int, q: float, n: int, *, rounds
     N, q, n, T = check_int(N, "N", 1), check_rate(q), check_int(n, "n", 1), check_int(rounds, "rounds", 1)
     spec = mech.spec
     if spec.scale_ratio is None:
-        raise ValueError(f"mechanism must be easgm or feasgm for the scale attack, got {mech.value!r}")
+        raise ParameterError("mechanism", f"mechanism must be easgm or feasgm for the scale attack, got {mech.value!r}")
     spec.require_defined(N, q)
     if spec.equals_sgm(N, q):
         K = spec.floors(N, q)[0]
-        raise ValueError(f"mechanism: {spec.title}'s floors agree ({K}) for N = {N}, q = {q:g}: no scale attack")
+        raise ParameterError("mechanism", f"mechanism: {spec.title}'s floors agree ({K}) for N = {N}, q = {q:g}: no scale attack")
     x, nu = spec.scale_ratio(N, q)
     pair = Chi2Pair(T * n, x, label=f"{mech.title} scale attack, {T} rounds x {n} coordinates")
     return Attack(name="scale test, all gradients 0",

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from paperlib.fdp.tradeoff import TradeOffCurve, eps_delta_tradeoff
-from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate, check_size, fmt_bytes
+from paperlib.fdp.validation import ParameterError, check_delta, check_int, check_positive, check_rate, check_size, fmt_bytes
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.multiround import rounds_upper_bound, sgm_claim_rounds
 
@@ -165,7 +165,7 @@ def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, acco
             return float(acc.get_epsilon(delta=delta, eps_error=err))
     if accountant == "pld":
         return sgm_claim_rounds(q, sigma, rounds=T, side="lower", **pld_options).epsilon(delta)
-    raise ValueError(f"accountant must be 'rdp', 'prv' or 'pld', got {accountant!r}")
+    raise ParameterError("accountant", f"accountant must be 'rdp', 'prv' or 'pld', got {accountant!r}")
 
 
 def _opacus_version() -> str:
@@ -204,7 +204,7 @@ def claim_curve_from_accountant(q: float, sigma: float, *, rounds: int, accounta
     elif accountant == "prv":
         eps = [sgm_claim_epsilon(q, sigma, rounds=T, delta=float(d), accountant="prv") for d in deltas]
     else:
-        raise ValueError(f"accountant must be 'rdp' or 'prv', got {accountant!r}")
+        raise ParameterError("accountant", f"accountant must be 'rdp' or 'prv', got {accountant!r}")
     eps = np.maximum(np.asarray(eps, dtype=float), 0.0)
     ok = np.isfinite(eps)
     alpha = np.unique(np.concatenate([np.linspace(0, 1, 4001), np.logspace(-14, 0, 600)]))

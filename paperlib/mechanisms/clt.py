@@ -17,7 +17,7 @@ from paperlib.fdp.mixture import PointwiseMixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
-from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_probability, check_rate
+from paperlib.fdp.validation import ParameterError, check_alpha_array, check_int, check_positive, check_probability, check_rate
 
 __all__ = ["clt_upper_bound_easgm", "clt_upper_bound_feasgm", "CLTCurve", "clt_bound"]
 
@@ -193,13 +193,13 @@ def clt_bound(mechanism: Mechanism | str, N: int, q: float | None, sigma: float 
     mechanism = Mechanism.parse(mechanism)
     theorem = mechanism.spec.clt
     if theorem is None:
-        raise ValueError(f"mechanism: the CLT bound is defined for easgm, feasgm and asgm, got {mechanism.value!r}")
+        raise ParameterError("mechanism", f"mechanism: the CLT bound is defined for easgm, feasgm and asgm, got {mechanism.value!r}")
     if q is not None or theorem != "3.13":  # Theorem 3.13 does not use q
         q = check_rate(q)
     if sigma is not None:
         check_positive(sigma, "sigma")
     rounds = check_int(rounds, "rounds", 1)
     if theorem == "3.13+Eq.14" and rounds > 1:
-        raise ValueError("rounds: the ASGM CLT bound is one-round only (Eq. 14 does not compose in closed form); "
+        raise ParameterError("rounds", "rounds: the ASGM CLT bound is one-round only (Eq. 14 does not compose in closed form); "
                          "use the numerically composed upper bound instead")
     return CLTCurve(mechanism, N, q, n, rounds)

@@ -130,7 +130,7 @@ class _Rules:
     def floors(self, N: int, q: float) -> tuple[int, int]:
         """FEASGM's normalisers on the pair ``(D, D')`` of sizes ``(N, N + 1)``: see :func:`feasgm_floors`."""
         if self.spec.floors is None:
-            raise ValueError(f"mechanism: floors are defined for feasgm only, got {str.__str__(self)!r}")
+            raise ParameterError("mechanism", f"mechanism: floors are defined for feasgm only, got {str.__str__(self)!r}")
         return self.spec.floors(N, q)
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Callable
 
 from paperlib.fdp.tradeoff import TradeOff
-from paperlib.fdp.validation import check_int
+from paperlib.fdp.validation import ParameterError, check_int
 from paperlib.mechanisms.certified import certified_guarantee
 from paperlib.mechanisms.clt import clt_bound
 from paperlib.mechanisms.core import ANY, PAPER_MECHANISMS, Mechanism
@@ -59,9 +59,9 @@ def register(mechanism: Mechanism | str, bound: str, rounds: str = "any"):
     """
     mech = Mechanism.parse(mechanism, allowed=ANY)
     if rounds not in (ONE, MANY, "any"):
-        raise ValueError(f"rounds must be 'one', 'many' or 'any', got {rounds!r}")
+        raise ParameterError("rounds", f"rounds must be 'one', 'many' or 'any', got {rounds!r}")
     if not isinstance(bound, str) or not bound:
-        raise ValueError(f"bound must be a non-empty name, got {bound!r}")
+        raise ParameterError("bound", f"bound must be a non-empty name, got {bound!r}")
 
     def deco(fn):
         for kind in ((ONE, MANY) if rounds == "any" else (rounds,)):
@@ -116,7 +116,7 @@ def curve(mechanism: Mechanism | str, bound: str, N: int, q: float, sigma: float
     kind = ONE if T == 1 else MANY
     fn = _REGISTRY.get((mech, bound, kind))
     if fn is None:
-        raise ValueError(f"bound: {bound!r} is not defined for mechanism {mech.value} over "
+        raise ParameterError("bound", f"bound: {bound!r} is not defined for mechanism {mech.value} over "
                          f"{'1 round' if T == 1 else f'{T} rounds'}; registered: {_available()}")
     c = fn(N, q, sigma, n, rounds=T, **options)
     if progress is not None:
@@ -142,7 +142,7 @@ def _sgm_rounds(N, q, sigma, n, *, rounds, **pld):
 def _clt(mech: Mechanism):
     def build(N, q, sigma, n, *, rounds):
         if check_int(n, "n", 1) < 2:
-            raise ValueError("n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
+            raise ParameterError("n", "n must be >= 2 for the CLT bound (it composes n-1 coordinates)")
         return clt_bound(mech, N, q, sigma, n, rounds=rounds)
     return build
 

@@ -35,7 +35,7 @@ from paperlib.fdp.gaussian import GaussShiftFamily, GaussVarFamily, IdentityFami
 from paperlib.fdp.mixture import LRMixture, PointwiseMixture
 from paperlib.mechanisms.core import MECHANISMS, Mechanism, feasgm_floors
 from paperlib.mechanisms.setting import checked
-from paperlib.fdp.validation import check_delta, check_int, check_positive, check_rate
+from paperlib.fdp.validation import ParameterError, check_delta, check_int, check_positive, check_rate
 
 __all__ = [
     "MECHANISMS",
@@ -123,7 +123,7 @@ def binomial_support(N: int, q: float, tail_tol: float = DEFAULT_TAIL_TOL):
         half = tail_tol / 2.0
         lo, hi = _tail_index(N, q, half, upper=False), _tail_index(N, q, half, upper=True)
     if hi - lo + 1 > MAX_SUPPORT:
-        raise ValueError(f"N = {N:,} with q = {q:g} needs {hi - lo + 1:,} batch sizes at tail_tol = {tail_tol:g}, "
+        raise ParameterError("N", f"N = {N:,} with q = {q:g} needs {hi - lo + 1:,} batch sizes at tail_tol = {tail_tol:g}, "
                          f"more than {MAX_SUPPORT:,}")
     k = np.arange(lo, hi + 1)
     pmf = stats.binom.pmf(k, N, q)
@@ -438,7 +438,7 @@ def feasgm_upper_bound(N: int, q: float, sigma: float | None, n: int):
     meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "K": K, "K_prime": K1}
     if K == K1:
         if sigma is None:
-            raise ValueError("sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
+            raise ParameterError("sigma", "sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
         claim = sgm_claim(q, sigma)
         claim.meta.update(meta, case="floors agree")
         return claim

@@ -25,7 +25,7 @@ from paperlib.mechanisms import clt as mclt
 from paperlib.mechanisms.core import Mechanism, feasgm_floors
 from paperlib.mechanisms.guarantees import asgm_bound_weight
 from paperlib.mechanisms.setting import checked
-from paperlib.fdp.validation import check_alpha_array, check_int, check_positive, check_rate
+from paperlib.fdp.validation import ParameterError, check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = [
     "easgm_rounds_upper_bound",
@@ -82,7 +82,7 @@ def feasgm_rounds_upper_bound(N: int, q: float, sigma: float | None, n: int, *, 
     meta = {"mechanism": "feasgm", "bound": "upper", "N": N, "q": q, "n": n, "rounds": T, "K": K, "K_prime": K1}
     if K == K1:
         if sigma is None:
-            raise ValueError("sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
+            raise ParameterError("sigma", "sigma is needed when floor(N q) = floor((N+1) q): the bound is then the SGM claim")
         view = sgm_claim_rounds(q, sigma, rounds=T, side="upper", **pld_options)
         view.meta.update(meta, case="floors agree")
         view.label = f"FEASGM, floors agree: SGM f_q^(x{T})"
@@ -216,7 +216,7 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
     a = check_alpha_array(alpha)
     N, n, T = checked(N=N, n=n, rounds=rounds)
     if n < 2:
-        raise ValueError(f"n must be >= 2 for the CLT bound, got {n}")
+        raise ParameterError("n", f"n must be >= 2 for the CLT bound, got {n}")
     try:
         theorem = Mechanism.parse(mechanism).spec.clt
     except ValueError:
@@ -226,11 +226,11 @@ def exact_vs_clt(mechanism: Mechanism | str, N: int, q: float | None, sigma: flo
         res = mclt.clt_upper_bound_easgm(a, N, n, rounds=T)
     elif theorem == "A.7":
         if q is None:
-            raise ValueError(f"q is needed for mechanism {mechanism}")
+            raise ParameterError("q", f"q is needed for mechanism {mechanism}")
         pair = feasgm_rounds_upper_bound(N, q, None, n, rounds=T)  # raises when the floors agree (no sigma)
         res = mclt.clt_upper_bound_feasgm(a, N, q, n, rounds=T)
     else:
-        raise ValueError(f"mechanism must be 'easgm' or 'feasgm' for the CLT bound, got {mechanism!r}")
+        raise ParameterError("mechanism", f"mechanism must be 'easgm' or 'feasgm' for the CLT bound, got {mechanism!r}")
     exact = pair(a)
     upper = np.asarray(res.upper, dtype=float)
     return {"alpha": a, "exact": exact, "clt": upper, "gap": upper - exact, "mu": res.mu, "gamma": res.gamma,

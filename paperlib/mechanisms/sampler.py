@@ -74,7 +74,7 @@ import numpy as np
 import torch
 
 from paperlib.mechanisms.core import ANY, Mechanism
-from paperlib.fdp.validation import check_int, check_positive, check_rate
+from paperlib.fdp.validation import ParameterError, check_int, check_positive, check_rate
 
 __all__ = [
     "DATASETS",
@@ -111,7 +111,7 @@ class ZeroNormaliserWarning(RuntimeWarning):
 
 def _check_dataset(dataset) -> str:
     if dataset not in _DATASET_ALIASES:
-        raise ValueError(f"dataset must be 'D' (rows 0..N-1) or \"D'\" (all N+1 rows), got {dataset!r}")
+        raise ParameterError("dataset", f"dataset must be 'D' (rows 0..N-1) or \"D'\" (all N+1 rows), got {dataset!r}")
     return _DATASET_ALIASES[dataset]
 
 
@@ -269,7 +269,7 @@ def _prepare(mechanism, vectors, q, sigma, C, dataset, trials, generator, device
         device = generator.device
     device = torch.device(device)
     if device.type != generator.device.type:
-        raise ValueError(f"device {device} does not match the generator's device {generator.device}")
+        raise ParameterError("device", f"device {device} does not match the generator's device {generator.device}")
     v = as_vectors(vectors, device=device, dtype=dtype)
     rows = _rows_for(v, dataset)
     return q, sigma, C, dataset, trials, device, rows

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from paperlib.fdp.validation import check_int
+from paperlib.fdp.validation import ParameterError, check_int
 from paperlib.mechanisms.certified import certified_for_training_set
 from paperlib.mechanisms.core import Mechanism
 from paperlib.practitioner.check import check_run
@@ -74,7 +74,7 @@ def nearest_agreeing_batch(N: int, batch_size: int, span: int = 64) -> int:
         for c in (b - d, b + d):
             if 1 <= c <= N and floors_agree_on_neighbours(N, c):
                 return c
-    raise ValueError(f"batch_size: no batch size within {span} of {b} has agreeing floors on {N:,} records")
+    raise ParameterError("batch_size", f"batch_size: no batch size within {span} of {b} has agreeing floors on {N:,} records")
 
 
 _SUM_FIX = ("summing the loss instead of averaging it (Opacus's sum reduction, learning rate divided by the "

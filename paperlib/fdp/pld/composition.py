@@ -8,7 +8,7 @@ from paperlib.fdp.pld.engine import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, EPS_SC
                                      ROUND_TAIL, TRUNCATION, Engine, State, require_dp_accounting)
 from paperlib.fdp.pld.laws import RoundLaw, round_law_from_mixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
-from paperlib.fdp.validation import check_alpha_array, check_delta, check_int, check_positive
+from paperlib.fdp.validation import ParameterError, check_alpha_array, check_delta, check_int, check_positive
 
 __all__ = ["PLDComposition", "compose"]
 
@@ -124,7 +124,7 @@ class PLDComposition(TradeOff):
         """
         delta = check_delta(delta)
         if delta < PLD_DELTA_FLOOR:
-            raise ValueError(f"delta must be >= {PLD_DELTA_FLOOR:g} for a multi-round composition (FFT "
+            raise ParameterError("delta", f"delta must be >= {PLD_DELTA_FLOOR:g} for a multi-round composition (FFT "
                              f"round-off and truncated tails are not negligible below), got {delta!r}")
         lo, hi = self._engine.epsilon_bounds(delta)
         self._meta_update()
@@ -139,7 +139,7 @@ class PLDComposition(TradeOff):
         """``(delta_low, delta_up)`` at each ``eps >= 0`` (arrays of ``eps``'s shape)."""
         e = np.asarray(eps, dtype=float)
         if not np.all(np.isfinite(e)) or np.any(e < 0):
-            raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+            raise ParameterError("eps", f"eps must be finite and >= 0, got {eps!r}")
         lo, hi = self._engine.delta_bounds(np.atleast_1d(e))
         self._meta_update()
         return lo.reshape(e.shape), hi.reshape(e.shape)

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import special, stats
 
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
-from paperlib.fdp.validation import check_int, check_positive, check_probability
+from paperlib.fdp.validation import ParameterError, check_int, check_positive, check_probability
 
 __all__ = ["ShiftLaw", "DilutedLaw", "ScaleShiftLaw", "Chi2Law", "IndexedDilutedLaw", "DiscreteLaw", "RoundLaw",
            "round_law_from_mixture"]
@@ -377,9 +377,9 @@ class DiscreteLaw(Law):
     def __init__(self, q, p, q_drop: float = 0.0, p_drop: float = 0.0):
         q, p = np.asarray(q, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
         if q.shape != p.shape:
-            raise ValueError("q and p must have the same shape")
+            raise ParameterError("q", "q and p must have the same shape")
         if not (np.all(np.isfinite(q)) and np.all(q >= 0) and np.all(np.isfinite(p)) and np.all(p >= 0)):
-            raise ValueError("q and p must be finite and >= 0")
+            raise ParameterError("q", "q and p must be finite and >= 0")
         both = (q > 0) & (p > 0)
         self.q_inf = float(np.sum(q[(q > 0) & (p == 0)]))
         self.p_inf = float(np.sum(p[(p > 0) & (q == 0)]))

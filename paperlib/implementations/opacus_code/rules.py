@@ -60,6 +60,8 @@ import dataclasses
 import re
 from typing import Any, Mapping, Sequence
 
+from paperlib.fdp.validation import ComputationError
+
 __all__ = [
     "MECHANISM",
     "DIVISOR",
@@ -91,7 +93,7 @@ OPTIMIZER_FILE = "opacus/optimizers/optimizer.py"
 SOURCE_FILES = (ENGINE_FILE, CLIPPER_FILE, SAMPLER_FILE, OPTIMIZER_FILE)
 
 
-class AuditError(RuntimeError):
+class AuditError(ComputationError):
     """A release's source does not match the rules, or the table or a release cannot be obtained."""
 
 

@@ -47,7 +47,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from paperlib.fdp.validation import ParameterError
+from paperlib.fdp.validation import InputError, ParameterError
 
 from .rules import SOURCE_FILES, AuditError
 
@@ -91,7 +91,7 @@ _PACKAGE_PARENT = Path(__file__).resolve().parents[3]
 _PIP_METADATA = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 
 
-class WheelVerificationError(AuditError, ValueError):
+class WheelVerificationError(AuditError, InputError, ValueError):
     """A wheel does not match the sha256 stored for its release, or none is stored.
 
     Its message is one line naming the file. It is also a ``ValueError`` (a file in the
