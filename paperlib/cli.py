@@ -446,10 +446,10 @@ class _LazyChoices:
 
 
 def _implementation_names() -> tuple[str, ...]:
-    """The releases as shipped (runners.IMPLEMENTATIONS), then the fixed ones (runners.FIXED_IMPLEMENTATIONS)."""
-    from paperlib.implementations import runners
+    """The releases as shipped, then the fixed ones (the table of implementations, paperlib.implementations.registry)."""
+    from paperlib.implementations.registry import FIXED_IMPLEMENTATIONS, IMPLEMENTATIONS
 
-    return tuple(runners.IMPLEMENTATIONS) + tuple(runners.FIXED_IMPLEMENTATIONS)
+    return tuple(IMPLEMENTATIONS) + tuple(FIXED_IMPLEMENTATIONS)
 
 
 def _dataset_names() -> tuple[str, ...]:

@@ -96,6 +96,8 @@ import numpy as np
 import torch
 
 from paperlib.implementations.models import build_model, per_example_grads, training_loss
+# the implementations, their mechanisms and releases: one table
+from paperlib.implementations.registry import FIXED_IMPLEMENTATIONS, IMPLEMENTATION_MECHANISM, IMPLEMENTATIONS, RELEASES
 from paperlib.mechanisms.core import Mechanism
 
 __all__ = [
@@ -113,19 +115,6 @@ __all__ = [
     "detect_normaliser",
 ]
 
-IMPLEMENTATIONS = ("opacus-installed", "opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0", "dpsur")
-#: the mechanism each implementation is documented to run (code audit, Table 2)
-IMPLEMENTATION_MECHANISM = {
-    "opacus-installed": Mechanism.FEASGM,
-    "opacus-1.0.2": Mechanism.FEASGM,
-    "opacus-0.15.0": Mechanism.EASGM,
-    "opacus-0.13.0": Mechanism.ASGM,
-    "dpsur": Mechanism.DPSUR,  # |B'|: a separate Poisson draw's size; no step on an empty batch
-    "opacus-installed+fix": Mechanism.SGM,  # divided by a public constant (paperlib.practitioner.fix)
-}
-#: implementations with the fix of :mod:`paperlib.practitioner.fix` (divide by the configured batch size)
-FIXED_IMPLEMENTATIONS = ("opacus-installed+fix",)
-RELEASES = {"opacus-1.0.2": "1.0.2", "opacus-0.15.0": "0.15.0", "opacus-0.13.0": "0.13.0"}
 DEFAULT_MODEL_SEED = 0
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from paperlib.fdp.validation import (ParameterError, check_bool, check_delta, check_int, check_positive,
                                      check_rate, check_size)
+from paperlib.implementations.registry import FAMILIES
 from paperlib.mechanisms.core import ANY, Mechanism
 from paperlib.mechanisms.setting import Setting
 from paperlib.practitioner.releases import Release, dpsur_release, opacus1_rates, opacus_release
@@ -28,8 +29,9 @@ __all__ = ["Run", "Neighbour", "live_opacus_run", "check_run_delta", "MAX_CHECK_
 #: most optimiser steps a check composes without ``allow_large`` (the PLD grids grow with the
 #: number of steps; 10^6 steps is about 400 epochs of MNIST at batch 256)
 MAX_CHECK_STEPS = 1_000_000
-#: the code a run can have used
-IMPLEMENTATIONS = ("opacus", "dpsur")
+#: the code a run can have used: the families of the table of implementations
+#: (:data:`paperlib.implementations.registry.FAMILIES`)
+IMPLEMENTATIONS = FAMILIES
 #: what the noisy sum is divided by: the release's own rule, or a public constant (the fix)
 DIVISORS = ("release", "public")
 
