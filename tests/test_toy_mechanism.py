@@ -105,3 +105,22 @@ def test_synthetic_audit_of_the_toy(toy):
     assert a.mechanism == "public2b" and not a.violation
     assert (a.false_positives, a.false_negatives) == (s.false_positives, s.false_negatives)
     assert (e.false_positives, e.false_negatives) != (s.false_positives, s.false_negatives)
+
+
+def test_an_entry_with_only_its_rules_gets_an_answer_not_a_crash(monkeypatch):
+    """A new entry that gives only its rules (no guarantee, certificate or attack): ``check`` says in words that
+    neither end is available (unresolved, the reason in each sentence), and ``guarantee`` names what is missing."""
+    from paperlib.mechanisms.guarantees import guarantee
+    from paperlib.practitioner.check import check_run
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    register_mechanism(MechanismSpec(name="constdiv", title="CONSTDIV", rule="256", description="divides by 256",
+                                     fixed_normaliser=lambda N, q: 256.0))
+    r = check_run("1.6.0", 60_000, 256, epochs=1, noise_multiplier=1.1, n_params=26_010, mechanism="constdiv")
+    assert [e.verdict for e in r.neighbours] == ["unresolved", "unresolved"] and r.epsilon_certified is None
+    assert all("has no guarantee in the table" in e.sentence for e in r.neighbours)
+    assert not any("FEASGM" in m for m in r.remedies)
+    with pytest.raises(ValueError, match="^mechanism 'constdiv' has no guarantee in the table of mechanisms"):
+        guarantee("constdiv", 1000, 0.05, 1.0, 210)
+    with pytest.raises(ValueError, match="^name must be one of removal, addition"):
+        r.neighbour("foo")

@@ -186,6 +186,9 @@ def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None,
                 "forced_label": f"SGM worst case, {T} rounds (PLD lower end)", "forced_attack": attack}
     hint = certified.epsilon_bounds(delta)[1] if certified is not None else None  # the attack stays below it
     att = attack_for(s, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
+    if att is None:  # a registered rule with no attack in its entry: no forced value to give
+        raise ParameterError("mechanism", f"mechanism {s.mechanism.value!r} has no attack in the table of mechanisms "
+                                          "(give its MechanismSpec an attack): no forced epsilon")
     lo, hi = att.epsilon_bounds(delta)
     label = getattr(att.curve, "label", att.name)
     return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,

@@ -152,13 +152,14 @@ class Mechanism(_Rules, enum.StrEnum):
 
     # ------------------------------------------------------------------ parsing
     @classmethod
-    def parse(cls, value, allowed=None) -> "Mechanism | RegisteredMechanism":
+    def parse(cls, value, allowed=None, need: str | None = None) -> "Mechanism | RegisteredMechanism":
         """The mechanism named ``value`` (a mechanism value, a spec, or its name in any case).
 
         ``allowed``: the mechanisms the caller handles: None (default) for the paper's four (SGM, EASGM,
         ASGM, FEASGM) and any registered entry marked ``paper``; :data:`ANY` for every entry of the table
         (DPSUR's own rule and registered ones too); or a sequence of mechanisms. Raises ValueError naming
-        ``mechanism`` and the allowed names otherwise.
+        ``mechanism`` and the allowed names otherwise (``need``: the computation the caller needs, named when a
+        registered mechanism lacks it).
         """
         names = _allowed_names(allowed)
         if isinstance(value, (cls, RegisteredMechanism)):
@@ -167,6 +168,9 @@ class Mechanism(_Rules, enum.StrEnum):
             key = value.strip().lower()
         else:
             key = getattr(value, "name", None) if type(value).__name__ == "MechanismSpec" else None
+        if key is not None and key not in names and key in registered_mechanisms() and need is not None:
+            raise ParameterError("mechanism", f"mechanism {key!r} has no {need} in the table of mechanisms (give its "
+                                              f"MechanismSpec a {need}); mechanisms with one: {', '.join(names)}")
         if key is None or key not in names:
             shown = str.__str__(value) if isinstance(value, str) else value
             raise ParameterError("mechanism", f"mechanism must be one of {', '.join(names)}, got {shown!r}")

@@ -493,13 +493,13 @@ def guarantee(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int
     entry in :mod:`paperlib.mechanisms.registry` names them. For ``T`` rounds and the other bounds,
     :func:`paperlib.mechanisms.curves.curve`.
     """
-    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("guarantee")).spec
+    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("guarantee"), need="guarantee").spec
     return spec.computation("guarantee")(N, q, sigma, n, tail_tol=tail_tol)
 
 
 def upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int):
     """The upper bound of the guarantee (Theorems 3.8, 3.10, A.4); for SGM the claim itself."""
-    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("upper")).spec
+    spec = Mechanism.parse(mechanism, allowed=Mechanism.having("upper"), need="upper").spec
     checked(N=N, q=q, sigma=sigma, n=n)
     return spec.computation("upper")(N, q, sigma, n)
 

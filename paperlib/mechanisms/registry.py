@@ -105,6 +105,20 @@ class MechanismSpec:
     scale_ratio: Callable[[int, float], tuple[float, str]] | None = None
     _resolved: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self):
+        # the words a report needs, from the rule and description where an entry gives none, so that a new
+        # entry with only its rules gets a check report (built-in entries give their own)
+        defaults = {
+            "normaliser_words": lambda N, q: f"{self.rule} ({self.description})",
+            "pair_normalisers": lambda N, q: ((self.fixed_normaliser(N, q), self.fixed_normaliser(N + 1, q))
+                                              if self.fixed_normaliser is not None else (self.rule, self.rule)),
+            "not_sgm": lambda K: f"{self.title} {self.description}: not SGM",
+            "sgm_words": f"{self.description}: SGM",
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+
     def equals_sgm(self, N: int, q: float) -> bool:
         """True when the mechanism on the pair ``(N, N + 1)`` is post-processing of SGM (the SGM analysis
         applies): SGM always; FEASGM when its floors agree. Raises ValueError for a pair that divides by zero."""

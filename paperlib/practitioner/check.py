@@ -294,7 +294,7 @@ def _remedies(run: Run, neighbours: list) -> list[str]:
             "size (paperlib.practitioner.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
             f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds"]
     b, N = run.batch_size, run.dataset_size
-    if run.release.samples_per_loader and b is not None and run.sample_rate is None:
+    if run.release.samples_per_loader and b is not None and run.sample_rate is None and run.mechanism.spec.floors:
         good = []
         for d in range(1, 65):
             for c in (b - d, b + d):
@@ -331,7 +331,7 @@ def format_statement(report: CheckReport, width: int = 88) -> str:
             if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
     lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
                   f"{r.sample_rate:.6g}, {r.steps:,} steps"
-                  + (f" ({i['epochs']} epochs of {r.steps_per_epoch:,})" if i["epochs"] else "")
+                  + (f" ({i['epochs']} epoch{'s' * (i['epochs'] != 1)} of {r.steps_per_epoch:,})" if i["epochs"] else "")
                   + f", noise multiplier {i['noise_multiplier']:g}, {i['n_params']:,} trainable parameters."),
              wrap(f"Mechanism run: {r.mechanism.title} ({r.mechanism_note}); it divides by "
                   f"{r.normaliser}."),
@@ -346,7 +346,7 @@ def format_statement(report: CheckReport, width: int = 88) -> str:
         c = e.epsilon_certified
         cs = _f(c) + (f" ±{e.certified_accounting_error:.2g}" if c is not None and
                       e.certified_accounting_error else "")
-        lines.append(f"{e.name:<10}{'{:,}/{:,}'.format(*e.sizes):<17}{e.verdict.upper():<13}{cs:<15}"
+        lines.append(f"{e.name:<10}{'{:,}/{:,}'.format(*e.sizes):<17}{e.verdict.upper():<13}{cs:<14} "
                      f"[{_f(e.epsilon_forced)}, {_f(c)}]")
     lines.append("")
     for e in r.neighbours:

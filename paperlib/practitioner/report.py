@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from paperlib.fdp.validation import ParameterError
 from paperlib.mechanisms.core import Mechanism
 
 __all__ = ["Claim", "NeighbourVerdict", "CheckReport", "VERDICTS"]
@@ -184,8 +185,17 @@ class CheckReport:
         return all(e.claim_stands for e in self.neighbours)
 
     def neighbour(self, name: str) -> NeighbourVerdict:
-        """The verdict of the neighbour ``name`` ('removal' or 'addition')."""
-        return next(e for e in self.neighbours if e.name == name)
+        """The verdict of the neighbour ``name`` ('removal' or 'addition'; ParameterError naming ``name`` otherwise)."""
+        for e in self.neighbours:
+            if e.name == name:
+                return e
+        raise ParameterError("name", f"name must be one of {', '.join(e.name for e in self.neighbours)}, got {name!r}")
+
+    def __str__(self) -> str:
+        """The report as a short statement (:func:`~paperlib.practitioner.check.format_statement`)."""
+        from paperlib.practitioner.check import format_statement
+
+        return format_statement(self)
 
     def to_json(self) -> dict:
         """The report as one JSON-ready dict (mechanism as its name; epsilons as floats, inf kept)."""
