@@ -42,7 +42,8 @@ from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bo
 from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
 from paperlib.practitioner.releases import floors_agree_on_neighbours
-from paperlib.practitioner.report import INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict
+from paperlib.practitioner.report import (INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict, fmt_epsilon,
+                                         format_statement)
 from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
 
 __all__ = ["check_run", "check", "check_opacus", "format_statement", "summary", "FIX_NAME"]
@@ -272,7 +273,7 @@ def _verdict(entry: NeighbourVerdict, claim: float) -> None:
         verdict, sentence = "unresolved", f"{head}: claim not certified: {why}."
     else:
         lower = (f"{_attack_name(entry)} forces only {f:.4g}" if attack else
-                 f"the lower end {_f(f)} is an upper bound of the index-revealed guarantee, not an attack")
+                 f"the lower end {fmt_epsilon(f)} is an upper bound of the index-revealed guarantee, not an attack")
         verdict, sentence = "unresolved", (f"{head}: claim not certified: the run is certified at {c:.4g} > claimed "
                                            f"{claim:.4g}, and {lower} ({why}).")
     entry.verdict, entry.sentence = verdict, sentence
@@ -310,62 +311,6 @@ def _remedies(run: Run, neighbours: list) -> list[str]:
         out.append("Opacus 1.x with a batch size whose floors agree on both neighbours (FEASGM is then "
                    "post-processing of SGM; `check` says which)")
     return out
-
-
-def _f(x, digits=4):
-    if x is None:
-        return "-"
-    return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
-
-
-def format_statement(report: CheckReport, width: int = 88) -> str:
-    """The report (a :class:`~paperlib.practitioner.report.CheckReport`) as a short statement (plain text, lines
-    of at most about ``width`` characters)."""
-    import textwrap
-
-    r, i = report, report.inputs
-    wrap = lambda s: textwrap.fill(s, width)  # noqa: E731
-    how = (f"batch size {i['batch_size']:,}" if i["batch_size"] is not None else f"sample rate {i['sample_rate']:g}")
-    code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
-            + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
-            if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
-    lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
-                  f"{r.sample_rate:.6g}, {r.steps:,} steps"
-                  + (f" ({i['epochs']} epoch{'s' * (i['epochs'] != 1)} of {r.steps_per_epoch:,})" if i["epochs"] else "")
-                  + f", noise multiplier {i['noise_multiplier']:g}, {i['n_params']:,} trainable parameters."),
-             wrap(f"Mechanism run: {r.mechanism.title} ({r.mechanism_note}); it divides by "
-                  f"{r.normaliser}."),
-             "",
-             wrap(f"Claimed: epsilon = {_f(r.claimed_epsilon)} at delta = {r.delta:g} "
-                  f"({r.claim.source}; the SGM analysis)."),
-             "",
-             f"{'neighbour':<10}{'sizes':<17}{'claim':<13}{'certified eps':<15}{'[forced, certified]'}"]
-    if r.release_assumed:
-        lines.insert(2, wrap(f"Release rule ASSUMED: {r.release_assumed}."))
-    for e in r.neighbours:
-        c = e.epsilon_certified
-        cs = _f(c) + (f" ±{e.certified_accounting_error:.2g}" if c is not None and
-                      e.certified_accounting_error else "")
-        lines.append(f"{e.name:<10}{'{:,}/{:,}'.format(*e.sizes):<17}{e.verdict.upper():<13}{cs:<14} "
-                     f"[{_f(e.epsilon_forced)}, {_f(c)}]")
-    lines.append("")
-    for e in r.neighbours:
-        lines.append(wrap(e.sentence))
-    lines.append("")
-    if r.epsilon_certified is not None:
-        attacks = all(e.forced_is_attack for e in r.neighbours)
-        lower = (f"a named attack forces epsilon >= {_f(r.epsilon_forced)} on it" if attacks else
-                 f"the lower end {_f(r.epsilon_forced)} is not forced by an attack")
-        lines.append(wrap(f"The mechanism you ran is ({_f(r.epsilon_certified)}, {r.delta:g})-DP for "
-                          f"add/remove neighbours (certified, PLD upper end); {lower}."))
-    lines.append(wrap(r.summary))
-    if r.remedies:
-        lines.append("To make the claim hold:")
-        for m in r.remedies:
-            lines.append(textwrap.fill(m, width, initial_indent="  - ", subsequent_indent="    "))
-    for note in r.notes:
-        lines.append(wrap("Note: " + note))
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------ a live Opacus run

@@ -9,12 +9,13 @@ command line); brackets are ``[lower, upper]`` lists.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from paperlib.fdp.validation import ParameterError
 from paperlib.mechanisms.core import Mechanism
 
-__all__ = ["Claim", "NeighbourVerdict", "CheckReport", "VERDICTS"]
+__all__ = ["Claim", "NeighbourVerdict", "CheckReport", "VERDICTS", "format_statement", "fmt_epsilon"]
 
 #: a neighbour's verdict on the claim (THEORY.md §11; :mod:`~paperlib.practitioner.check`)
 VERDICTS = ("stands", "holds", "refuted", "unresolved", "not covered")
@@ -192,9 +193,7 @@ class CheckReport:
         raise ParameterError("name", f"name must be one of {', '.join(e.name for e in self.neighbours)}, got {name!r}")
 
     def __str__(self) -> str:
-        """The report as a short statement (:func:`~paperlib.practitioner.check.format_statement`)."""
-        from paperlib.practitioner.check import format_statement
-
+        """The report as a short statement (:func:`format_statement`)."""
         return format_statement(self)
 
     def to_json(self) -> dict:
@@ -212,3 +211,60 @@ class CheckReport:
         if self.read_from_opacus is not None:
             out["read_from_opacus"] = dict(self.read_from_opacus)
         return out
+
+
+def fmt_epsilon(x, digits=4) -> str:
+    """An epsilon for a sentence: ``digits`` significant digits, "inf", or "-" for None."""
+    if x is None:
+        return "-"
+    return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
+
+
+def format_statement(report: CheckReport, width: int = 88) -> str:
+    """The report (a :class:`~paperlib.practitioner.report.CheckReport`) as a short statement (plain text, lines
+    of at most about ``width`` characters)."""
+    import textwrap
+
+    r, i = report, report.inputs
+    wrap = lambda s: textwrap.fill(s, width)  # noqa: E731
+    how = (f"batch size {i['batch_size']:,}" if i["batch_size"] is not None else f"sample rate {i['sample_rate']:g}")
+    code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
+            + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
+            if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
+    lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
+                  f"{r.sample_rate:.6g}, {r.steps:,} steps"
+                  + (f" ({i['epochs']} epoch{'s' * (i['epochs'] != 1)} of {r.steps_per_epoch:,})" if i["epochs"] else "")
+                  + f", noise multiplier {i['noise_multiplier']:g}, {i['n_params']:,} trainable parameters."),
+             wrap(f"Mechanism run: {r.mechanism.title} ({r.mechanism_note}); it divides by "
+                  f"{r.normaliser}."),
+             "",
+             wrap(f"Claimed: epsilon = {fmt_epsilon(r.claimed_epsilon)} at delta = {r.delta:g} "
+                  f"({r.claim.source}; the SGM analysis)."),
+             "",
+             f"{'neighbour':<10}{'sizes':<17}{'claim':<13}{'certified eps':<15}{'[forced, certified]'}"]
+    if r.release_assumed:
+        lines.insert(2, wrap(f"Release rule ASSUMED: {r.release_assumed}."))
+    for e in r.neighbours:
+        c = e.epsilon_certified
+        cs = fmt_epsilon(c) + (f" ±{e.certified_accounting_error:.2g}" if c is not None and
+                      e.certified_accounting_error else "")
+        lines.append(f"{e.name:<10}{'{:,}/{:,}'.format(*e.sizes):<17}{e.verdict.upper():<13}{cs:<14} "
+                     f"[{fmt_epsilon(e.epsilon_forced)}, {fmt_epsilon(c)}]")
+    lines.append("")
+    for e in r.neighbours:
+        lines.append(wrap(e.sentence))
+    lines.append("")
+    if r.epsilon_certified is not None:
+        attacks = all(e.forced_is_attack for e in r.neighbours)
+        lower = (f"a named attack forces epsilon >= {fmt_epsilon(r.epsilon_forced)} on it" if attacks else
+                 f"the lower end {fmt_epsilon(r.epsilon_forced)} is not forced by an attack")
+        lines.append(wrap(f"The mechanism you ran is ({fmt_epsilon(r.epsilon_certified)}, {r.delta:g})-DP for "
+                          f"add/remove neighbours (certified, PLD upper end); {lower}."))
+    lines.append(wrap(r.summary))
+    if r.remedies:
+        lines.append("To make the claim hold:")
+        for m in r.remedies:
+            lines.append(textwrap.fill(m, width, initial_indent="  - ", subsequent_indent="    "))
+    for note in r.notes:
+        lines.append(wrap("Note: " + note))
+    return "\n".join(lines)
