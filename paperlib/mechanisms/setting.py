@@ -16,7 +16,6 @@ the computation (FEASGM's division by zero, a certificate's ``q < 1``, grid size
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from paperlib.fdp.validation import ParameterError, check_delta, check_int, check_positive, check_rate
@@ -71,15 +70,6 @@ class Setting:
         """True when the mechanism on this pair is post-processing of SGM (the SGM analysis applies; raises
         ValueError naming ``q`` where the round divides by zero)."""
         return self.spec.equals_sgm(self.N, self.q)
-
-    def replace(self, **changes) -> "Setting":
-        """A new setting with ``changes`` (validated as any new one)."""
-        return dataclasses.replace(self, **changes)
-
-    def describe(self) -> dict:
-        """The fields as JSON values (for a result's parameters)."""
-        return {"mechanism": self.mechanism.value, "N": self.N, "q": self.q, "sigma": self.sigma, "n": self.n,
-                "rounds": self.rounds}
 
 
 #: the one rule of each numeric field (its allowed range), for :func:`validate` and :func:`checked`
