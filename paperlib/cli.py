@@ -686,6 +686,8 @@ def run_epsilon(args) -> dict:
         if args.bound == "clt":
             raise ParameterError("bound",
                                  "bound=clt has no privacy profile (it holds on [gamma, 1-gamma] only); use guarantee or upper")
+        if args.bound == "guarantee" and args.rounds > 1 and not mechanism_spec(args.mechanism).sgm_always:
+            return _epsilon_certified(args, delta)
         curve = _curve(args)
         label = curve.label
     eps = curve.epsilon(delta)
@@ -699,19 +701,37 @@ def run_epsilon(args) -> dict:
         out.update(epsilon_bracket=[_jsonnum(lo), _jsonnum(hi)],
                    accounting_error=_jsonnum(hi - lo) if math.isfinite(hi) else None,
                    accounting=_accounting_summary(curve))
-        if args.bound == "guarantee" and args.rounds > 1 and not mechanism_spec(args.mechanism).sgm_always:
-            from paperlib.mechanisms.certified import forced_epsilon
-            from paperlib.mechanisms.setting import Setting
-
-            f = forced_epsilon(Setting(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds,
-                                       delta=delta), certified=curve)
-            out.update(pair=[args.N, args.N + 1], epsilon_forced=_jsonnum(f["epsilon_forced"]),
-                       epsilon_forced_bracket=[_jsonnum(v) for v in f["epsilon_forced_bracket"]],
-                       forced_by=f["forced_label"])
         if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
             sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
                              f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
     if not math.isfinite(eps):
+        out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
+    return out
+
+
+def _epsilon_certified(args, delta: float) -> dict:
+    """``epsilon --bound guarantee`` over several rounds: the pair's certified epsilon (the smallest valid
+    certificate) and the epsilon a named attack forces, from ``certified_interval``: the numbers ``check`` gives."""
+    from paperlib.mechanisms.certified import certified_interval
+    from paperlib.mechanisms.setting import Setting
+
+    r = certified_interval(Setting(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds,
+                                   delta=delta))
+    lo, hi = r["epsilon_certified_bracket"]
+    out = {"command": "epsilon", "epsilon": _jsonnum(hi), "delta": delta, "curve": r["certified_label"],
+           "certificate": r["certified_method"], "mechanism": args.mechanism, "bound": "guarantee",
+           "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds,
+           "epsilon_bracket": [_jsonnum(lo), _jsonnum(hi)],
+           "accounting_error": _jsonnum(hi - lo) if math.isfinite(hi) else None,
+           "accounting": {"engine": "dp_accounting PLD", "step": r["certified_grid"],
+                          "accuracy_met": r["accuracy_met"]},
+           "pair": [args.N, args.N + 1], "epsilon_forced": _jsonnum(r["epsilon_forced"]),
+           "epsilon_forced_bracket": [_jsonnum(v) for v in r["epsilon_forced_bracket"]],
+           "forced_by": r["forced_label"]}
+    if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
+        sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
+                         f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
+    if not math.isfinite(hi):
         out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
     return out
 

@@ -14,6 +14,9 @@ Attacks (``u`` a unit vector, ``C`` the clipping norm, ``X`` the released update
 * :func:`scale_attack` — EASGM, FEASGM with differing floors: every clipped gradient 0. The release
   is pure noise divided by ``N q`` on ``D`` and ``(N + 1) q`` on ``D'`` (``floor`` for FEASGM): the
   chi-square scale test over all ``n T`` coordinates, both orders, exact (:class:`Chi2Pair`).
+* :func:`scaled_target_attack` — EASGM, FEASGM with differing floors: the other records 0, the target
+  ``C u``; the likelihood-ratio test of ``<X, u>`` (binned, the target's amplified shift) and of the
+  scale of all other coordinates. Forces more than :func:`scale_attack` at practical settings.
 * :func:`aligned_attack` — ASGM: the other records ``C u``, the target ``-C u``. Dividing by ``|B|``
   cancels the count in the mean: ``<X, u> - C = (-2 C 1[target] + sigma C Z)/m``, ``||X_perp|| =
   sigma C chi_{n-1}/m`` (independent given ``m = |B|``). The attacker estimates the count
@@ -38,14 +41,14 @@ import numpy as np
 from scipy import special
 
 from paperlib.fdp.chisquare import Chi2Pair
-from paperlib.fdp.pld import DEFAULT_REL_TOL, DiscreteLaw, PLDComposition, RoundLaw
+from paperlib.fdp.pld import DEFAULT_REL_TOL, Chi2Law, DiscreteLaw, PLDComposition, RoundLaw
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.mechanisms.setting import Setting
 from paperlib.fdp.validation import ParameterError, check_int, check_rate
 
-__all__ = ["Attack", "BinnedCells", "scale_attack", "scale_attack_for", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
+__all__ = ["Attack", "BinnedCells", "scale_attack", "scale_attack_for", "scaled_target_attack", "aligned_attack", "aligned_attack_cells", "dpsur_attack",
            "dpsur_attack_cells", "attack_for", "count_estimate_logprobs", "hidden_tail", "ZETA_BIN", "LATENT_TAIL"]
 
 #: Width of the bins of ``zeta`` (in units of the noise): binning loses about ``w^2/12`` of the
@@ -366,19 +369,49 @@ def dpsur_attack(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, tail: fl
                            f"and zeta = <X,u> J/(sigma C) in bins of width {ZETA_BIN:g}"))
 
 
-def attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
-    """The attack the table of mechanisms names for the setting's mechanism on its pair ``(N, N + 1)``
-    (a :class:`~paperlib.mechanisms.setting.Setting`), or None (SGM and FEASGM with agreeing floors: their
+def attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> Attack | list[Attack] | None:
+    """The attack (or the list of attacks, each a real one) the table of mechanisms names for the setting's
+    mechanism on its pair ``(N, N + 1)`` (a :class:`~paperlib.mechanisms.setting.Setting`), or None (SGM and FEASGM with agreeing floors: their
     worst case is the SGM pair, forced by the SGM composition itself). ``tail``: the hidden mass left out per
     round (:func:`hidden_tail`)."""
     attack = setting.spec.computation("attack")
     return None if attack is None else attack(setting, tail=tail, **pld_options)
 
 
-def scale_attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> Attack | None:
-    """:func:`scale_attack` as the table of mechanisms calls it (``sigma``, ``tail`` and the PLD options do not
-    enter the exact chi-square test); None where the divisor is the same on both datasets (FEASGM's floors agree:
-    the pair is SGM's, forced by the SGM composition itself)."""
+def scale_attack_for(setting: Setting, *, tail: float = LATENT_TAIL, **pld_options) -> list[Attack] | None:
+    """The attacks on EASGM / FEASGM (differing floors) as the table of mechanisms calls them: :func:`scale_attack`
+    (all gradients 0) and :func:`scaled_target_attack` (others 0, target ``C u``); the caller keeps the one that
+    forces more at its delta. None where the divisor is the same on both datasets (FEASGM's floors agree: the pair
+    is SGM's, forced by the SGM composition itself)."""
     if setting.equals_sgm():
         return None
-    return scale_attack(setting.mechanism, setting.N, setting.q, setting.n, rounds=setting.rounds)
+    out = [scale_attack(setting.mechanism, setting.N, setting.q, setting.n, rounds=setting.rounds)]
+    if setting.q < 1:
+        out.append(scaled_target_attack(setting, **pld_options))
+    return out
+
+
+def scaled_target_attack(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> Attack:
+    """Others 0, target ``C u`` on EASGM / FEASGM (differing floors): the likelihood-ratio test of ``<X, u>`` in bins
+    of width :data:`ZETA_BIN` and of ``||X_perp||^2`` over all the other coordinates (THEORY.md §11.5).
+
+    In units of ``D``'s noise a round releases ``N(0, I_n)`` on ``D`` and ``(1 - q) N(0, s^2 I_n) + q N(s u/sigma,
+    s^2 I_n)`` on ``D'``, ``s = x/(x + 1)`` (the scale ratio of the divisors). Along ``u`` the pair is a
+    hidden mixture, binned (post-processing: the binned pair's errors are a real test's); across ``u`` a pure
+    scale pair, exact (:class:`~paperlib.fdp.pld.Chi2Law` over ``T (n - 1)`` coordinates). Composed on the PLD's
+    lower end, so ``epsilon_bounds(delta)[0]`` is a forced epsilon. Unlike :func:`scale_attack` it keeps the
+    target's amplified mean shift, which at practical settings forces more."""
+    N, q, sigma, n, T = setting.N, setting.q, setting.sigma, setting.n, setting.rounds
+    x, nu = setting.spec.scale_ratio(N, q)
+    s = x / (x + 1.0)
+    z = 12.0
+    edges = np.arange(-z, s / sigma + z, ZETA_BIN)
+    p_cells = _normal_bins(edges, 0.0, 1.0)
+    q_cells = (1.0 - q) * _normal_bins(edges, 0.0, s) + q * _normal_bins(edges, s / sigma, s)
+    law = RoundLaw([(1.0, (DiscreteLaw(q_cells, p_cells),))], common=(Chi2Law(n - 1, x),) if n > 1 else ())
+    info = {"x": float(x), "cells": int(p_cells.size), "coordinates": T * n}
+    return _composed((law, info), N, T, rel_tol, pld_options, label=f"{setting.spec.title} attack, others 0, {T} rounds",
+                     name="others 0, target C u: shift and scale test",
+                     gradients="every record of D: 0; the target: C u",
+                     test=(f"likelihood-ratio test of <X, u> in bins of width {ZETA_BIN:g} and of ||X_perp||^2 over "
+                           f"the other {n - 1} coordinates of all {T} rounds (the release is divided by {nu})"))

@@ -22,6 +22,7 @@ import math
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
 from paperlib.mechanisms.attacks import attack_for, hidden_tail
 from paperlib.mechanisms.certificates import asgm_count_certificate
+from paperlib.mechanisms.chain import chain_certificate
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.guarantees import DEFAULT_TAIL_TOL, guarantee
 from paperlib.mechanisms.multiround import sgm_claim_rounds
@@ -35,6 +36,7 @@ __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certi
 CERTIFICATES = {"sgm": "SGM claim f_q^(xT) (the mechanism is SGM or post-processes it)",
                 "index": "index revealed (THEORY.md §6: whether the target was sampled is revealed)",
                 "count": "count revealed (THEORY.md §11.2: (|B|, S_B + G), n-free)",
+                "chain": "chain of SGM and a scale test (THEORY.md §11.3b: keeps the amplification)",
                 "dpsur": "count of the separate draw x SGM step (THEORY.md §11.4)"}
 
 
@@ -111,7 +113,12 @@ def _candidates(s: Setting, rel_tol, **pld_options) -> list:
         return out
     c = certified_guarantee(s, rel_tol=rel_tol, **pld_options)
     name = "sgm" if s.equals_sgm() else s.spec.certificates[0] if s.spec.own_certificate else "index"
-    return [(name, c)]
+    out = [(name, c)]
+    if "chain" in s.spec.certificates and not s.equals_sgm() and s.q < 1:
+        chain = chain_certificate(s, rel_tol=rel_tol, **pld_options)
+        chain.meta["certificate"] = CERTIFICATES["chain"]
+        out.insert(0, ("chain", chain))
+    return out
 
 
 def _delta_of(s: Setting) -> float:
@@ -138,7 +145,7 @@ def certified_interval(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **
     for name, c in _candidates(s, rel_tol, **pld_options):
         lo, hi = c.epsilon_bounds(delta)
         cands.append((hi, name, c, lo))
-    c_hi, name, cert, c_lo = min(cands, key=lambda t: (t[0], t[1] != "count"))
+    c_hi, name, cert, c_lo = min(cands, key=lambda t: (t[0], t[1] not in ("count", "chain")))
     forced = forced_epsilon(s, certified=cert, rel_tol=rel_tol, **pld_options)
     f_lo, f_hi = forced["epsilon_forced_bracket"]
     out = {"mechanism": s.mechanism.value, "N": N, "pair": [N, N + 1], "q": s.q, "sigma": s.sigma, "n": s.n,
@@ -189,6 +196,8 @@ def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None,
     if att is None:  # a registered rule with no attack in its entry: no forced value to give
         raise ParameterError("mechanism", f"mechanism {s.mechanism.value!r} has no attack in the table of mechanisms "
                                           "(give its MechanismSpec an attack): no forced epsilon")
+    if isinstance(att, (list, tuple)):  # several real attacks: each forces its epsilon, keep the strongest
+        att = max(att, key=lambda a: a.epsilon_bounds(delta)[0])
     lo, hi = att.epsilon_bounds(delta)
     label = getattr(att.curve, "label", att.name)
     return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,

@@ -72,7 +72,7 @@ class MechanismSpec:
     ``rounds_upper(N, q, sigma, n, *, rounds, **pld)``, ``clt`` (the theorem of the CLT bound of the
     upper bound: ``"3.13"``, the chi-square pair with ``x = N`` over any rounds; ``"A.7"``, with ``x =
     floor(N q)``; ``"3.13+Eq.14"``, its chi-square part mixed as Eq. 14, one round; None: no CLT bound), ``certificates`` (the certificates :mod:`paperlib.mechanisms.certified` may use,
-    in order: ``"sgm"``, ``"count"``, ``"index"``, or the mechanism's own), ``own_certificate(setting, *, rel_tol, **pld)`` (a certificate of the mechanism's own, used in place of the others: DPSUR's,
+    in order: ``"sgm"``, ``"count"``, ``"chain"`` (THEORY.md §11.3b), ``"index"``, or the mechanism's own), ``own_certificate(setting, *, rel_tol, **pld)`` (a certificate of the mechanism's own, used in place of the others: DPSUR's,
     THEORY.md §11.4), ``attack(setting, *, tail, **pld)`` (a named attack, :mod:`paperlib.mechanisms.attacks`), ``scale_ratio(N, q)`` (the all-zero
     gradients scale test's ``x`` and its words, for a divisor that differs between ``D`` and ``D'``).
     """
@@ -217,7 +217,7 @@ register_mechanism(MechanismSpec(
     pair_normalisers=lambda N, q: (N * q, (N + 1) * q),
     not_sgm=lambda K: "EASGM divides by N q, which differs between the two datasets: not SGM",
     guarantee=_G + "easgm_guarantee", upper=_G + "easgm_upper_bound", rounds_upper=_M + "easgm_rounds_upper",
-    clt="3.13", attack=_A + "scale_attack_for",
+    clt="3.13", certificates=("chain", "index"), attack=_A + "scale_attack_for",
     scale_ratio=lambda N, q: (float(N), f"N q = {N * q:g} and (N + 1) q = {(N + 1) * q:g}")))
 
 
@@ -234,7 +234,7 @@ register_mechanism(MechanismSpec(
     pair_normalisers=lambda N, q: _floors(N, q),
     not_sgm=lambda K: f"FEASGM divides by {K[0]} and {K[1]}: not SGM",
     guarantee=_G + "feasgm_guarantee", upper=_G + "feasgm_upper_bound",
-    rounds_upper=_M + "feasgm_rounds_upper_bound", clt="A.7",
+    rounds_upper=_M + "feasgm_rounds_upper_bound", clt="A.7", certificates=("chain", "index"),
     attack=_A + "scale_attack_for",
     scale_ratio=_feasgm_scale))
 

@@ -21,6 +21,7 @@ from scipy import optimize, stats
 from conftest import run_cli
 from paperlib.mechanisms.setting import Setting
 from paperlib.fdp.chisquare import Chi2Pair
+from paperlib.mechanisms import attacks as AT
 from paperlib.mechanisms import certified as CE
 from paperlib.mechanisms import multiround as MR
 from paperlib.mechanisms.guarantees import guarantee
@@ -164,11 +165,18 @@ def test_interval_forced_below_certified_and_exact_for_easgm():
     assert r["epsilon_certified"] == hi and hi - lo <= 0.01 * hi and r["accuracy_met"]
     # the scale attack: all n = 1000 coordinates of all 50 rounds, both orders (not n - 1: 7.5749)
     exact = Chi2Pair(50 * 1000, 200.0).epsilon(DELTA)
-    assert r["epsilon_forced"] == pytest.approx(exact, rel=1e-12) and "exact chi-square" in r["forced_method"]
-    assert r["epsilon_forced"] > Chi2Pair(50 * 999, 200.0).epsilon(DELTA)
-    assert r["epsilon_forced"] <= lo and r["forced_attack"]["gradients"].startswith("every clipped gradient 0")
+    scale = AT.scale_attack("easgm", 200, 0.05, 1000, rounds=50)
+    assert scale.epsilon_bounds(DELTA)[0] == pytest.approx(exact, rel=1e-12)
+    assert exact > Chi2Pair(50 * 999, 200.0).epsilon(DELTA)
+    # the forced end is the stronger of the two real attacks (others 0 with the target's shift, here)
+    target = AT.scaled_target_attack(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50)).epsilon_bounds(DELTA)[0]
+    assert r["epsilon_forced"] == pytest.approx(max(exact, target), rel=1e-12) and r["epsilon_forced"] >= exact
+    assert r["epsilon_forced"] <= lo and r["forced_attack"]["gradients"].startswith("every record of D: 0")
     assert r["pair"] == [200, 201] and "forces epsilon >=" in r["statement"]
-    assert r["certified_method"] == CE.CERTIFICATES["index"]
+    # the smaller valid certificate is reported, both are listed
+    cands = r["certified_candidates"]
+    assert set(cands) == {CE.CERTIFICATES["chain"], CE.CERTIFICATES["index"]}
+    assert r["epsilon_certified"] == min(c[1] for c in cands.values())
     r = CE.certified_interval(Setting("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
     f_lo, f_hi = r["epsilon_forced_bracket"]
     c_lo, c_hi = r["epsilon_certified_bracket"]

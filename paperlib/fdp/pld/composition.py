@@ -144,6 +144,17 @@ class PLDComposition(TradeOff):
         self._meta_update()
         return lo.reshape(e.shape), hi.reshape(e.shape)
 
+    def order_delta_bounds(self, eps) -> dict:
+        """Each order's hockey-stick divergence on the current grid: ``{"QP": (lo, hi), "PQ": (lo, hi)}``,
+        ``"QP"`` for ``H(Q||P)`` (the loss under ``Q``), ``"PQ"`` for ``H(P||Q)``, at each ``eps`` of a sorted
+        1-D array (vectorised: a chain of pairs needs whole profiles, THEORY.md §11.3b). ``lo <= exact <= hi``
+        on this grid; call :meth:`epsilon_bounds` first to refine the grid to ``rel_tol`` near a ``delta``."""
+        e = np.asarray(eps, dtype=float)
+        if e.ndim != 1 or not np.all(np.isfinite(e)) or np.any(np.diff(e) < 0):
+            raise ParameterError("eps", "eps must be a sorted 1-D array of finite values")
+        st = self._state()
+        return {d: st.direction_delta(d, e) for d in ("QP", "PQ")}
+
     def delta(self, eps):
         lo, hi = self.delta_bounds(eps)
         d = hi if self.side == "guarantee" else lo

@@ -113,6 +113,23 @@ class _Pmf:
         return alpha, np.maximum(beta, 0.0)
 
 
+def _grid_delta(pmf: "_Pmf", eps: np.ndarray) -> np.ndarray:
+    """``inf + sum_{v_j > eps} p_j (1 - e^{eps - v_j})`` at each ``eps`` of a sorted array, by suffix sums
+    (``get_delta_for_epsilon`` one value at a time costs a pass over the PMF per value)."""
+    i0, p = pmf_arrays(pmf.pmf)
+    p = np.maximum(p, 0.0)
+    v = (i0 + np.arange(p.size)) * pmf.step
+    idx = np.searchsorted(v, eps, side="right")  # first atom with v_j > eps
+    tail_p = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
+    # log sum_{i >= j} p_i e^{-v_i} in the log domain: eps + it is <= log(tail_p) <= 0, so nothing overflows
+    with np.errstate(divide="ignore"):
+        lw = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)) - v, -np.inf)
+    tail_lw = np.concatenate([np.logaddexp.accumulate(lw[::-1])[::-1], [-np.inf]])
+    with np.errstate(over="ignore", under="ignore"):
+        out = tail_p[idx] - np.exp(np.minimum(eps + tail_lw[idx], 0.0))
+    return np.clip(pmf.inf + np.maximum(out, 0.0), 0.0, 1.0)
+
+
 @dataclass
 class State:
     """Both ends of a composition on one grid, both directions."""
@@ -135,6 +152,16 @@ class State:
                                                - np.exp(np.minimum(eps, 700.0)) * self._defect(d), 0.0)
                                     for d in DIRECTIONS])
         return np.minimum(lo, hi), hi
+
+    def direction_delta(self, d: str, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(delta_low, delta_up)`` of one direction (``"QP"``: ``H(Q||P)``, ``"PQ"``: ``H(P||Q)``) at each
+        ``eps`` of a sorted grid, vectorised (suffix sums of the composed PMFs; a chain of pairs needs each
+        order's profile on a grid, THEORY.md §11.3b). Matches ``get_delta_for_epsilon`` (a test)."""
+        e = np.asarray(eps, dtype=float)
+        hi = _grid_delta(self.up[d], e)
+        with np.errstate(over="ignore"):
+            lo = _grid_delta(self.low[d], e + self.shift[d]) - self.slack - np.exp(np.minimum(e, 700.0)) * self._defect(d)
+        return np.clip(np.minimum(lo, hi), 0.0, 1.0), hi
 
     def epsilon_bounds(self, delta: float):
         hi = max(self.up[d].epsilon(delta) for d in DIRECTIONS)
