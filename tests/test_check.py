@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -216,17 +217,32 @@ def test_acceptance_16_floors_agree_claim_stands_and_certified_is_sgm(r16):
     assert r16.claimed_epsilon == pytest.approx(a.get_epsilon(delta=1e-5), rel=1e-9)
 
 
-def test_16_batch_dividing_the_dataset_removal_refuted_addition_not_covered():
+def test_16_batch_dividing_the_dataset_removal_refuted_addition_refuted_by_the_count():
+    """60,000 records, batch 250: the removal pair's floors differ (refuted by an attack); the added dataset's
+    loader has 241 batches, not 240, so counting the updates refutes the claim (THEORY.md §11.3c): forced inf,
+    no certified epsilon, and every remedy offered resolves both neighbours when run."""
     r = check_run("1.6.0", 60_000, 250, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
     rem, add = r.neighbours
     assert rem.normalisers == [249, 250] and not rem.floors_agree
     assert rem.verdict == "refuted" and rem.epsilon_forced > r.claimed_epsilon
-    assert add.verdict == "not covered" and "different sampling rate" in add.why
-    assert r.epsilon_certified is None and r.epsilon_forced == rem.epsilon_forced
-    suggestion = next(m for m in r.remedies if "batch size for which int(N q)" in m)
-    for b in (int(x) for x in suggestion.split("e.g. ")[1].split(" (")[0].split(", ")):
-        again = check_run("1.6.0", 60_000, b, epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
-        assert again.claim_stands, b
+    assert add.verdict == "refuted" and add.computed == "update count" and add.epsilon_forced == math.inf
+    assert "240 vs 241 an epoch" in add.why and add.forced_attack["name"] == "count the updates"
+    assert add.epsilon_certified is None and add.to_json()["epsilon_certified"] is None
+    assert r.epsilon_certified is None and r.epsilon_forced == math.inf
+    assert not any(e.verdict == "not covered" for e in r.neighbours)
+    tried = 0
+    for m in r.remedies:
+        kw = dict(epochs=1, noise_multiplier=1.1, n_params=26_010, accountant="rdp")
+        if "loss_reduction='sum'" in m:
+            kw["loss_reduction"] = "sum"
+        elif "fix_normaliser" in m:
+            kw["divisor"] = "public"
+        sizes = [int(x) for x in re.findall(r"(?:such as|e\.g\.) (\d+)(?:(?: or |, )(\d+))?", m)[0] if x]
+        for b in sizes:
+            again = check_run("1.6.0", 60_000, b, **kw)
+            assert again.claim_stands, (m, b)
+            tried += 1
+    assert tried >= 6
 
 
 def test_loss_reduction_sum_is_sgm_and_stands():
@@ -422,7 +438,11 @@ def test_public_divisor_is_sgm():
     fixed = check_run("1.6.0", batch_size=250, divisor="public", **kw)
     assert shipped.neighbours[0].verdict == "refuted"
     assert fixed.mechanism == "sgm" and fixed.neighbours[0].verdict == "stands"
-    assert fixed.neighbours[1].verdict == "not covered"  # 60,001 records: another len(data_loader)
+    assert fixed.neighbours[1].verdict == "refuted"  # 60,001 records: another len(data_loader), counted
+    assert fixed.neighbours[1].computed == "update count"
+    # the fix is offered with a batch size that resolves both neighbours, never alone
+    assert not any(m.startswith("the fix") and "batch size such as" not in m for m in fixed.remedies) or \
+        fixed.claim_stands
     summed = check_run("1.6.0", batch_size=250, loss_reduction="sum", **kw)
     assert fixed.neighbours[0].epsilon_certified == summed.neighbours[0].epsilon_certified
     assert "public constant" in format_statement(fixed)
@@ -487,7 +507,7 @@ def test_every_failure_is_one_line(capsys, monkeypatch):
     code, out, err = run_main(argv, capsys)
     assert code == 0, err
     got = json.loads(out)
-    assert got["neighbours"][0]["verdict"] == "refuted" and got["neighbours"][1]["verdict"] == "not covered"
+    assert got["neighbours"][0]["verdict"] == "refuted" and got["neighbours"][1]["verdict"] == "refuted"
     import paperlib.practitioner.check as pc
 
     for exc in (RuntimeError("could not compute x"), ArithmeticError("overflow"), RuntimeError("boom")):

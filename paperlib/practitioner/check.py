@@ -35,13 +35,13 @@ ASGM's Eq. 14, THEORY.md §11.5) never refutes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
 from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool
 from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
-from paperlib.practitioner.releases import floors_agree_on_neighbours
 from paperlib.practitioner.report import (INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict, fmt_epsilon,
                                          format_statement)
 from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
@@ -197,6 +197,8 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
                              else "D_train vs D_train plus one record",
                              sample_rates=list(pair.sample_rates),
                              normalisers=None if pair.normalisers is None else list(pair.normalisers))
+    if pair.update_counts is not None:
+        return _count_refutes(entry, pair)
     if pair.not_covered:
         entry.computed, entry.not_covered, entry.why = "not covered", True, pair.not_covered
         return entry
@@ -230,6 +232,26 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
     return entry
 
 
+def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict:
+    """The two datasets get different numbers of updates (THEORY.md §11.3c): the count is a perfect test, so the
+    forced epsilon is infinite; a certified epsilon of a release of the final model only is not known."""
+    (T_a, T_b), (s_a, s_b) = pair.update_counts, pair.steps_per_epoch
+    a, b = pair.sizes
+    entry.computed = "update count"
+    entry.why = (f"the number of updates differs ({s_a:,} vs {s_b:,} an epoch, {T_a:,} vs {T_b:,} in all): Opacus "
+                 f"runs len(data_loader) = ceil(N/batch) steps an epoch on each dataset, so counting the updates tells "
+                 f"the two apart")
+    entry.epsilon_forced, entry.epsilon_forced_bracket = math.inf, [math.inf, math.inf]
+    entry.forced_method = "exact: the two counts differ surely"
+    entry.forced_attack = {"name": "count the updates", "datasets": f"D: {a} records, D': the same plus a target",
+                           "gradients": "any", "test": f"the number of released updates ({T_a:,} on D, {T_b:,} on D')",
+                           "method": entry.forced_method}
+    entry.forced_is_attack = True
+    entry.certified_error = "no certified epsilon: the sequences of updates differ in length (a release of the " \
+                            "final model only has no known certificate)"
+    return entry
+
+
 def _is_attack(r: dict) -> bool:
     """Is the forced end a named attack (a valid lower bound of the true epsilon)? Read from the result:
     its ``forced_attack`` when present, else its ``forced_method`` (:data:`_ATTACK_METHODS`)."""
@@ -258,6 +280,9 @@ def _verdict(entry: NeighbourVerdict, claim: float) -> None:
     elif c is not None and c <= claim:
         verdict, sentence = "holds", (f"{head}: the claim holds: certified epsilon {c:.4g} <= claimed {claim:.4g} "
                                       f"({why}).")
+    elif entry.computed == "update count":
+        verdict, sentence = "refuted", (f"{head}: claim refuted: {why}; no analysis can certify a finite epsilon for "
+                                        f"the sequence of updates (forced epsilon = inf).")
     elif f is not None and attack and f > claim:
         verdict = "refuted"
         by = _attack_name(entry)
@@ -280,32 +305,59 @@ def _verdict(entry: NeighbourVerdict, claim: float) -> None:
     entry.claim_stands = verdict in ("stands", "holds")
 
 
+def _variant(run: Run, **changes) -> Run | None:
+    """The run with ``changes`` (validated as a new run), or None when the changed settings are refused."""
+    try:
+        return dataclasses.replace(run, mechanism=run.given_mechanism, **changes)
+    except ValueError:
+        return None
+
+
+def _resolves(run: Run | None) -> bool:
+    """Does this run give both neighbours the SGM analysis with the same number of updates? (the remedied setting,
+    derived as ``check`` derives any run: a remedy is offered only where it resolves both neighbours)"""
+    return run is not None and all(p.sgm and p.update_counts is None and not p.not_covered for p in run.neighbours())
+
+
+def _batch_sizes(run: Run, **changes) -> list[int]:
+    """Two batch sizes near the run's for which the run with ``changes`` resolves both neighbours."""
+    b, N, good = run.batch_size, run.dataset_size, []
+    if b is None:
+        return good
+    for d in range(1, 65):
+        for c in (b - d, b + d):
+            if 1 <= c <= N and _resolves(_variant(run, batch_size=c, **changes)):
+                good.append(c)
+        if len(good) >= 2:
+            break
+    return sorted(good)[:2]
+
+
 def _remedies(run: Run, neighbours: list) -> list[str]:
+    """Changes that make the claim hold on both neighbours, each checked by deriving the changed run."""
     if all(e.claim_stands for e in neighbours):
         return []
     out = []
-    if any(e.not_covered and "different sampling rate" in e.why for e in neighbours):
-        out.append("a batch size for which len(data_loader) is the same for N - 1, N and N + 1 records (or a fixed "
-                   "sample rate and number of steps): otherwise the number of steps itself depends on the data set")
+    counts = any(e.computed == "update count" for e in neighbours)
     if run.mechanism.spec.skips_empty_batch:
         out.append("divide the noisy sum by a public constant and take a (noise-only) step on an empty batch, as "
                    "Opacus 1.x with the fix does: the update is then SGM's, so the SGM claim holds")
         return out
-    out += ["loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
-            "size (paperlib.practitioner.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
-            f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds"]
-    b, N = run.batch_size, run.dataset_size
-    if run.release.samples_per_loader and b is not None and run.sample_rate is None and run.mechanism.spec.floors:
-        good = []
-        for d in range(1, 65):
-            for c in (b - d, b + d):
-                if 1 <= c <= N and floors_agree_on_neighbours(N, c, run.drop_last):
-                    good.append(c)
-            if len(good) >= 2:
-                break
+    sgm_ways = (("loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
+                 "size (paperlib.practitioner.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
+                 {"loss_reduction": "sum"}),
+                (f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds", {"divisor": "public"}))
+    for text, changes in sgm_ways:
+        if _resolves(_variant(run, **changes)):
+            out.append(text)
+        elif counts and (sizes := _batch_sizes(run, **changes)):
+            out.append(f"{text}, with a batch size such as {' or '.join(map(str, sizes))}: with {run.batch_size} "
+                       "the number of steps an epoch differs between neighbouring datasets")
+    if run.release.samples_per_loader and run.sample_rate is None and run.mechanism.spec.floors:
+        good = _batch_sizes(run)
         if good:
-            out.append(f"keep loss_reduction='mean' but use a batch size for which int(N q) is the same on both "
-                       f"datasets of both neighbours, e.g. {', '.join(str(x) for x in sorted(good)[:2])} "
+            out.append(f"keep loss_reduction='mean' but use a batch size for which the number of steps an epoch and "
+                       f"int(N q) are the same on both datasets of both neighbours, e.g. {', '.join(map(str, good))} "
                        "(then FEASGM is post-processing of SGM)")
     elif run.release.implementation == "opacus" and run.release.key[0] == 0:
         out.append("Opacus 1.x with a batch size whose floors agree on both neighbours (FEASGM is then "

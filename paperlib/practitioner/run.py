@@ -13,6 +13,7 @@ pairs (:meth:`Run.neighbours`) carry one :class:`~paperlib.mechanisms.setting.Se
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -268,11 +269,18 @@ class Run:
         common = dict(name=name, sizes=(small, small + 1), sample_rates=(qs_a, qs_b), charged_rates=(qa_a, qa_b),
                       steps_per_epoch=(st_a, st_b))
         if (qs_a, qa_a) != (qs_b, qa_b):
+            # THEORY.md §11.3c: a different number of updates is a perfect test (count them)
+            epochs = self.epochs
+            if epochs is None and self.steps % self.steps_per_epoch == 0:
+                epochs = self.steps // self.steps_per_epoch  # whole epochs of this loader (an accountant's count)
+            T_a, T_b = (self.steps, self.steps) if epochs is None else (epochs * st_a, epochs * st_b)
+            if T_a != T_b:
+                return Neighbour(**common, update_counts=(T_a, T_b))
             return Neighbour(**common, not_covered=(
                 f"Opacus derives a different sampling rate for each dataset (len(data_loader) {round(1 / qs_a)} vs "
-                f"{round(1 / qs_b)}, {st_a} vs {st_b} steps per epoch), so the number of released gradients tells "
-                "the two apart; neither the SGM analysis nor this one covers it: fix the sample rate and the number "
-                "of steps"))
+                f"{round(1 / qs_b)}) while the number of steps is the same ({T_a:,}); no analysis of a sampling rate "
+                "that depends on the data set is known: give the sample rate itself (make_private with a "
+                "sample_rate, or a batch size that does not divide N - 1, N or N + 1)"))
         spec, q = self.mechanism.spec, qa_a
         floors_agree = None
         if spec.floors is not None:
@@ -285,10 +293,10 @@ class Run:
             normalisers = ("public", "public")
         else:
             normalisers = spec.pair_normalisers(small, q)
-        setting = Setting(self.mechanism, small, q, self.noise_multiplier, self.n_params, rounds=self.rounds,
-                          delta=self.delta, neighbour=name)
+        fields = dict(mechanism=self.mechanism, N=small, q=q, sigma=self.noise_multiplier, n=self.n_params,
+                      rounds=self.rounds, delta=self.delta, neighbour=name)
         return Neighbour(**common, normalisers=normalisers, floors_agree=floors_agree,
-                         sgm=spec.sgm_always or bool(floors_agree), setting=setting)
+                         sgm=spec.sgm_always or bool(floors_agree), setting_fields=tuple(fields.items()))
 
     def inputs(self) -> dict:
         """The settings as given (validated), for the report."""
@@ -307,8 +315,10 @@ class Neighbour:
     (:meth:`Run.neighbours`).
 
     ``sample_rates``, ``charged_rates``, ``steps_per_epoch``: on each dataset of the pair.
-    ``not_covered``: why no analysis covers the pair (a different sampling rate per dataset, or a
-    division by zero), else None. ``normalisers``: what the code divides by on each dataset (None when
+    ``update_counts``: ``(T, T')``, the numbers of updates on each dataset where they differ (Opacus 1.x when a
+    dataset size crosses a multiple of the batch size: counting the updates tells the two apart, THEORY.md
+    §11.3c), else None. ``not_covered``: why no analysis covers the pair (a division by zero, or a sampling
+    rate that differs with the same number of steps), else None. ``normalisers``: what the code divides by on each dataset (None when
     the rates differ). ``floors_agree``: FEASGM's ``int(N q)`` equal on both (None for other mechanisms).
     ``sgm``: the pair's releases are post-processing of SGM's, so the SGM analysis applies. ``setting``:
     the pair as the computing layers take it (:class:`~paperlib.mechanisms.setting.Setting`: the run's
@@ -324,7 +334,14 @@ class Neighbour:
     floors_agree: bool | None = None
     sgm: bool = False
     not_covered: str | None = None
-    setting: Setting | None = None
+    update_counts: tuple[int, int] | None = None
+    setting_fields: tuple | None = field(default=None, repr=False)
+
+    @functools.cached_property
+    def setting(self) -> Setting | None:
+        """The pair as a validated :class:`~paperlib.mechanisms.setting.Setting`, made on first use (once), so a run
+        derived only for its structure (a remedy checked by ``check``) validates none; None when not covered."""
+        return None if self.setting_fields is None else Setting(**dict(self.setting_fields))
 
     @property
     def rate(self) -> float:
