@@ -36,6 +36,7 @@ _EXPORTS = {
     "check_run": "paperlib.practitioner.check",
     "check_opacus": "paperlib.practitioner.check",
     "CertifiedAccountant": "paperlib.practitioner.accountant",
+    "register_certified_accountant": "paperlib.practitioner.accountant",
     "fix_normaliser": "paperlib.practitioner.fix",
     "sum_reduction_lr": "paperlib.practitioner.fix",
     "audit_worst_case": "paperlib.audit",

@@ -1344,6 +1344,14 @@ def _core_api_rows():
          TypeError, "pld_options"),
         ("accountant-release", lambda: CertifiedAccountant(opacus_version="1.7.0", dataset_size=100, n_params=3),
          ValueError, "opacus_version"),
+        ("accountant-relation", lambda: CertifiedAccountant(dataset_size=100, n_params=3).get_epsilon(
+            1e-3, relation="swap"), ValueError, "relation"),
+        ("accountant-n-params-zero", lambda: CertifiedAccountant(dataset_size=100, n_params=0), ValueError,
+         "n_params"),
+        ("register-accountant-dataset-size", lambda: _register(dataset_size=1), ValueError, "dataset_size"),
+        ("register-accountant-name", lambda: _register(dataset_size=100, name=" "), ValueError, "name"),
+        ("chain-certificate-sgm", lambda: _chain("sgm"), ValueError, "mechanism"),
+        ("replace-one-q-zero", lambda: _replace_one(0.0), ValueError, "q"),
         ("fix-optimizer-object", lambda: fix_normaliser(object(), 4), TypeError, "optimizer"),
         ("fix-batch-size-bool", lambda: fix_normaliser(opt, True), ValueError, "batch_size"),
         ("normaliser-of-string", lambda: normaliser_of("opt"), TypeError, "optimizer"),
@@ -1371,10 +1379,28 @@ def _core_api_rows():
     ]
 
 
+def _register(**kw):
+    from paperlib.practitioner import register_certified_accountant
+    return register_certified_accountant(**kw)
+
+
+def _chain(mechanism):
+    from paperlib.mechanisms.chain import chain_certificate
+    from paperlib.mechanisms.setting import Setting
+    return chain_certificate(Setting(mechanism, 100, 0.1, 1.0, 10, rounds=3))
+
+
+def _replace_one(q):
+    from paperlib.mechanisms.multiround import sgm_replace_one_rounds
+    return sgm_replace_one_rounds(q, 1.0, rounds=3)
+
+
 CORE_API_IDS = ["check_opacus-engine-object", "check_opacus-engine-string", "check_opacus-model-string",
                 "check_opacus-optimizer-none", "check_opacus-loader-list", "check_opacus-delta",
                 "check_opacus-allow-large", "accountant-delta-before-a-step", "accountant-dataset-size",
-                "accountant-pld-options", "accountant-release", "fix-optimizer-object", "fix-batch-size-bool",
+                "accountant-pld-options", "accountant-release", "accountant-relation", "accountant-n-params-zero",
+                "register-accountant-dataset-size", "register-accountant-name", "chain-certificate-sgm",
+                "replace-one-q-zero", "fix-optimizer-object", "fix-batch-size-bool",
                 "normaliser-of-string", "sum-lr-string", "sum-lr-batch-zero", "check-run-drop-last-string",
                 "check-run-poisson-string", "check-run-pld-options", "check-run-1.7.0", "check-run-delta-0.5",
                 "check-run-implementation", "run-charged-without-rate", "run-assume-string", "release-version-number",

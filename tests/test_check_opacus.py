@@ -5,6 +5,8 @@ line before any Opacus object is read)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -228,3 +230,31 @@ def test_accountant_is_not_imported_by_the_computing_layers():
             "assert 'paperlib.practitioner.accountant' not in sys.modules and 'opacus' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_privacy_engine_makes_the_registered_certified_accountant():
+    """After one call, PrivacyEngine(accountant="paperlib-certified") trains a live Opacus run; the accountant learns
+    the parameter count from the optimizer, and its epsilon equals check's certified epsilon for that run (both
+    relations)."""
+    from paperlib.practitioner import register_certified_accountant
+    from paperlib.practitioner.accountant import ACCOUNTANT_NAME
+
+    N, batch, sigma = 1000, 64, 1.1
+    register_certified_accountant(dataset_size=N, batch_size=batch)
+    engine, model, opt, loader = _private(N, batch, sigma=sigma, accountant=ACCOUNTANT_NAME)
+    assert isinstance(engine.accountant, CertifiedAccountant) and engine.accountant.n_params is None
+    steps = _train(model, opt, loader, 2)
+    assert engine.accountant.n_params == N_PARAMS
+    eps = engine.get_epsilon(1e-5)
+    import opacus
+
+    ref = check_run(opacus.__version__, N, batch, steps=steps, noise_multiplier=sigma, n_params=N_PARAMS,
+                    delta=1e-5)
+    assert eps == pytest.approx(ref.epsilon_certified, rel=1e-9) and math.isfinite(eps)
+    rep = engine.accountant.get_epsilon(1e-5, relation="replace-one")
+    assert rep == pytest.approx(ref.replace_one["epsilon"], rel=1e-9) and rep > eps  # about twice at small q
+    with pytest.raises(ValueError, match="^relation"):
+        engine.accountant.get_epsilon(1e-5, relation="substitution")
+    with pytest.raises(ValueError, match="^dataset_size"):
+        register_certified_accountant(dataset_size=1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from paperlib.fdp.chisquare import Chi2Pair, DilutedFamily
 from paperlib.fdp.gaussian import IdentityFamily
-from paperlib.fdp.pld import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, ROUND_TAIL, Chi2Law, DilutedLaw, PLDComposition,
+from paperlib.fdp.pld import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, ROUND_TAIL, Chi2Law, DilutedLaw, PLDComposition, ReplaceLaw,
                               RoundLaw, ShiftLaw)
 from paperlib.fdp.mixture import LRMixture
 from paperlib.mechanisms import clt as mclt
@@ -28,6 +28,7 @@ from paperlib.mechanisms.setting import checked
 from paperlib.fdp.validation import ParameterError, check_alpha_array, check_int, check_positive, check_rate
 
 __all__ = [
+    "sgm_replace_one_rounds",
     "easgm_rounds_upper_bound",
     "feasgm_rounds_upper_bound",
     "asgm_upper_bound_pair",
@@ -166,6 +167,25 @@ def sgm_claim_rounds(q: float, sigma: float, *, rounds: int, side: str = "lower"
     law = RoundLaw([(1.0, (DilutedLaw(ShiftLaw(1.0 / sigma), q),))])
     return PLDComposition(law, T, side="guarantee" if side == "lower" else "bound", label=label, meta=meta,
                           step=step, tail=tail, max_length=max_length, rel_tol=rel_tol)
+
+
+def sgm_replace_one_rounds(q: float, sigma: float, *, rounds: int, rel_tol: float = DEFAULT_REL_TOL,
+                           **pld_options) -> PLDComposition:
+    """SGM over ``T`` rounds under the replace-one (substitution) relation, the data-set size public (THEORY.md
+    §11.3d): the pair ``(1-q) N(0,1) + q N(-1/sigma, 1)`` vs ``(1-q) N(0,1) + q N(1/sigma, 1)`` composed
+    (:class:`~paperlib.fdp.pld.ReplaceLaw`, both orders; the upper end of ``epsilon_bounds`` is valid). With ``q``,
+    the normaliser and ``T`` fixed by the public size, EASGM and FEASGM are SGM post-processed, so this is their
+    exact epsilon under replace-one. Tested against dp_accounting's ``NeighboringRelation.REPLACE_ONE``
+    (``from_gaussian_mechanism(sigma, sensitivity=1, sampling_prob=q)``) and, at ``q = 1``, the Gaussian
+    mechanism with sensitivity 2. ``q`` in (0, 1], ``sigma > 0``, ``rounds >= 1``."""
+    q = check_rate(q)
+    sigma = check_positive(sigma, "sigma")
+    T = check_int(rounds, "rounds", 1)
+    meta = {"mechanism": "sgm", "relation": "replace-one", "q": q, "sigma": sigma, "rounds": T,
+            "method": "PLD composition of the replace-one pair (dp_accounting PMFs)"}
+    return PLDComposition(RoundLaw([(1.0, (ReplaceLaw(1.0 / sigma, q),))]), T, side="guarantee",
+                          label=f"SGM under replace-one, {T} round{'s' * (T > 1)} (PLD)", meta=meta, rel_tol=rel_tol,
+                          **pld_options)
 
 
 def rounds_upper_bound(mechanism: Mechanism | str, N: int, q: float, sigma: float, n: int, *, rounds: int,

@@ -25,7 +25,7 @@ _EXPORTS = {
     "normaliser_scan": "releases",
     "Run": "run", "MAX_CHECK_STEPS": "run",
     "check_run": "check", "check": "check", "check_opacus": "check", "format_statement": "check",
-    "CertifiedAccountant": "accountant",
+    "CertifiedAccountant": "accountant", "register_certified_accountant": "accountant",
     "fix_normaliser": "fix", "fixed_divisor": "fix", "normaliser_of": "fix", "sum_reduction_lr": "fix",
     "family_rows": "families", "family_row": "families", "dpsur_row": "families",
 }

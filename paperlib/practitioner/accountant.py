@@ -42,7 +42,11 @@ from paperlib.practitioner.fix import fixed_divisor
 from paperlib.practitioner.releases import opacus_release
 from paperlib.practitioner.run import check_run_delta, live_opacus_run
 
-__all__ = ["CertifiedAccountant"]
+__all__ = ["CertifiedAccountant", "register_certified_accountant", "ACCOUNTANT_NAME"]
+
+#: The name :func:`register_certified_accountant` registers with Opacus: ``PrivacyEngine(accountant=ACCOUNTANT_NAME)``.
+ACCOUNTANT_NAME = "paperlib-certified"
+RELATIONS = ("add/remove", "replace-one")
 
 
 class CertifiedAccountant(IAccountant):
@@ -72,7 +76,7 @@ class CertifiedAccountant(IAccountant):
     :meth:`get_epsilon`, before any step.
     """
 
-    def __init__(self, *, opacus_version: str | None = None, dataset_size: int, n_params: int,
+    def __init__(self, *, opacus_version: str | None = None, dataset_size: int, n_params: int | None,
                  batch_size: int | None = None, drop_last: bool = False, loss_reduction: str = "mean",
                  divisor: str = "release",
                  assume_release: bool = False, allow_large: bool = False, pld_options: dict | None = None):
@@ -88,7 +92,8 @@ class CertifiedAccountant(IAccountant):
                                                     f"{type(pld_options).__name__}")
         self.opacus_version = opacus_version
         self.dataset_size = check_int(dataset_size, "dataset_size", 2)
-        self.n_params = check_int(n_params, "n_params", 1)
+        # None: learned from the optimizer at its first step (the step hook sees its parameters)
+        self.n_params = None if n_params is None else check_int(n_params, "n_params", 1)
         self.batch_size = None if batch_size is None else check_int(batch_size, "batch_size", 1)
         self.drop_last = check_bool(drop_last, "drop_last")
         self.loss_reduction = loss_reduction
@@ -118,6 +123,8 @@ class CertifiedAccountant(IAccountant):
         def hook_fn(optim):
             if fixed_divisor(optim) is not None:
                 self.divisor = "public"
+            if self.n_params is None:
+                self.n_params = sum(p.numel() for p in optim.params)  # DPOptimizer.params: those with requires_grad
             step(optim)
 
         return hook_fn
@@ -138,6 +145,9 @@ class CertifiedAccountant(IAccountant):
                                  f"noise_multiplier and sample_rate: the history holds {len(pairs)} different pairs; the "
                                  "certified composition of unequal rounds is not implemented")
         sigma, q = next(iter(pairs))
+        if self.n_params is None:
+            raise ParameterError("n_params", "n_params: not known yet; give n_params, or let the optimizer's step hook "
+                                             "(make_private attaches it) see the model's parameters")
         T = sum(k for _, _, k in self.history)
         key = (sigma, q, T, float(delta), self.divisor)
         if key not in self._cache:
@@ -157,14 +167,20 @@ class CertifiedAccountant(IAccountant):
         self._last = self._cache[key]
         return self._last
 
-    def get_epsilon(self, delta: float, **kwargs) -> float:
-        """Certified epsilon of the steps so far at ``delta`` (both neighbours, the larger; 0 before any step;
-        ``inf`` where a neighbour cannot be certified). ``delta`` in (0, 1/dataset_size] is checked first."""
+    def get_epsilon(self, delta: float, relation: str = "add/remove", **kwargs) -> float:
+        """Certified epsilon of the steps so far at ``delta`` (0 before any step).
+
+        ``relation``: ``"add/remove"`` (default; the data-set size private, the relation of Opacus's own claim):
+        both neighbours, the larger, ``inf`` where a neighbour cannot be certified; ``"replace-one"`` (the size
+        public): the replace-one epsilon of :func:`~paperlib.practitioner.check.check_run` (THEORY.md §11.3d),
+        ``inf`` where none is computed. ``delta`` in (0, 1/dataset_size] is checked first."""
         delta = check_run_delta(delta, self.dataset_size)
+        if relation not in RELATIONS:
+            raise ParameterError("relation", f"relation must be one of {', '.join(RELATIONS)}, got {relation!r}")
         r = self._report(delta)
         if r is None:
             return 0.0
-        eps = r.epsilon_certified
+        eps = r.epsilon_certified if relation == "add/remove" else (r.replace_one or {}).get("epsilon")
         return float(eps) if eps is not None else math.inf
 
     def last_report(self):
@@ -172,3 +188,34 @@ class CertifiedAccountant(IAccountant):
         :func:`paperlib.practitioner.check.check_run` returns) behind the last :meth:`get_epsilon`; None before any
         step."""
         return self._last
+
+
+def register_certified_accountant(*, dataset_size: int, n_params: int | None = None, name: str = ACCOUNTANT_NAME,
+                                  **options) -> type:
+    """Register :class:`CertifiedAccountant` with Opacus (``opacus.accountants.registry.register_accountant``) so that
+    ``PrivacyEngine(accountant=name)`` makes one: Opacus builds accountants without arguments, so the data-set size
+    (which the optimizer does not know) is given here; ``n_params`` is learned from the optimizer at its first step
+    when not given. ``options``: the other arguments of :class:`CertifiedAccountant` (``opacus_version``,
+    ``batch_size``, ...). Every argument is checked now (ParameterError naming it). Returns the registered class;
+    a second call replaces the registration. Needs an Opacus with the accountant registry (1.5 and later)::
+
+        register_certified_accountant(dataset_size=len(train_set))
+        engine = PrivacyEngine(accountant="paperlib-certified")
+    """
+    try:
+        from opacus.accountants.registry import register_accountant
+    except ImportError:  # pragma: no cover - Opacus before the registry
+        raise ParameterError("opacus", "opacus: this release has no accountant registry (opacus.accountants.registry); "
+                                       "set engine.accountant = CertifiedAccountant(...) instead") from None
+    if not isinstance(name, str) or not name.strip():
+        raise ParameterError("name", f"name must be a non-empty string, got {name!r}")
+    CertifiedAccountant(dataset_size=dataset_size, n_params=n_params, **options)  # every argument checked now
+
+    class RegisteredCertifiedAccountant(CertifiedAccountant):
+        __doc__ = CertifiedAccountant.__doc__
+
+        def __init__(self):
+            super().__init__(dataset_size=dataset_size, n_params=n_params, **options)
+
+    register_accountant(name, RegisteredCertifiedAccountant, force=True)
+    return RegisteredCertifiedAccountant

@@ -42,6 +42,7 @@ import time
 from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool
 from paperlib.mechanisms.claimed import sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
+from paperlib.mechanisms.multiround import sgm_replace_one_rounds
 from paperlib.practitioner.report import (INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict, fmt_epsilon,
                                          format_statement)
 from paperlib.practitioner.run import Neighbour, Run, live_opacus_run
@@ -140,10 +141,33 @@ def _report(run: Run, opts: dict) -> CheckReport:
         e = _neighbour(run, pair, opts)
         _verdict(e, claim.epsilon)
         report.neighbours.append(e)
+    report.replace_one = _replace_one(run, opts, claim.epsilon)
     report.remedies = _remedies(run, report.neighbours)
     report.notes = _notes(run, report.neighbours, claim)
     report.summary = summary(claim.epsilon, [(e.name, e.verdict) for e in report.neighbours])
     return report
+
+
+def _replace_one(run: Run, opts: dict, claimed: float) -> dict:
+    """The run under the replace-one relation (THEORY.md §11.3d): with the data-set size public, the sampling rate,
+    the normaliser and the number of steps are public constants, so a release whose divisor is fixed before the
+    batch (SGM, EASGM, FEASGM, a public divisor) is SGM post-processed; its exact epsilon is the
+    Poisson-subsampled Gaussian's under replace-one, composed (PLD, both orders)."""
+    # the loader's rate: the normaliser and the charged rate are public constants when the size is public
+    out = {"relation": "replace-one", "dataset_size": "public", "sample_rate": run.q_sample, "steps": run.rounds}
+    spec = run.mechanism.spec
+    if spec.fixed_normaliser is None:
+        out.update(epsilon=None, why=f"{spec.title} divides by a count drawn with the batch ({spec.rule}), so it is "
+                                     "not SGM post-processed under replace-one either, and no certificate for it is "
+                                     "implemented")
+        return out
+    comp = sgm_replace_one_rounds(run.q_sample, run.noise_multiplier, rounds=run.rounds,
+                                  **{k: v for k, v in opts.items() if k in ("rel_tol", "max_length")})
+    lo, hi = comp.epsilon_bounds(run.delta)
+    out.update(epsilon=hi, epsilon_bracket=[lo, hi], claim_holds=hi <= claimed,
+               method="the Poisson-subsampled Gaussian under replace-one, composed by PLD: exact, the release being "
+                      "SGM post-processed when the size is public")
+    return out
 
 
 def summary(claimed: float, verdicts) -> str:
@@ -168,8 +192,9 @@ def _notes(run: Run, neighbours: list, claim: Claim) -> list[str]:
     if run.release.assumed:
         notes.append(run.release.assumed + " (assume_release)")
     if not math.isclose(run.q_sample, run.q_account, rel_tol=_RATE_RTOL, abs_tol=0.0):
-        notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant {run.q_account:.6g} (int(1/q) < "
-                     "1/q in floating point): the claim and the certified numbers use the charged rate")
+        notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant "
+                     f"{_charged_words(run.q_sample, run.q_account)} (the claim uses the charged rate; each "
+                     "neighbour's note says which rate its numbers use)")
     if run.mechanism.spec.floors is not None and any(e.floors_agree for e in neighbours) \
             and run.batch_size is not None and run.sample_rate is None and run.dataset_size % run.batch_size:
         notes.append(f"Opacus 1.x samples at 1/len(data_loader) = 1/{round(1 / run.q_sample)}, not batch/N: N q is not "
@@ -227,9 +252,25 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
         setattr(entry, k, r.get(k))
     entry.forced_is_attack = _is_attack(r)
     if not math.isclose(qs_a, qa_a, rel_tol=_RATE_RTOL, abs_tol=0.0):
-        entry.note = (f"the loader samples at {qs_a:.6g} but Opacus charges and normalises with {qa_a:.6g} "
-                      "(int(1/q) < 1/q in floating point); the certified numbers use the charged rate")
+        if pair.sgm:
+            entry.note = (f"the loader samples at {qs_a:.6g}, the rate these numbers use; Opacus charges its "
+                          f"accountant {_charged_words(qs_a, qa_a)}")
+        else:
+            entry.forced_is_attack = False  # an attack at a rate above the loader's forces nothing on the real run
+            entry.note = (f"the loader samples at {qs_a:.6g} but Opacus normalises with and charges "
+                          f"{_charged_words(qs_a, qa_a)}; the certified numbers use the charged rate (larger: "
+                          "conservative), so the lower end, computed there too, is not a forced value")
     return entry
+
+
+def _charged_words(q_sample: float, q_charged: float) -> str:
+    """Why Opacus charges another rate than its loader samples with, in words (only called when they differ)."""
+    k = round(1 / q_charged)
+    if math.isclose(1 / q_sample, k, rel_tol=1e-9):  # 1/q is a whole number but int() truncated it by an ulp
+        return (f"1/int(1/q) = 1/{k} = {q_charged:.6g} (1/q = {1 / q_sample!r} falls just below {k} in floating "
+                "point)")
+    return (f"1/len(data_loader) = 1/int(1/q) = 1/{k} = {q_charged:.6g}: 1/q = {1 / q_sample:.6g} is not a whole "
+            "number of steps an epoch")
 
 
 def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict:

@@ -134,7 +134,11 @@ class CheckReport:
     ``steps``, ``normaliser`` (in words), ``delta``, ``claim`` (:class:`Claim`), ``neighbours`` (removal,
     addition: :class:`NeighbourVerdict`), ``epsilon_certified`` (the larger over the neighbours, None when one
     is not computed), ``epsilon_forced`` (the larger), ``claim_stands`` (both neighbours), ``remedies``,
-    ``summary``, ``notes``, ``seconds`` (wall time), ``read_from_opacus`` (what a live run gave; None otherwise).
+    ``summary``, ``notes``, ``seconds`` (wall time), ``read_from_opacus`` (what a live run gave; None otherwise),
+    ``replace_one`` (the other neighbouring relation, THEORY.md §11.3d: the data-set size public, one record
+    replaced; ``epsilon`` with its ``epsilon_bracket`` where the release is SGM post-processed, else ``epsilon``
+    None and ``why``). The neighbours' numbers are for add/remove (the data-set size private), the relation the
+    accountants' claims are made under.
     """
 
     inputs: dict
@@ -157,6 +161,7 @@ class CheckReport:
     summary: str = ""
     seconds: float = 0.0
     read_from_opacus: dict | None = None
+    replace_one: dict | None = None
 
     @property
     def claimed_epsilon(self) -> float:
@@ -210,6 +215,8 @@ class CheckReport:
                "seconds": self.seconds}
         if self.read_from_opacus is not None:
             out["read_from_opacus"] = dict(self.read_from_opacus)
+        if self.replace_one is not None:
+            out["replace_one"] = dict(self.replace_one)
         return out
 
 
@@ -261,6 +268,14 @@ def format_statement(report: CheckReport, width: int = 88) -> str:
         lines.append(wrap(f"The mechanism you ran is ({fmt_epsilon(r.epsilon_certified)}, {r.delta:g})-DP for "
                           f"add/remove neighbours (certified, PLD upper end); {lower}."))
     lines.append(wrap(r.summary))
+    rep = r.replace_one
+    if rep is not None:
+        if rep.get("epsilon") is not None:
+            lines.append(wrap(f"Replace-one neighbours (the data-set size public, one record replaced): epsilon = "
+                              f"{fmt_epsilon(rep['epsilon'])} ({rep['method']}); the numbers above are for add/remove "
+                              f"neighbours (the size private), the relation the claim is made under."))
+        else:
+            lines.append(wrap(f"Replace-one neighbours (the data-set size public): not computed: {rep['why']}."))
     if r.remedies:
         lines.append("To make the claim hold:")
         for m in r.remedies:

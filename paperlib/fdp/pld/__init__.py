@@ -38,12 +38,13 @@ import time: ``import paperlib.fdp`` does not need it.
 from paperlib.fdp.pld.composition import PLDComposition, compose
 from paperlib.fdp.pld.engine import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, EPS_SCALE_FLOOR, PLD_DELTA_FLOOR,
                                      ROUND_TAIL, TRUNCATION, require_dp_accounting)
-from paperlib.fdp.pld.laws import (Chi2Law, DilutedLaw, DiscreteLaw, IndexedDilutedLaw, RoundLaw, ScaleShiftLaw,
-                                   ShiftLaw, round_law_from_mixture)
+from paperlib.fdp.pld.laws import (Chi2Law, DilutedLaw, DiscreteLaw, IndexedDilutedLaw, ReplaceLaw, RoundLaw,
+                                   ScaleShiftLaw, ShiftLaw, round_law_from_mixture)
 
 __all__ = [
     "ShiftLaw",
     "DilutedLaw",
+    "ReplaceLaw",
     "ScaleShiftLaw",
     "Chi2Law",
     "IndexedDilutedLaw",

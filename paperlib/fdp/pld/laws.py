@@ -29,7 +29,7 @@ from scipy import special, stats
 from paperlib.fdp.tails import chi2_logcdf, chi2_logsf
 from paperlib.fdp.validation import ParameterError, check_int, check_positive, check_probability
 
-__all__ = ["ShiftLaw", "DilutedLaw", "ScaleShiftLaw", "Chi2Law", "IndexedDilutedLaw", "DiscreteLaw", "RoundLaw",
+__all__ = ["ShiftLaw", "DilutedLaw", "ReplaceLaw", "ScaleShiftLaw", "Chi2Law", "IndexedDilutedLaw", "DiscreteLaw", "RoundLaw",
            "round_law_from_mixture"]
 
 
@@ -171,6 +171,60 @@ class DilutedLaw(Law):
     def span(self, tail):
         lo, hi = self.base.span(tail)
         return (float(np.logaddexp(self.log_1mw, self.log_w + lo)), float(np.logaddexp(self.log_1mw, self.log_w + hi)))
+
+
+class ReplaceLaw(Law):
+    """The Poisson-subsampled Gaussian under replace-one: ``P = (1 - w) N(0,1) + w N(-mu, 1)`` vs
+    ``Q = (1 - w) N(0,1) + w N(mu, 1)``, ``mu > 0``, ``w`` in (0, 1] (THEORY.md §11.3d).
+
+    The record swapped out contributes ``-C u`` and the one swapped in ``C u`` (the others at 0, translated):
+    dp_accounting's ``REPLACE_ONE`` pair with sensitivity ``C`` (``mu = 1/sigma``). The loss
+    ``L(x) = log(a + b e^{mu x}) - log(a + b e^{-mu x})``, ``a = 1 - w``, ``b = w e^{-mu^2/2}``, is increasing in
+    ``x``; ``L = v`` solves ``b t^2 + a (1 - e^v) t - b e^v = 0`` for ``t = e^{mu x}`` in closed form (each root
+    written so that nothing cancels), and the tails are normal mixtures.
+    """
+
+    def __init__(self, mu: float, w: float):
+        self.mu = check_positive(mu, "mu")
+        self.w = check_probability(w, "w", open_left=True)
+        self.log_w = math.log(self.w)
+        self.log_1mw = math.log1p(-self.w) if self.w < 1 else -math.inf
+
+    def key(self):
+        return ("ReplaceLaw", self.mu, self.w)
+
+    def _x(self, v):
+        """``x`` with ``L(x) = v``."""
+        v = np.asarray(v, dtype=float)
+        mu, a = self.mu, 1.0 - self.w
+        log_b = self.log_w - mu * mu / 2.0
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            ev = np.exp(np.minimum(v, 700.0))
+            em1 = np.expm1(np.minimum(v, 700.0))
+            root = np.sqrt((a * em1) ** 2 + 4.0 * np.exp(2 * log_b) * ev)
+            # v >= 0: t = (a (e^v - 1) + root) / (2 b); v < 0: t = 2 b e^v / (a (1 - e^v) + root)
+            log_t = np.where(v >= 0, np.log(a * em1 + root) - math.log(2.0) - log_b,
+                             math.log(2.0) + log_b + v - np.log(-a * em1 + root))
+            big = v > 600  # e^v overflows: t = a e^v / b (a > 0) or e^{v/2} (a = 0)
+            log_t = np.where(big, (v + math.log(a) - log_b) if a > 0 else v / 2.0, log_t)
+        return log_t / mu
+
+    def log4(self, v):
+        x = self._x(v)
+        mu = self.mu
+        q_le = np.logaddexp(self.log_1mw + special.log_ndtr(x), self.log_w + special.log_ndtr(x - mu))
+        q_gt = np.logaddexp(self.log_1mw + special.log_ndtr(-x), self.log_w + special.log_ndtr(mu - x))
+        p_le = np.logaddexp(self.log_1mw + special.log_ndtr(x), self.log_w + special.log_ndtr(x + mu))
+        p_gt = np.logaddexp(self.log_1mw + special.log_ndtr(-x), self.log_w + special.log_ndtr(-mu - x))
+        return q_le, q_gt, p_le, p_gt
+
+    def _loss(self, x: float) -> float:
+        mu, b = self.mu, self.log_w - self.mu ** 2 / 2.0
+        return float(np.logaddexp(self.log_1mw, b + mu * x) - np.logaddexp(self.log_1mw, b - mu * x))
+
+    def span(self, tail):
+        z = _tail_z(tail) + self.mu + 1.0
+        return self._loss(-z), self._loss(z)
 
 
 class ScaleShiftLaw(Law):
