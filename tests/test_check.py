@@ -343,7 +343,7 @@ def test_opacus1_float_quirk_charges_one_over_len_of_the_dp_loader():
     by int(N/92); check uses the charged rate and says so."""
     r = check_run("1.6.0", 9_300, sample_rate=1 / 93, epochs=1, noise_multiplier=1.0, n_params=100, accountant="rdp")
     assert r.steps_per_epoch == 92 and r.accountant_sample_rate == 1 / 92 and r.sample_rate == 1 / 93
-    assert any("charges the accountant" in n for n in r.notes)
+    assert any("charges the accountant" in n and "just below 93 in floating point" in n for n in r.notes)
     acc = check_run("1.6.0", 9_300, sample_rate=1 / 92, steps=92, noise_multiplier=1.0, n_params=100,
                     accountant="rdp", charged_rate=True)
     assert acc.claimed_epsilon == r.claimed_epsilon and acc.epsilon_certified == r.epsilon_certified
@@ -457,6 +457,12 @@ def test_rate_note_only_beyond_float_rounding():
     assert not any(e.note is not None for e in r.neighbours)
     real = check_run("1.6.0", sample_rate=1 / 93, **dict(kw, dataset_size=9_300))  # 92 steps: a real difference
     assert any("charges the accountant" in n for n in real.notes)
+    # 1/q = 12.207 (jax_privacy's CIFAR-10 rate): not a float quirk, a whole number of steps; the note says so
+    jp = check_run("1.6.0", 50_000, sample_rate=0.08192, steps=875, noise_multiplier=3.0, n_params=100,
+                   divisor="public")
+    note = next(n for n in jp.notes if "charges the accountant" in n)
+    assert "1/12" in note and "not a whole number" in note and "floating point" not in note
+    assert jp.accountant_sample_rate == 1 / 12 and all(e.forced_is_attack is False for e in jp.neighbours)
 
 
 def test_prv_size_guard_names_what_sets_the_grid_and_can_be_passed(monkeypatch):

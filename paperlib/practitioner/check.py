@@ -153,15 +153,15 @@ def _replace_one(run: Run, opts: dict, claimed: float) -> dict:
     the normaliser and the number of steps are public constants, so a release whose divisor is fixed before the
     batch (SGM, EASGM, FEASGM, a public divisor) is SGM post-processed; its exact epsilon is the
     Poisson-subsampled Gaussian's under replace-one, composed (PLD, both orders)."""
-    # the loader's rate: the normaliser and the charged rate are public constants when the size is public
-    out = {"relation": "replace-one", "dataset_size": "public", "sample_rate": run.q_sample, "steps": run.rounds}
+    # the charged rate, as the add/remove numbers (conservative for a loader that samples at a lower rate)
+    out = {"relation": "replace-one", "dataset_size": "public", "sample_rate": run.q_account, "steps": run.rounds}
     spec = run.mechanism.spec
     if spec.fixed_normaliser is None:
         out.update(epsilon=None, why=f"{spec.title} divides by a count drawn with the batch ({spec.rule}), so it is "
                                      "not SGM post-processed under replace-one either, and no certificate for it is "
                                      "implemented")
         return out
-    comp = sgm_replace_one_rounds(run.q_sample, run.noise_multiplier, rounds=run.rounds,
+    comp = sgm_replace_one_rounds(run.q_account, run.noise_multiplier, rounds=run.rounds,
                                   **{k: v for k, v in opts.items() if k in ("rel_tol", "max_length")})
     lo, hi = comp.epsilon_bounds(run.delta)
     out.update(epsilon=hi, epsilon_bracket=[lo, hi], claim_holds=hi <= claimed,
@@ -192,9 +192,9 @@ def _notes(run: Run, neighbours: list, claim: Claim) -> list[str]:
     if run.release.assumed:
         notes.append(run.release.assumed + " (assume_release)")
     if not math.isclose(run.q_sample, run.q_account, rel_tol=_RATE_RTOL, abs_tol=0.0):
-        notes.append(f"Opacus samples at {run.q_sample:.6g} but charges the accountant "
-                     f"{_charged_words(run.q_sample, run.q_account)} (the claim uses the charged rate; each "
-                     "neighbour's note says which rate its numbers use)")
+        notes.append(f"the sample rate {run.q_sample:.6g} gives Opacus {_charged_words(run.q_sample, run.q_account)}: "
+                     "it charges the accountant that rate and normalises with it; the claim and the certified numbers "
+                     "use it (conservative for a loader of yours that samples at the lower rate)")
     if run.mechanism.spec.floors is not None and any(e.floors_agree for e in neighbours) \
             and run.batch_size is not None and run.sample_rate is None and run.dataset_size % run.batch_size:
         notes.append(f"Opacus 1.x samples at 1/len(data_loader) = 1/{round(1 / run.q_sample)}, not batch/N: N q is not "
@@ -252,22 +252,21 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
         setattr(entry, k, r.get(k))
     entry.forced_is_attack = _is_attack(r)
     if not math.isclose(qs_a, qa_a, rel_tol=_RATE_RTOL, abs_tol=0.0):
-        if pair.sgm:
-            entry.note = (f"the loader samples at {qs_a:.6g}, the rate these numbers use; Opacus charges its "
-                          f"accountant {_charged_words(qs_a, qa_a)}")
-        else:
-            entry.forced_is_attack = False  # an attack at a rate above the loader's forces nothing on the real run
-            entry.note = (f"the loader samples at {qs_a:.6g} but Opacus normalises with and charges "
-                          f"{_charged_words(qs_a, qa_a)}; the certified numbers use the charged rate (larger: "
-                          "conservative), so the lower end, computed there too, is not a forced value")
+        # make_private re-wraps the loader at the charged rate; a DPDataLoader of yours (poisson_sampling=False)
+        # samples at qs_a < qa_a: certified at qa_a is valid for both, an attack at qa_a forces nothing on the latter
+        entry.forced_is_attack = False
+        entry.note = (f"the sample rate {qs_a:.6g} gives Opacus {_charged_words(qs_a, qa_a)}, the rate it charges, "
+                      "normalises with and (make_private's own loader) samples with; these numbers use it, valid "
+                      f"(conservative) for a loader of yours that samples at {qs_a:.6g}, where the lower end is not a "
+                      "forced value")
     return entry
 
 
 def _charged_words(q_sample: float, q_charged: float) -> str:
     """Why Opacus charges another rate than its loader samples with, in words (only called when they differ)."""
-    k = round(1 / q_charged)
-    if math.isclose(1 / q_sample, k, rel_tol=1e-9):  # 1/q is a whole number but int() truncated it by an ulp
-        return (f"1/int(1/q) = 1/{k} = {q_charged:.6g} (1/q = {1 / q_sample!r} falls just below {k} in floating "
+    k, whole = round(1 / q_charged), round(1 / q_sample)
+    if math.isclose(1 / q_sample, whole, rel_tol=1e-9):  # 1/q is a whole number but int() truncated it by an ulp
+        return (f"1/int(1/q) = 1/{k} = {q_charged:.6g} (1/q = {1 / q_sample!r} falls just below {whole} in floating "
                 "point)")
     return (f"1/len(data_loader) = 1/int(1/q) = 1/{k} = {q_charged:.6g}: 1/q = {1 / q_sample:.6g} is not a whole "
             "number of steps an epoch")

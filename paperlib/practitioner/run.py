@@ -294,9 +294,9 @@ class Run:
         else:
             normalisers = spec.pair_normalisers(small, q)
         sgm = spec.sgm_always or bool(floors_agree)
-        # the loader samples at qs_a; Opacus charges (and FEASGM normalises with) qa_a >= qs_a. An SGM pair is
-        # SGM at the rate it samples with; another keeps the charged rate (its normaliser's; conservative above)
-        fields = dict(mechanism=self.mechanism, N=small, q=qs_a if sgm else q, sigma=self.noise_multiplier, n=self.n_params,
+        # the charged rate qa_a >= qs_a: what make_private's own DPDataLoader samples with, and conservative for a
+        # loader of yours that samples at qs_a (check's notes say so where the two differ)
+        fields = dict(mechanism=self.mechanism, N=small, q=q, sigma=self.noise_multiplier, n=self.n_params,
                       rounds=self.rounds, delta=self.delta, neighbour=name)
         return Neighbour(**common, normalisers=normalisers, floors_agree=floors_agree,
                          sgm=sgm, setting_fields=tuple(fields.items()))
