@@ -1,15 +1,16 @@
-"""Benchmark: ``python -m paperlib check`` for an MNIST-sized run (issue 12, "Build" 3 and 6).
+"""Benchmark: ``python -m paperlib check`` for an MNIST-sized run (issue 12; issue 33, "Build" 7).
 
-60,000 records, batch 256, sigma = 1.1, 10^6 parameters, delta = 1e-5, under every mechanism an
-Opacus release runs: 0.13 (ASGM), 0.15 (EASGM), 1.6 (FEASGM; Opacus's rule gives q = 1/235 and
-int(N q) = 255 on both datasets, so SGM), 1.6 with batch 250 (FEASGM, removal floors differ:
-249/250) and 1.6 with loss_reduction='sum' (SGM). Each with the release's default accountant for
-the claim (RDP before 1.3, PRV from 1.3), both neighbours, certified and forced epsilon. Targets:
-10 epochs under 10 s, 100 epochs under 30 s per case on one thread
-(:func:`paperlib.practitioner.check.check_run`, CPU seconds of this process and wall time both reported; the
-target is on CPU seconds, which a shared machine does not inflate). For each it prints the times,
-the claimed epsilon, and per neighbour the verdict, the certified epsilon with its accountant
-error (PLD bracket width) and the forced epsilon.
+60,000 records, sigma = 1.1, 10^6 parameters, delta = 1e-5, under every family a release runs: Opacus 0.13
+(ASGM), 0.15 (EASGM: the chain certificate, THEORY.md §11.3b), 1.6 at batch 256 (FEASGM whose floors agree:
+SGM), 1.6 at batch 250 (FEASGM, removal floors differ: 249/250; the added dataset runs another number of
+steps), 1.6 at batch 240 (60,000 a multiple of the batch: the added neighbour's updates are counted,
+THEORY.md §11.3c), 1.6 with loss_reduction='sum' (SGM) and DPSUR's own code. Each: the release's default
+accountant for the claim (RDP before 1.3, PRV from 1.3), both neighbours, both relations (add/remove and
+replace-one, §11.3d), certified and forced epsilon. Target: every case under 10 s of CPU at 10 and at 100
+epochs (up to 25,000 steps) on one thread (:func:`paperlib.practitioner.check.check_run`; CPU seconds of this
+process and wall time both reported; the target is on CPU seconds, which a shared machine does not inflate).
+For each it prints the times, the claimed epsilon, and per neighbour the verdict, the certified epsilon with
+its accountant error (PLD bracket width) and the forced epsilon.
 
 Run by ``make bench``; writes ``results/bench_check.json``; exits 1 when a target is missed.
 """
@@ -32,8 +33,8 @@ MODE = os.environ.get("MODE", "quick")
 SEED = int(os.environ.get("SEED", "0"))
 N_TRAIN, SIGMA, N_PARAMS, DELTA = 60_000, 1.1, 10**6, 1e-5
 CASES = (("0.13.0", 256, "mean"), ("0.15.0", 256, "mean"), ("1.6.0", 256, "mean"), ("1.6.0", 250, "mean"),
-         ("1.6.0", 256, "sum"))
-RUNS = ((10, 10.0), (100, 30.0))  # (epochs, target seconds)
+         ("1.6.0", 240, "mean"), ("1.6.0", 256, "sum"), ("dpsur", 256, "mean"))
+RUNS = ((10, 10.0), (100, 10.0))  # (epochs, target CPU seconds)
 
 
 def main() -> int:
@@ -42,8 +43,9 @@ def main() -> int:
     for epochs, target in RUNS:
         for version, batch, red in CASES:
             w0, c0 = time.perf_counter(), time.process_time()
-            r = check_run(version, N_TRAIN, batch, epochs=epochs, noise_multiplier=SIGMA, n_params=N_PARAMS,
-                          loss_reduction=red, delta=DELTA).to_json()  # the report as the CLI's --json gives it
+            code = dict(implementation="dpsur") if version == "dpsur" else dict(opacus_version=version)
+            r = check_run(dataset_size=N_TRAIN, batch_size=batch, epochs=epochs, noise_multiplier=SIGMA,
+                          n_params=N_PARAMS, loss_reduction=red, delta=DELTA, **code).to_json()  # as --json gives it
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             total += wall
             ok = cpu < target
@@ -51,8 +53,9 @@ def main() -> int:
             row = {"opacus_version": version, "batch_size": batch, "loss_reduction": red, "epochs": epochs,
                    "steps": r["steps"], "mechanism": r["mechanism"], "cpu_seconds": cpu, "wall_seconds": wall,
                    "target_seconds": target, "pass": bool(ok), "claim": r["claim"],
-                   "epsilon_certified": r["epsilon_certified"], "epsilon_forced": r["epsilon_forced"]}
-            print(f"  Opacus {version} batch {batch} {red:4s} -> {r['mechanism'].upper():6s} {epochs:3d} epochs "
+                   "epsilon_certified": r["epsilon_certified"], "epsilon_forced": r["epsilon_forced"],
+                   "replace_one": r.get("replace_one", {}).get("epsilon")}
+            print(f"  {version} batch {batch} {red:4s} -> {r['mechanism'].upper():6s} {epochs:3d} epochs "
                   f"(T = {r['steps']:,}): {cpu:6.2f} s CPU, {wall:6.2f} s wall (target < {target:g} s) "
                   f"{'PASS' if ok else 'FAIL'}; claimed {r['claimed_epsilon']:.4g} ({r['claim']['accountant']})")
             for e in r["neighbours"]:

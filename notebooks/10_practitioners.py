@@ -38,10 +38,14 @@
 # The true $\varepsilon$ lies in the bracket [forced, certified]. When the bracket is narrow, we
 # know the truth; the verdict then compares it with the claim: the claim *stands* (the SGM
 # analysis applies to the code as it is), *holds* (certified at or below the claim), is
-# *refuted* (an attack reaches above the claim: the claim is false), is *unresolved* (the
-# claim lies inside a wide bracket), or the case is *not covered* (a neighbouring data set
-# runs a different number of steps). Each verdict is per neighbour of the training set: one
-# record removed ($N-1$ against $N$) and one record added ($N$ against $N+1$).
+# *refuted* (an attack reaches above the claim: the claim is false; this includes a
+# neighbouring data set that runs a different number of steps, which counting the updates
+# gives away), is *unresolved* (the claim lies inside a wide bracket), or the case is *not
+# covered* (no analysis applies, and the report says what to change). Each verdict is per
+# neighbour of the training set: one record removed ($N-1$ against $N$) and one record added
+# ($N$ against $N+1$). These neighbours add or remove a record, so the data-set size is
+# private, as in the accountants' own claims. If the size may be public, a record is replaced
+# instead; the last column of the tables gives that $\varepsilon$.
 #
 # Every number comes from `paperlib.practitioner.check_run`, the function behind
 # `python -m paperlib check`, `paperlib.check_opacus` (a live `PrivacyEngine`) and
@@ -153,16 +157,18 @@ def table_rows(keys):
         if r is None:
             out.append({"family": next(f.label for f in FAMILIES if f.key == key[1]), "claimed": "not run in smoke mode"})
             continue
-        out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(), "forced": r["forced"],
+        out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(),
+                    "forced": r["forced"] if r["forced"] != float("inf") else "∞ (update count)",
                     "certified": r["certified"] if r["certified"] is not None else "not computed",
                     "ratio": r["ratio"] if r["ratio"] is not None else "–", "verdict": verdict_cell(r),
-                    "fix": fix_certified(r) if fix_certified(r) is not None else "not covered"})
+                    "fix": fix_certified(r) if fix_certified(r) is not None else "needs a batch size too",
+                    "replace": r["replace_one"] if r["replace_one"] is not None else "not computed"})
     return out
 
 
 COLUMNS = {"family": "release family", "claimed": "claimed ε", "acc": "accountant", "forced": "forced ε",
            "certified": "certified ε", "ratio": "certified / forced", "verdict": "verdict (removal / addition)",
-           "fix": "certified ε with the fix"}  # what to do: a sentence per family under "Reading the results"
+           "fix": "certified ε with the fix", "replace": "replace-one ε"}  # what to do: under "Reading the results"
 TABLES = {}
 for s in SETTINGS:
     name = "10_" + s["name"].replace("σ ", "s").replace(".", "").replace(", ", "_").replace(" ", "")
@@ -171,7 +177,9 @@ for s in SETTINGS:
                caption=(f"Opacus's MNIST example, {s['name']} ({s['epochs'] * round(1 / MNIST['sample_rate']):,} "
                         f"steps; its README prints ε = {readme_eps[s['name']]:.2f}): the claim of each release's "
                         "accountant, the bracket [forced, certified] of the code that ran (the larger over both "
-                        "neighbours), the verdict per neighbour, the certified ε with the family's fix; what to do is said for each family below the figure."))
+                        "neighbours), the verdict per neighbour, the certified ε with the family's fix, and the ε "
+                        "when a record is replaced instead (the size public); what to do is said for each family "
+                        "below the figure."))
 show_table(table_rows([("dpsur", "dpsur")]), COLUMNS, name="10_dpsur", digits=4,
            caption=(f"DPSUR at its defaults ({DPSUR['steps']:,} steps, σ = {DPSUR['noise_multiplier']:g}, batch "
                     f"{DPSUR['batch_size']} of {DPSUR['dataset_size']:,}, {DPSUR['n_params']:,} parameters): its own "
@@ -196,6 +204,9 @@ for ax, panel in zip(axes[0], panels):
             ax.annotate("not run\n(smoke)", (i, 1.0), ha="center", fontsize=8)
             continue
         lo, hi, c = r["forced"], r["certified"], COLOR[key[1]]
+        if lo == float("inf"):  # a neighbour runs another number of updates: counting them gives it away
+            ax.annotate("forced: ∞\n(update\ncount)", (i, 1.0), ha="center", fontsize=8)
+            lo = None
         if lo is not None and hi is not None:
             ax.vlines(i, max(lo, FLOOR), hi, color=c, linewidth=4, alpha=0.8)
         if lo is not None:
@@ -273,11 +284,12 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 #
 # Where the true $\varepsilon$ of each run lies: from the $\varepsilon$ an attack forces (down
 # triangle) to the certified $\varepsilon$ (up triangle), the larger over the neighbours (a
-# neighbour that runs another number of steps is not covered and has neither), per
+# neighbour that runs another number of steps has no certified value, and counting its
+# updates forces an infinite $\varepsilon$, written in the panel), per
 # release family (Opacus v0.12–v0.13: ASGM; v0.14–v0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
 # settings of Opacus's MNIST example, and for DPSUR at its defaults; the claimed $\varepsilon$
 # (open circle) and the certified $\varepsilon$ of the same run with the family's fix (cross;
-# none where the fix leaves a neighbour not covered).
+# none where a neighbour still runs another number of steps with the fix).
 # Log scale; values below {glue:text}`nb10_floor` are drawn at {glue:text}`nb10_floor`.
 # ```
 #
@@ -295,21 +307,23 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # {glue:text}`nb10_asgm_verdict`. {glue:text}`nb10_asgm_act`
 #
 # *Opacus v0.14–v0.15 (EASGM).* Claim {glue:text}`nb10_easgm_claim`; the attack
-# "{glue:text}`nb10_easgm_attack`" (all gradients zero: the released noise is scaled by
-# $1/(Nq)$ on one data set and $1/((N+1)q)$ on the other, and a chi-square test of its length
-# over all coordinates of all steps tells them apart) forces {glue:text}`nb10_easgm_forced`
+# "{glue:text}`nb10_easgm_attack`" (every other gradient zero, the target's at full length: the
+# released noise is scaled by $1/(Nq)$ on one data set and $1/((N+1)q)$ on the other, and a
+# test of its length over all coordinates of all steps, together with the target's direction,
+# tells them apart) forces {glue:text}`nb10_easgm_forced`
 # ({glue:text}`nb10_easgm_forced_vs_claim` the claim), and the run is certified at
-# {glue:text}`nb10_easgm_cert`. This bracket is wide: the certificate still reveals more than
-# the mechanism does, and the worst case over two-dimensional gradient configurations that
-# would close it is an open problem (the repository's `THEORY.md` §11.3); no conjectured value is shown.
-# Verdict: {glue:text}`nb10_easgm_verdict`. {glue:text}`nb10_easgm_act`
+# {glue:text}`nb10_easgm_cert` (certified / forced = {glue:text}`nb10_easgm_ratio`). The
+# certificate goes through a hybrid run: plain SGM on the larger data set, one step away from
+# each side (`THEORY.md` §11.3b); it keeps the gain from sampling that the older certificate
+# gave up. Verdict: {glue:text}`nb10_easgm_verdict`. {glue:text}`nb10_easgm_act`
 #
 # *Opacus 1.x, batch {glue:text}`nb10_B` (FEASGM, floors differ).* With batch
 # {glue:text}`nb10_B` on {glue:text}`nb10_N` records Opacus samples at
 # 1/{glue:text}`nb10_fd_L` and divides by `int(N q)`, which is {glue:text}`nb10_fd_K` on the
 # removal pair: the attack "{glue:text}`nb10_fd_attack`" forces {glue:text}`nb10_fd_forced`; on
 # the addition pair ({glue:text}`nb10_N1` records: {glue:text}`nb10_fd_L1` batches an epoch)
-# the number of steps itself differs.
+# the number of steps itself differs, so counting the updates tells the two data sets apart
+# and no finite $\varepsilon$ holds there.
 # Verdict: {glue:text}`nb10_fd_verdict`. {glue:text}`nb10_fd_act`
 #
 # *Opacus 1.x, batch {glue:text}`nb10_agree_B` (FEASGM, floors agree).* Both neighbours divide
@@ -330,7 +344,8 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # and for DPSUR a public divisor with a noise-only step on an empty batch. The crosses in
 # {numref}`fig-10-brackets` are the certified $\varepsilon$ of each run with its fix. With the
 # Opacus 1.x batch-{glue:text}`nb10_B` run the fix alone does not help the addition neighbour, whose number of
-# steps differs: fix the sample rate as well.
+# steps differs: choose a batch size that does not divide the data-set size or its
+# neighbours' as well ({glue:text}`nb10_agree_B`, for instance).
 #
 # A note on wording: an *upper bound of a guarantee* (such as Eq. 14 of the paper for ASGM) is
 # not a forced value. It bounds what can be proven when the adversary is also told which

@@ -39,7 +39,7 @@ from paperlib.mechanisms.guarantees import binomial_support
 from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.mechanisms.setting import Setting
 
-__all__ = ["ChainCertificate", "chain_certificate", "scale_round_law", "chain_delta"]
+__all__ = ["ChainCertificate", "chain_certificate", "scale_round_law", "chain_delta", "chain_crossing"]
 
 #: Points of the grid of epsilon on which the split ``a + b`` is searched (the answer is a grid point
 #: where the chained delta is at most the target: valid; the grid costs at most one spacing).
@@ -61,6 +61,25 @@ def scale_round_law(batch_from: int, q: float, sigma: float, n: int, x: float, t
     common = (Chi2Law(n - 1, x),) if n > 1 else ()
     return RoundLaw(parts, common=common, dropped=out,
                     description={"batch_from": batch_from, "x": x, "sizes_kept": int(m.size)})
+
+
+def chain_crossing(first: np.ndarray, second: np.ndarray, grid: np.ndarray, delta: float) -> int | None:
+    """The first index ``k`` of ``grid`` where ``min_{i <= k} first[i] + e^{grid[i]} second[k - i] <= delta``, or None.
+
+    The chained delta does not increase with ``k`` (each term falls and more splits join), so a bisection over
+    ``k`` evaluates it at about ``log2(len(grid))`` points, each ``O(k)``, instead of the whole min-plus product."""
+    scale = np.exp(np.minimum(grid, 700.0))
+
+    def at(k: int) -> float:
+        return float(np.min(first[: k + 1] + scale[: k + 1] * second[k::-1]))
+
+    lo, hi = 0, grid.size - 1
+    if at(hi) > delta:
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if at(mid) > delta else (lo, mid)
+    return lo
 
 
 def chain_delta(first: np.ndarray, second: np.ndarray, grid: np.ndarray) -> np.ndarray:
@@ -160,9 +179,8 @@ class ChainCertificate:
         for end, j in (("lo", 0), ("hi", 1)):
             per_order = {}
             for (order, route), (a, b) in routes.items():
-                d = chain_delta(a[j], b[j], grid)
-                ok = np.nonzero(d <= delta)[0]
-                eps = math.inf if not ok.size else float(grid[max(ok[0] - (j == 0), 0)])
+                k = chain_crossing(a[j], b[j], grid, delta)
+                eps = math.inf if k is None else float(grid[max(k - (j == 0), 0)])
                 if order not in per_order or eps < per_order[order][0]:
                     per_order[order] = (eps, route)
             ends[end] = per_order

@@ -21,15 +21,19 @@ What it does (THEORY.md §§6, 10, 11):
    certified epsilon of the run as computed and the forced epsilon
    (:func:`paperlib.mechanisms.certified.certified_interval`, PLD with its accountant bracket),
    and the verdict on the claim;
-4. what would make the claim hold.
+4. the replace-one relation (the data-set size public, THEORY.md §11.3d): the exact epsilon where the release is
+   SGM post-processed;
+5. what would make the claim hold: each remedy is derived as a changed run and offered only where it gives both
+   neighbours the SGM analysis.
 
-Verdicts per neighbour: ``stands`` (SGM, a public divisor, or FEASGM whose floors agree:
+Verdicts per neighbour (add/remove): ``stands`` (SGM, a public divisor, or FEASGM whose floors agree:
 post-processing of SGM, the SGM analysis applies); ``holds`` (the certified epsilon is at most the
 claimed one); ``refuted`` (a named attack forces an epsilon above the claim: no analysis of the
-mechanism can certify it); ``unresolved`` (otherwise: the certified end is above the claim and
-no attack forces above it, or the certificate is unavailable); ``not covered`` (the neighbour gets
-a different sampling rate and number of steps per epoch from Opacus 1.x, or the code divides by
-zero). A lower end that is not an attack (an upper bound of the index-revealed guarantee, e.g.
+mechanism can certify it; this includes the two data sets getting different numbers of updates, Opacus 1.x
+at a multiple of the batch size, where counting them forces epsilon = inf, THEORY.md §11.3c); ``unresolved``
+(otherwise: the certified end is above the claim and no attack forces above it, or the certificate is
+unavailable); ``not covered`` (a sampling rate that differs between the data sets at the same number of steps,
+or a division by zero; the reason says what to change). A lower end that is not an attack (an upper bound of the index-revealed guarantee, e.g.
 ASGM's Eq. 14, THEORY.md §11.5) never refutes.
 """
 

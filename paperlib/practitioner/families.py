@@ -15,6 +15,7 @@ attack reaches: two data sets, their gradients and a test whose errors are compu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from paperlib.fdp.validation import ParameterError, check_int
@@ -113,7 +114,7 @@ def fix_certified(row: dict) -> float | None:
     ``row`` is a :func:`family_row` / :func:`dpsur_row` result (its ``"fix"`` entry).
     """
     fix = row["fix"]
-    return None if fix["certified"] is None or fix["verdict"] == "not covered" else fix["certified"]
+    return None if fix["certified"] is None or fix["verdict"] in ("not covered", "refuted") else fix["certified"]
 
 
 def _worst(verdicts) -> str:
@@ -149,6 +150,8 @@ def versus(x: float | None, ref: float, *, far: float = 10.0) -> str:
 def _fmt(x) -> str:
     if x is None:
         return "–"
+    if x == float("inf"):
+        return "∞"
     return f"{x:,.0f}" if abs(x) >= 1000 else format(x, ".3g")  # never an exponent in a sentence
 
 
@@ -162,9 +165,9 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     """
     c, lo, hi, v = row["claimed"], row["forced"], row["certified"], row["verdict"]
     fix = row["fix"]
-    if fix["verdict"] == "not covered":
-        fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of steps per epoch, "
-                 "so fix the sample rate as well (pass it to the DPDataLoader)")
+    if fix["verdict"] in ("not covered", "refuted") and fix["certified"] is None:
+        fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of updates, so choose a "
+                 "batch size that does not divide the data-set size or its neighbours' as well (check lists some)")
     elif fix["certified"] is not None and fix["certified"] <= c:
         fixed = f"{fix['name']} makes it SGM, certified at {_fmt(fix['certified'])} ≤ {_fmt(c)}: the claim then holds"
     else:
@@ -176,6 +179,9 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
                 "not the mechanism the accountant analyses.")
     if v == "refuted":
         attack = f"the attack '{row['attack']}'" if attack_named else "the attack above"
+        if lo is not None and lo == float("inf"):
+            return (f"Do not publish ε = {_fmt(c)}: a neighbouring data set runs another number of updates, so "
+                    f"counting them tells the two apart (no finite ε holds); {fixed}.")
         return (f"Do not publish ε = {_fmt(c)}: {attack} reaches ε = {_fmt(lo)}, so the run "
                 f"leaks at least that much; {fixed}.")
     if v == "not covered":
@@ -191,8 +197,10 @@ def family_row(family: Family, setting: dict, *, pld_options: dict | None = None
     ``steps``, ``n_params``, ``delta``), checked as it is and with its fix.
 
     Returns ``{"family", "label", "setting", "claimed", "accountant", "certified" (the larger over the
-    neighbours that have one: a neighbour that is not covered has none), "forced", "ratio"
-    (certified/forced, None when either is missing), "verdicts" (per neighbour), "verdict" (the worst),
+    neighbours that have one: a neighbour that is not covered has none), "forced" (inf where a neighbour runs
+    another number of updates), "ratio" (certified/forced, None when either is missing or forced is infinite),
+    "replace_one" (the replace-one epsilon, THEORY.md §11.3d, None where not computed), "verdicts" (per
+    neighbour), "verdict" (the worst),
     "attack", "mechanism", "steps", "sample_rate", "fix": {"name", "claimed", "certified", "forced",
     "verdicts", "verdict"}, "sentence", "report", "fix_report"}``. ValueError (one line) for a bad setting.
     """
@@ -209,7 +217,9 @@ def family_row(family: Family, setting: dict, *, pld_options: dict | None = None
 
 def _finish(row: dict, report, fix_report) -> dict:
     c, f = row["certified"], row["forced"]
-    row["ratio"] = c / f if c is not None and f else None
+    row["ratio"] = c / f if c is not None and f and math.isfinite(f) else None
+    rep = report.replace_one or {}
+    row["replace_one"] = rep.get("epsilon")
     row["sentence"] = action_sentence(row)
     row["report"], row["fix_report"] = report, fix_report
     return row

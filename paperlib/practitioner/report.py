@@ -61,7 +61,8 @@ class NeighbourVerdict:
     ``certified_error`` says why) and ``epsilon_forced`` with their brackets and accountant errors, and the
     fields of :data:`INTERVAL_FIELDS`; ``forced_is_attack`` (the forced end is a named attack). The verdict:
     ``verdict`` (one of :data:`VERDICTS`), ``sentence``, ``claim_stands``; ``note`` (a remark on the rates).
-    ``computed``: 'not covered', 'no certificate' or 'certified' (which numbers exist).
+    ``computed``: 'not covered', 'no certificate', 'update count' (the two data sets get different numbers of
+    updates: forced epsilon inf, no certified epsilon, THEORY.md §11.3c) or 'certified' (which numbers exist).
     """
 
     name: str

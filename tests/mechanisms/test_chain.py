@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from paperlib.fdp.pld import ScaleShiftLaw
-from paperlib.mechanisms.chain import chain_certificate, chain_delta
+from paperlib.mechanisms.chain import chain_certificate, chain_crossing, chain_delta
 from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.mechanisms.setting import Setting
 
@@ -164,9 +164,13 @@ def test_chain_delta_is_the_best_split_on_the_grid():
     grid = np.linspace(0.0, 3.0, 31)
     a, b = np.exp(-3 * grid), np.exp(-2 * grid) * 0.5
     d = chain_delta(a, b, grid)
-    k = 20
-    brute = min(a[i] + math.exp(grid[i]) * b[k - i] for i in range(k + 1))
-    assert d[k] == pytest.approx(brute, rel=1e-12)
+    for k in (0, 7, 20, 30):
+        brute = min(a[i] + math.exp(grid[i]) * b[k - i] for i in range(k + 1))
+        assert d[k] == pytest.approx(min(brute, 1.0), rel=1e-12)
+    # the bisection finds the first grid point where the full min-plus product is at most delta
+    for delta in (0.3, 0.05, 1e-3, 1e-9):
+        ok = np.nonzero(d <= delta)[0]
+        assert chain_crossing(a, b, grid, delta) == (int(ok[0]) if ok.size else None)
 
 
 def test_chain_certificate_refuses_an_sgm_pair():

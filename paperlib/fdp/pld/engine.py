@@ -130,6 +130,21 @@ def _grid_delta(pmf: "_Pmf", eps: np.ndarray) -> np.ndarray:
     return np.clip(pmf.inf + np.maximum(out, 0.0), 0.0, 1.0)
 
 
+#: Tail values of common factors on a grid, shared between compositions (the two routes of the chain certificate
+#: compose the same ``Chi2Law``); a few entries only (each up to a few MB).
+_COMMON_VALUES: dict = {}
+_COMMON_KEEP = 6
+
+
+def _common_values(law, step: float, tail: float, max_length: int):
+    key = (law.key(), step, tail, max_length)
+    if key not in _COMMON_VALUES:
+        if len(_COMMON_VALUES) >= _COMMON_KEEP:
+            _COMMON_VALUES.pop(next(iter(_COMMON_VALUES)))
+        _COMMON_VALUES[key] = law_values(law, step, tail, max_length)
+    return _COMMON_VALUES[key]
+
+
 @dataclass
 class State:
     """Both ends of a composition on one grid, both directions."""
@@ -341,7 +356,7 @@ class Engine:
         exact = hasattr(cf, "composed")
         claw = cf.composed(T) if exact else cf
         if claw.key() not in values:
-            values[claw.key()] = law_values(claw, step, self.tail, self.max_length)
+            values[claw.key()] = _common_values(claw, step, self.tail, self.max_length)
         d = discretise_values(values[claw.key()], direction, step)
         c_r = choose_shift([d.garbling.shift_entries()], 1, step)
         cu = pld_pmf.DensePLDPmf(step, d.i0, d.up, d.up_inf, True)
