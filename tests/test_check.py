@@ -108,7 +108,12 @@ def test_acceptance_0150_certified_interval_and_verdicts(r015):
         assert e.epsilon_forced > r015.claimed_epsilon and e.verdict == "refuted" and not e.claim_stands
     assert r015.interval == [r015.epsilon_forced, r015.epsilon_certified]
     assert not r015.claim_stands and any("loss_reduction='sum'" in m for m in r015.remedies)
-    assert any("paperlib.practitioner.fix_normaliser" in m for m in r015.remedies)
+    # fix_normaliser patches Opacus 1.x's optimizer: not offered for 0.15; Opacus 1.x at a batch size that
+    # resolves both neighbours is (and checking that run says so)
+    assert not any("fix_normaliser" in m for m in r015.remedies)
+    up = next(m for m in r015.remedies if m.startswith("Opacus 1.x"))
+    b = int(re.search(r"batch size (\d+)", up).group(1))
+    assert check_run("1.6.0", 60_000, b, epochs=1, noise_multiplier=1.1, n_params=10**6).claim_stands
 
 
 def test_acceptance_0150_cli_prints_claim_certified_interval_and_verdicts(r015, capsys):

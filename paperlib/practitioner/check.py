@@ -368,8 +368,8 @@ def _batch_sizes(run: Run, **changes) -> list[int]:
     b, N, good = run.batch_size, run.dataset_size, []
     if b is None:
         return good
-    for d in range(1, 65):
-        for c in (b - d, b + d):
+    for d in range(0, 65):
+        for c in sorted({b - d, b + d}):
             if 1 <= c <= N and _resolves(_variant(run, batch_size=c, **changes)):
                 good.append(c)
         if len(good) >= 2:
@@ -387,10 +387,11 @@ def _remedies(run: Run, neighbours: list) -> list[str]:
         out.append("divide the noisy sum by a public constant and take a (noise-only) step on an empty batch, as "
                    "Opacus 1.x with the fix does: the update is then SGM's, so the SGM claim holds")
         return out
-    sgm_ways = (("loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
+    sgm_ways = [("loss_reduction='sum' (and reduction='sum' in the loss) with the learning rate divided by the batch "
                  "size (paperlib.practitioner.sum_reduction_lr): the update is then SGM's, so the SGM claim holds",
-                 {"loss_reduction": "sum"}),
-                (f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds", {"divisor": "public"}))
+                 {"loss_reduction": "sum"})]
+    if run.release.samples_per_loader:  # fix_normaliser patches Opacus 1.x's DPOptimizer
+        sgm_ways.append((f"the fix {FIX_NAME}: post-processing of SGM, so the SGM claim holds", {"divisor": "public"}))
     for text, changes in sgm_ways:
         if _resolves(_variant(run, **changes)):
             out.append(text)
@@ -403,9 +404,12 @@ def _remedies(run: Run, neighbours: list) -> list[str]:
             out.append(f"keep loss_reduction='mean' but use a batch size for which the number of steps an epoch and "
                        f"int(N q) are the same on both datasets of both neighbours, e.g. {', '.join(map(str, good))} "
                        "(then FEASGM is post-processing of SGM)")
-    elif run.release.implementation == "opacus" and run.release.key[0] == 0:
-        out.append("Opacus 1.x with a batch size whose floors agree on both neighbours (FEASGM is then "
-                   "post-processing of SGM; `check` says which)")
+    elif run.release.implementation == "opacus" and run.release.key[0] == 0 and run.batch_size is not None:
+        good = _batch_sizes(run, opacus_version="1.6.0", assume_release=False)
+        if good:
+            out.append(f"Opacus 1.x (checked with 1.6.0) with batch size {' or '.join(map(str, good))}: the same "
+                       "number of steps an epoch and int(N q) on both datasets of both neighbours, so FEASGM is then "
+                       "post-processing of SGM")
     return out
 
 

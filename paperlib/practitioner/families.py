@@ -165,7 +165,7 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     """
     c, lo, hi, v = row["claimed"], row["forced"], row["certified"], row["verdict"]
     fix = row["fix"]
-    if fix["verdict"] in ("not covered", "refuted") and fix["certified"] is None:
+    if fix["verdict"] == "not covered" or fix.get("forced") == float("inf"):
         fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of updates, so choose a "
                  "batch size that does not divide the data-set size or its neighbours' as well (check lists some)")
     elif fix["certified"] is not None and fix["certified"] <= c:

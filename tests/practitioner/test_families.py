@@ -98,6 +98,12 @@ def test_action_sentence_follows_the_verdict_and_the_numbers():
     s = F.action_sentence(_row("not covered", verdicts={"removal": "stands", "addition": "not covered"},
                                fix_verdict="not covered"))
     assert "addition neighbour" in s and "fix the sample rate" in s and "alone does not help" in s
+    # the added data set runs another number of updates (THEORY.md §11.3c), fixed or not
+    row = _row("refuted", forced=math.inf, certified=40.0, fix_verdict="refuted", fix_cert=None,
+               verdicts={"removal": "refuted", "addition": "refuted"})
+    row["fix"]["forced"] = math.inf
+    s = F.action_sentence(row)
+    assert "counting them" in s and "alone does not help" in s and "batch size" in s and "∞" not in s
 
 
 def test_versus_words_follow_the_printed_numbers():
