@@ -701,9 +701,18 @@ def run_epsilon(args) -> dict:
         out.update(epsilon_bracket=[_jsonnum(lo), _jsonnum(hi)],
                    accounting_error=_jsonnum(hi - lo) if math.isfinite(hi) else None,
                    accounting=_accounting_summary(curve))
-        if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
-            sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
-                             f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
+        _warn_bracket(lo, hi)
+    return _note_infinite(out, eps)
+
+
+def _warn_bracket(lo: float, hi: float) -> None:
+    """Warn on stderr when an epsilon's accountant bracket is wider than :data:`ACCOUNTING_TOLERANCE`."""
+    if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
+        sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
+                         f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
+
+
+def _note_infinite(out: dict, eps: float) -> dict:
     if not math.isfinite(eps):
         out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
     return out
@@ -728,12 +737,8 @@ def _epsilon_certified(args, delta: float) -> dict:
            "pair": [args.N, args.N + 1], "epsilon_forced": _jsonnum(r["epsilon_forced"]),
            "epsilon_forced_bracket": [_jsonnum(v) for v in r["epsilon_forced_bracket"]],
            "forced_by": r["forced_label"]}
-    if (hi - lo > ACCOUNTING_TOLERANCE * max(hi, 0.1)) if math.isfinite(hi) else math.isfinite(lo):
-        sys.stderr.write(f"paperlib: warning: epsilon is known only to the bracket [{lo:.6g}, {hi:.6g}] "
-                         f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
-    if not math.isfinite(hi):
-        out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
-    return out
+    _warn_bracket(lo, hi)
+    return _note_infinite(out, hi)
 
 
 #: relative width of a PLD bracket above which the CLI warns (of max(value, 0.1))
