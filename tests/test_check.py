@@ -387,8 +387,10 @@ def test_releases_outside_the_stored_audit_are_refused_or_assumed(version):
     assert "1.6.0" in r.release_assumed and any("assume" in n for n in r.notes)
     assert r.claimed_epsilon == check_run("1.6.0", **kw).claimed_epsilon
     assert "ASSUMED" in format_statement(r)
-    with pytest.raises(ValueError, match="^opacus_version"):
+    with pytest.raises(ValueError, match="^opacus_version") as info:
         check_run("2.0.0", assume_release=True, **kw)  # no audited rule of a later major release to assume
+    msg = str(info.value)
+    assert "0.9-1.x release only" in msg and "resources" not in msg and ".json" not in msg  # no internal path
 
 
 def test_delta_is_checked_so_no_negative_epsilon_is_printed(capsys):

@@ -187,10 +187,12 @@ def opacus_release(version: str, *, assume: bool = False) -> Release:
     below = [r for r in rows if r[0] < key]
     if not assume or not below or key[0] >= 2:
         hint = ("; pass assume_release=True to check it under the rule of the nearest audited release below it"
-                if below and key[0] < 2 else "")
+                if below and key[0] < 2 else
+                "; assume_release covers an unaudited 0.9-1.x release only (a 2.x or later release may run another "
+                "rule: audit it first)" if key[0] >= 2 else "")
         raise ParameterError("opacus_version",
                              f"opacus_version {version!r} is not in the stored code audit of Opacus releases "
-                             f"(paperlib/resources/opacus_table2.json: {known}){hint}")
+                             f"({known}){hint}")
     k, v, norm, poisson = below[-1]
     return _release(version, key, norm, poisson,
                     assumed=f"Opacus {version} is not in the stored code audit: the rule of {v}, the nearest "
