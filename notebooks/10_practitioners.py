@@ -72,7 +72,7 @@ from myst_nb import glue
 
 from paperlib.practitioner.check import check_run, format_statement
 from paperlib.practitioner.families import (DPSUR_DEFAULTS, FAMILIES, MNIST, MNIST_README_SETTINGS,
-                                            OPACUS_MNIST_README, action_sentence, family_row, dpsur_row,
+                                            OPACUS_CIFAR10_EXAMPLE, OPACUS_MNIST_README, action_sentence, family_row, dpsur_row,
                                             fix_certified, versus)
 from paperlib.practitioner.releases import normaliser_scan
 from paperlib.artifact import figures as pf
@@ -371,6 +371,49 @@ for s in SETTINGS[1:]:
 display(Markdown("\n".join(other) if other else
                  f"This page was built in {MODE} mode, which runs the first setting only; `make all MODE=full` "
                  "adds the other two, each with a table and a sentence per family here."))
+
+# %% [markdown]
+# **Opacus 1.x at its own CIFAR-10 example.** The example's defaults {cite}`opacuscifar10`
+# train {glue:text}`nb10_cf_N` records in batches of {glue:text}`nb10_cf_B` for
+# {glue:text}`nb10_cf_epochs` epochs at $\sigma$ = {glue:text}`nb10_cf_sigma`, a network of
+# {glue:text}`nb10_cf_n` parameters (Table {glue:text}`nb10_tab_cf`). The batch size divides
+# the data-set size, so the data set with one record more has
+# {glue:text}`nb10_cf_L1` batches an epoch instead of {glue:text}`nb10_cf_L`: it runs
+# {glue:text}`nb10_cf_T1` updates instead of {glue:text}`nb10_cf_T`, and counting them tells the
+# two apart. On the other side, the data set with one record less divides by
+# {glue:text}`nb10_cf_K` instead of {glue:text}`nb10_cf_K1`, and an attack forces
+# {glue:text}`nb10_cf_forced` there. The accountant claims {glue:text}`nb10_cf_claim`. If the
+# data-set size may be public and a record is replaced instead, the run is SGM with a
+# constant divisor, and its $\varepsilon$ is {glue:text}`nb10_cf_replace`.
+# A batch size of {glue:text}`nb10_cf_good` with the fix resolves both neighbours.
+
+# %%
+cf_run = {k: OPACUS_CIFAR10_EXAMPLE[k] for k in ("dataset_size", "batch_size", "noise_multiplier", "epochs",
+                                                  "n_params", "delta")}
+cifar = check_run("1.6.0", **cf_run)
+cf_rem, cf_add = cifar.neighbours
+show_table([{"neighbour": f"{e.name} ({e.sizes[0]:,} vs {e.sizes[1]:,})", "verdict": e.verdict,
+             "forced": "∞ (update count)" if e.epsilon_forced == float("inf") else e.epsilon_forced,
+             "certified": "none known" if e.epsilon_certified is None else e.epsilon_certified}
+            for e in cifar.neighbours]
+           + [{"neighbour": "replace-one (size public)", "verdict": "–", "forced": cifar.replace_one["epsilon"],
+               "certified": cifar.replace_one["epsilon"]}],
+           {"neighbour": "neighbour", "verdict": "verdict", "forced": "forced ε", "certified": "certified ε"},
+           name="10_cifar10_example", digits=4,
+           caption=(f"Opacus 1.x's CIFAR-10 example at its defaults ({cifar.steps:,} steps; the accountant claims "
+                    f"ε = {cifar.claimed_epsilon:.3g}): each neighbour's verdict and bracket, and the exact ε when a "
+                    "record is replaced instead (the data-set size public)."))
+cf_fix = check_run("1.6.0", **dict(cf_run, batch_size=OPACUS_CIFAR10_EXAMPLE["batch_size"] - 1), divisor="public")
+assert cf_fix.claim_stands  # the remedy the text names, checked as a run
+for key, v in {"N": f"{cf_run['dataset_size']:,}", "B": f"{cf_run['batch_size']:,}", "epochs": str(cf_run["epochs"]),
+               "sigma": f"{cf_run['noise_multiplier']:g}", "n": f"{cf_run['n_params']:,}",
+               "L": str(cf_add.steps_per_epoch[0]), "L1": str(cf_add.steps_per_epoch[1]),
+               "T": f"{cf_add.update_counts[0]:,}", "T1": f"{cf_add.update_counts[1]:,}",
+               "K": str(cf_rem.normalisers[0]), "K1": str(cf_rem.normalisers[1]), "forced": fmt(cf_rem.epsilon_forced),
+               "claim": fmt(cifar.claimed_epsilon), "replace": fmt(cifar.replace_one["epsilon"]),
+               "good": f"{OPACUS_CIFAR10_EXAMPLE['batch_size'] - 1:,}",
+               "tab_cf": number_of("10_cifar10_example")}.items():
+    glue(f"nb10_{key}" if key == "tab_cf" else f"nb10_cf_{key}", v, display=False)
 
 # %% [markdown]
 # ## 3. Your run — edit this cell

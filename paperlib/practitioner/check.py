@@ -224,7 +224,7 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
     entry = NeighbourVerdict(name=name, sizes=list(pair.sizes),
                              description="D_train minus one record vs D_train" if name == "removal"
                              else "D_train vs D_train plus one record",
-                             sample_rates=list(pair.sample_rates),
+                             sample_rates=list(pair.sample_rates), steps_per_epoch=list(pair.steps_per_epoch),
                              normalisers=None if pair.normalisers is None else list(pair.normalisers))
     if pair.update_counts is not None:
         return _count_refutes(entry, pair)
@@ -281,7 +281,7 @@ def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict
     forced epsilon is infinite; a certified epsilon of a release of the final model only is not known."""
     (T_a, T_b), (s_a, s_b) = pair.update_counts, pair.steps_per_epoch
     a, b = pair.sizes
-    entry.computed = "update count"
+    entry.computed, entry.update_counts = "update count", [T_a, T_b]
     entry.why = (f"the number of updates differs ({s_a:,} vs {s_b:,} an epoch, {T_a:,} vs {T_b:,} in all): Opacus "
                  f"runs len(data_loader) = ceil(N/batch) steps an epoch on each dataset, so counting the updates tells "
                  f"the two apart")

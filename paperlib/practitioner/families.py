@@ -24,7 +24,7 @@ from paperlib.mechanisms.core import Mechanism
 from paperlib.practitioner.check import check_run
 from paperlib.practitioner.releases import floors_agree_on_neighbours
 
-__all__ = ["OPACUS_MNIST_README", "MNIST_README_SETTINGS", "MNIST", "DPSUR_DEFAULTS", "Family", "FAMILIES",
+__all__ = ["OPACUS_MNIST_README", "OPACUS_CIFAR10_EXAMPLE", "MNIST_README_SETTINGS", "MNIST", "DPSUR_DEFAULTS", "Family", "FAMILIES",
            "nearest_agreeing_batch", "families_for", "family_row", "dpsur_row", "family_rows", "action_sentence",
            "versus", "VERDICT_ORDER", "fix_certified"]
 
@@ -42,6 +42,12 @@ MNIST_README_SETTINGS = (
 #: the example's data and model: 60,000 MNIST records, sample rate 0.004 (batch 240 on average), its
 #: SampleConvNet (26,010 parameters: conv 8x8 16, conv 4x4 32, linear 512-32, linear 32-10), delta 1e-5
 MNIST = {"dataset_size": 60_000, "sample_rate": 0.004, "batch_size": 240, "n_params": 26_010, "delta": 1e-5}
+#: Opacus 1.x's CIFAR-10 example at its defaults (examples/cifar10.py at the commit below): 50,000 records, the
+#: DataLoader's batch size int(0.04 * 50,000) = 2,000, sigma 1.5, 90 epochs, delta 1e-5, its convnet (four 3x3
+#: convolutions 3-32-64-64-128 with biases and a 128-10 linear layer: 131,466 parameters); checked as Opacus 1.6.0
+OPACUS_CIFAR10_EXAMPLE = {"repository": "pytorch/opacus", "commit": "060080abe9d2c89617c626ebc58f4c48c9a614eb",
+                          "path": "examples/cifar10.py", "dataset_size": 50_000, "batch_size": 2_000,
+                          "noise_multiplier": 1.5, "epochs": 90, "n_params": 131_466, "delta": 1e-5}
 #: DPSUR's defaults for MNIST (Fu et al. 2024, pinned commit): batch 256 of 60,000, sigma 1.23, the 25,543 steps
 #: at which its RDP accountant reaches its target epsilon 3, the 26,010-parameter CNN
 DPSUR_DEFAULTS = {"dataset_size": 60_000, "batch_size": 256, "steps": 25_543, "noise_multiplier": 1.23,

@@ -60,7 +60,8 @@ class NeighbourVerdict:
     pair), ``why`` (in words). The numbers: ``epsilon_certified`` (None when not computed; then
     ``certified_error`` says why) and ``epsilon_forced`` with their brackets and accountant errors, and the
     fields of :data:`INTERVAL_FIELDS`; ``forced_is_attack`` (the forced end is a named attack). The verdict:
-    ``verdict`` (one of :data:`VERDICTS`), ``sentence``, ``claim_stands``; ``note`` (a remark on the rates).
+    ``verdict`` (one of :data:`VERDICTS`), ``sentence``, ``claim_stands``; ``note`` (a remark on the rates);
+    ``steps_per_epoch`` (on each data set) and, where they differ, ``update_counts`` (updates in all on each).
     ``computed``: 'not covered', 'no certificate', 'update count' (the two data sets get different numbers of
     updates: forced epsilon inf, no certified epsilon, THEORY.md §11.3c) or 'certified' (which numbers exist).
     """
@@ -92,6 +93,8 @@ class NeighbourVerdict:
     case: str | None = None
     statement: str | None = None
     note: str | None = None
+    steps_per_epoch: list | None = None
+    update_counts: list | None = None
     verdict: str | None = None
     sentence: str | None = None
     claim_stands: bool = False
@@ -102,6 +105,10 @@ class NeighbourVerdict:
                "sample_rates": list(self.sample_rates)}
         if self.normalisers is not None:
             out["normalisers"] = list(self.normalisers)
+        if self.steps_per_epoch is not None:
+            out["steps_per_epoch"] = list(self.steps_per_epoch)
+        if self.update_counts is not None:
+            out["update_counts"] = list(self.update_counts)
         if self.computed == "not covered":
             out.update(sgm=self.sgm, epsilon_certified=None, epsilon_forced=None, not_covered=True, why=self.why)
         else:
