@@ -32,7 +32,8 @@
 #   test on the released gradients tells the two sets apart. An attack that works this well
 #   *exists*, so the run leaks **at least** this much, whatever any accountant says.
 # * the **certified** $\varepsilon$ is a guarantee proven for *every* possible set of
-#   gradients, composed over all the steps of the run (`THEORY.md` §11). The run leaks **at
+#   gradients, composed over all the steps of the run (the appendix, {doc}`../theory`,
+#   section 11). The run leaks **at
 #   most** this much.
 #
 # The true $\varepsilon$ lies in the bracket [forced, certified]. When the bracket is narrow, we
@@ -158,11 +159,11 @@ def table_rows(keys):
             out.append({"family": next(f.label for f in FAMILIES if f.key == key[1]), "claimed": "not run in smoke mode"})
             continue
         out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(),
-                    "forced": r["forced"] if r["forced"] != float("inf") else "∞ (update count)",
+                    "forced": r["forced"] if r["forced"] != float("inf") else "∞",
                     "certified": r["certified"] if r["certified"] is not None else "not computed",
                     "ratio": r["ratio"] if r["ratio"] is not None else "–", "verdict": verdict_cell(r),
-                    "fix": fix_certified(r) if fix_certified(r) is not None else "needs a batch size too",
-                    "replace": r["replace_one"] if r["replace_one"] is not None else "not computed"})
+                    "fix": fix_certified(r) if fix_certified(r) is not None else "–",
+                    "replace": r["replace_one"] if r["replace_one"] is not None else "–"})
     return out
 
 
@@ -178,8 +179,11 @@ for s in SETTINGS:
                         f"steps; its README prints ε = {readme_eps[s['name']]:.2f}): the claim of each release's "
                         "accountant, the bracket [forced, certified] of the code that ran (the larger over both "
                         "neighbours), the verdict per neighbour, the certified ε with the family's fix, and the ε "
-                        "when a record is replaced instead (the size public); what to do is said for each family "
-                        "below the figure."))
+                        "when a record is replaced instead (the size public). One verdict word: the same on both "
+                        "neighbours; ∞: a neighbour runs another number of updates; –: no such value (with the fix, "
+                        "a neighbour still runs another number of updates; under replace-one, a divisor drawn with "
+                        "the batch has no certificate). The Opacus 1.x rows run their own batch sizes' numbers of "
+                        "steps. What to do is said for each family below the figure."))
 show_table(table_rows([("dpsur", "dpsur")]), COLUMNS, name="10_dpsur", digits=4,
            caption=(f"DPSUR at its defaults ({DPSUR['steps']:,} steps, σ = {DPSUR['noise_multiplier']:g}, batch "
                     f"{DPSUR['batch_size']} of {DPSUR['dataset_size']:,}, {DPSUR['n_params']:,} parameters): its own "
@@ -205,8 +209,12 @@ for ax, panel in zip(axes[0], panels):
             continue
         lo, hi, c = r["forced"], r["certified"], COLOR[key[1]]
         if lo == float("inf"):  # a neighbour runs another number of updates: counting them gives it away
-            ax.annotate("forced: ∞\n(update\ncount)", (i, 1.0), ha="center", fontsize=8)
-            lo = None
+            counted = [e.name for e in r["report"].neighbours if e.epsilon_forced == float("inf")]
+            ax.annotate(f"{' and '.join(counted)}:\nforced ∞\n(update\ncount)", (i, 0.45),
+                        xycoords=("data", "axes fraction"), ha="center", va="center", fontsize=7)
+            finite = [e.epsilon_forced for e in r["report"].neighbours
+                      if e.epsilon_forced is not None and e.epsilon_forced != float("inf")]
+            lo = max(finite) if finite else None  # the other neighbour's bracket is still drawn
         if lo is not None and hi is not None:
             ax.vlines(i, max(lo, FLOOR), hi, color=c, linewidth=4, alpha=0.8)
         if lo is not None:
@@ -272,6 +280,7 @@ r = rows[(FIRST, "feasgm-differ")]
 K = r["report"].neighbours[0].normalisers
 glue("nb10_fd_K", f"{K[0]} and {K[1]}", display=False)
 glue("nb10_fd_attack", r["attack"], display=False)
+glue("nb10_fd_forced_removal", fmt(r["report"].neighbours[0].epsilon_forced), display=False)
 glue("nb10_fd_L", str(round(1 / r["sample_rate"])), display=False)
 glue("nb10_fd_L1", str(-(-(MNIST["dataset_size"] + 1) // MNIST["batch_size"])), display=False)
 glue("nb10_dpsur_attack", rows[("dpsur", "dpsur")]["attack"], display=False)
@@ -313,14 +322,15 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # tells them apart) forces {glue:text}`nb10_easgm_forced`
 # ({glue:text}`nb10_easgm_forced_vs_claim` the claim), and the run is certified at
 # {glue:text}`nb10_easgm_cert` (certified / forced = {glue:text}`nb10_easgm_ratio`). The
-# certificate goes through a hybrid run: plain SGM on the larger data set, one step away from
-# each side (`THEORY.md` §11.3b); it keeps the gain from sampling that the older certificate
-# gave up. Verdict: {glue:text}`nb10_easgm_verdict`. {glue:text}`nb10_easgm_act`
+# certificate compares each run with a third one: plain SGM on the larger data set, which
+# differs from the first run by one record and from the second only by its divisor; the two
+# comparisons are chained ({doc}`../theory`, section 11). It keeps the gain from sampling
+# that a certificate revealing the target's sampling gives up. Verdict: {glue:text}`nb10_easgm_verdict`. {glue:text}`nb10_easgm_act`
 #
 # *Opacus 1.x, batch {glue:text}`nb10_B` (FEASGM, floors differ).* With batch
 # {glue:text}`nb10_B` on {glue:text}`nb10_N` records Opacus samples at
 # 1/{glue:text}`nb10_fd_L` and divides by `int(N q)`, which is {glue:text}`nb10_fd_K` on the
-# removal pair: the attack "{glue:text}`nb10_fd_attack`" forces {glue:text}`nb10_fd_forced`; on
+# removal pair: the attack "{glue:text}`nb10_fd_attack`" forces {glue:text}`nb10_fd_forced_removal`; on
 # the addition pair ({glue:text}`nb10_N1` records: {glue:text}`nb10_fd_L1` batches an epoch)
 # the number of steps itself differs, so counting the updates tells the two data sets apart
 # and no finite $\varepsilon$ holds there.
@@ -494,7 +504,8 @@ print(format_statement(mine, width=72))  # fits the book's code column (about 78
 # on {glue:text}`nb10_scan_N` records)
 # the removal neighbour divides by one less, and FEASGM is far from SGM. When $\lceil N/B\rceil$
 # itself changes between $N$ and $N+1$, the two datasets even run a different number of steps
-# per epoch, which neither the SGM analysis nor this page's covers. {numref}`fig-10-batch-size-scan` scans all batch sizes
+# per epoch, and counting the updates tells them apart (no finite $\varepsilon$ holds there).
+# {numref}`fig-10-batch-size-scan` scans all batch sizes
 # for {glue:text}`nb10_scan_N` records.
 
 # %%

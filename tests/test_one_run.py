@@ -151,6 +151,7 @@ def test_a_rate_no_batch_size_gives_is_kept_on_both_datasets():
 
 @pytest.mark.parametrize("verdicts,head", [
     ((("removal", "stands"), ("addition", "holds")), "holds for both neighbours"),
+    ((("removal", "stands"), ("addition", "stands")), "stands for both neighbours: the SGM analysis applies"),
     ((("removal", "refuted"), ("addition", "not covered")), "does not hold for every neighbour"),
     ((("removal", "unresolved"), ("addition", "unresolved")), "is not established for every neighbour"),
     ((("removal", "stands"), ("addition", "not covered")), "is not established for every neighbour"),

@@ -177,12 +177,14 @@ def _replace_one(run: Run, opts: dict, claimed: float) -> dict:
 def summary(claimed: float, verdicts) -> str:
     """The report's one-sentence summary, from the neighbours' verdicts ``[(name, verdict), ...]`` alone.
 
-    "holds" when every verdict is stands or holds; "does not hold" only when an attack refutes it on
+    "stands" when every verdict is stands, "holds" when every verdict is stands or holds; "does not hold" only when an attack refutes it on
     some neighbour; otherwise (unresolved, not covered) the claim is neither certified nor refuted
     ("is not established"). Every sentence but the first names each neighbour's verdict.
     """
     verdicts = list(verdicts)
     each = ", ".join(f"{name}: {v}" for name, v in verdicts)
+    if all(v == "stands" for _, v in verdicts):
+        return f"The claimed epsilon {claimed:.4g} stands for both neighbours: the SGM analysis applies."
     if all(v in ("stands", "holds") for _, v in verdicts):
         return f"The claimed epsilon {claimed:.4g} holds for both neighbours."
     if any(v == "refuted" for _, v in verdicts):
