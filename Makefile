@@ -100,6 +100,12 @@ else
     ifeq ($(CUDA_AVAILABLE),0)
       $(error DEVICE=cuda is not available: torch.cuda.is_available() is False with $(PY); use DEVICE=cpu)
     endif
+    # no environment yet (torch cannot be asked): refuse before creating anything when no NVIDIA GPU is present
+    ifeq ($(CUDA_AVAILABLE),error)
+      ifeq ($(wildcard /dev/nvidia0)$(shell command -v nvidia-smi 2>/dev/null),)
+        $(error DEVICE=cuda is not available: this machine has no NVIDIA GPU (no /dev/nvidia0, no nvidia-smi); use DEVICE=cpu)
+      endif
+    endif
   endif
 endif
 

@@ -702,7 +702,7 @@ def run_epsilon(args) -> dict:
                    accounting_error=_jsonnum(hi - lo) if math.isfinite(hi) else None,
                    accounting=_accounting_summary(curve))
         _warn_bracket(lo, hi)
-    return _note_infinite(out, eps)
+    return _note_infinite(out, eps, certificate=args.bound == "guarantee" and not args.claimed)
 
 
 def _warn_bracket(lo: float, hi: float) -> None:
@@ -712,9 +712,13 @@ def _warn_bracket(lo: float, hi: float) -> None:
                          f"(accountant error above {ACCOUNTING_TOLERANCE:.0%})\n")
 
 
-def _note_infinite(out: dict, eps: float) -> dict:
+def _note_infinite(out: dict, eps: float, certificate: bool = False) -> dict:
     if not math.isfinite(eps):
-        out["note"] = "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly distinguishable)"
+        out["note"] = ("no finite epsilon from this certificate: its outcomes of infinite privacy loss (events it "
+                       "reveals) carry more than delta; the mechanism itself may still have a finite epsilon"
+                       if certificate else
+                       "no finite epsilon: delta(eps) exceeds delta for every eps (the pair is almost perfectly "
+                       "distinguishable)")
     return out
 
 
@@ -738,7 +742,7 @@ def _epsilon_certified(args, delta: float) -> dict:
            "epsilon_forced_bracket": [_jsonnum(v) for v in r["epsilon_forced_bracket"]],
            "forced_by": r["forced_label"]}
     _warn_bracket(lo, hi)
-    return _note_infinite(out, hi)
+    return _note_infinite(out, hi, certificate=True)
 
 
 #: relative width of a PLD bracket above which the CLI warns (of max(value, 0.1))

@@ -1163,6 +1163,18 @@ def test_make_device_cuda_without_gpu():
     assert "torch.cuda.is_available()" in lines[0]
 
 
+@pytest.mark.skipif(_cuda() or os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None,
+                    reason="an NVIDIA GPU is present")
+def test_make_device_cuda_refused_before_an_environment_exists(tmp_path):
+    """A fresh clone (no environment to ask torch): DEVICE=cuda on a machine without an NVIDIA GPU is refused when
+    the Makefile is read, in one line, and nothing is created (it used to create .venv and start the install)."""
+    before = set(os.listdir(ROOT))
+    r = _make("DEVICE=cuda", f"PY={tmp_path / 'no-env' / 'python'}")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "DEVICE=cuda is not available" in lines[0], r.stderr
+    assert "no NVIDIA GPU" in lines[0] and set(os.listdir(ROOT)) == before
+
+
 def test_make_notebooks_depend_on_the_results_check():
     """Each executed notebook depends on its results-check stamp, which the check touches."""
     if shutil.which("make") is None:

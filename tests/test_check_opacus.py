@@ -166,12 +166,24 @@ def test_check_opacus_after_the_fix_is_sgm(N, batch):
 @pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("version,mech", [("1.6.0", "feasgm"), ("0.15.0", "easgm")])
 def test_certified_accountant_in_a_real_training_run(version, mech):
+    """1.6.0: hooked into a live engine. 0.15.0 (EASGM) cannot run in the installed 1.6.0 engine: there the hook
+    refuses it in one line (it computed a silently low epsilon before), and the steps are given by hand."""
     N, batch, sigma, epochs = 1000, 64, 1.1, 2
     acc = CertifiedAccountant(opacus_version=version, dataset_size=N, n_params=N_PARAMS, batch_size=batch)
     assert acc.mechanism() == "certified" and len(acc) == 0 and acc.get_epsilon(1e-5) == 0.0
-    engine, model, opt, loader = _private(N, batch, sigma=sigma, replace_accountant=acc)
-    assert engine.accountant is acc
-    steps = _train(model, opt, loader, epochs)
+    if version.startswith("0."):
+        engine, model, opt, loader = _private(N, batch, sigma=sigma, replace_accountant=acc)
+        with pytest.raises(ValueError, match="^opacus_version: '0.15.0' was given, but the optimizer is Opacus"):
+            _train(model, opt, loader, 1)
+        acc = CertifiedAccountant(opacus_version=version, dataset_size=N, n_params=N_PARAMS, batch_size=batch)
+        for _ in range(epochs * 16):
+            acc.step(noise_multiplier=sigma, sample_rate=1 / 16)
+        steps = epochs * 16
+        engine = acc  # get_epsilon below asks the accountant itself
+    else:
+        engine, model, opt, loader = _private(N, batch, sigma=sigma, replace_accountant=acc)
+        assert engine.accountant is acc
+        steps = _train(model, opt, loader, epochs)
     assert acc.history == [(sigma, 1 / 16, steps)] and len(acc) == 1 and steps == 32
     eps = engine.get_epsilon(1e-5)  # the engine asks our accountant
     direct = certified_for_training_set(mech, N, 1 / 16, sigma, N_PARAMS, rounds=steps, delta=1e-5)
@@ -258,3 +270,23 @@ def test_privacy_engine_makes_the_registered_certified_accountant():
         engine.accountant.get_epsilon(1e-5, relation="substitution")
     with pytest.raises(ValueError, match="^dataset_size"):
         register_certified_accountant(dataset_size=1)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_certified_accountant_refuses_a_dataset_size_the_optimizer_contradicts():
+    """Told 640 records while make_private saw 64 (batch 8: the optimizer divides by int(64/8) = 8): refused at the
+    first step, naming dataset_size, instead of a silently wrong epsilon."""
+    acc = CertifiedAccountant(dataset_size=640, n_params=N_PARAMS, batch_size=8)
+    engine, model, opt, loader = _private(64, 8, replace_accountant=acc)
+    with pytest.raises(ValueError, match="^dataset_size: 640 records .* give int\\(N q\\) = 80, but the optimizer "
+                                         "divides by 8"):
+        _train(model, opt, loader, 1)
+
+
+def test_certified_accountant_load_state_dict_checks_the_history():
+    acc = CertifiedAccountant(dataset_size=1000, n_params=10)
+    with pytest.raises(ValueError, match="^history"):
+        acc.load_state_dict({"history": [("x", "y", "z")], "mechanism": "certified"})
+    assert acc.history == []
+    acc.load_state_dict({"history": [(1.1, 1 / 16, 32)], "mechanism": "certified"})
+    assert acc.history == [(1.1, 1 / 16, 32)] and math.isfinite(acc.get_epsilon(1e-5))

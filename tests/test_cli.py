@@ -342,3 +342,20 @@ def test_errors_are_classified_by_class_never_by_name_or_message():
 
     assert issubclass(ParameterError, InputError) and issubclass(WheelVerificationError, InputError)
     assert issubclass(AuditError, ComputationError)
+
+
+@pytest.mark.parametrize("cmd", ["epsilon", "tradeoff"])
+def test_dpsur_certificate_at_tiny_sizes_answers_without_a_traceback(capsys, cmd):
+    """N = 1, q = 1 (the separate draw's size tells D' apart surely) used to end in an IndexError inside the PLD
+    engine; N = 3, q = 0.5: the certificate's revealed events carry more than delta, and the note says it is the
+    certificate (not necessarily the pair) that gives no finite epsilon."""
+    tail = ["--delta", "1e-5"] if cmd == "epsilon" else ["--alpha", "0.1", "0.5"]
+    for N, q, n in (("1", "1", "5"), ("3", "0.5", "20")):
+        code, out, err = run_main([cmd, "--mechanism", "dpsur", "--N", N, "--q", q, "--sigma", "2", "--n", n] + tail,
+                                  capsys)
+        assert code == 0 and "Traceback" not in err, err
+        j = json.loads(out)
+        if cmd == "epsilon":
+            assert j["epsilon"] is None and "from this certificate" in j["note"]
+        else:
+            assert all(0.0 <= b <= 1.0 for b in j["beta"])

@@ -59,6 +59,10 @@ WORKERS_ENV = "WORKERS"
 SCHEDULER_ENV = "DASK_SCHEDULER"
 #: calls in flight per worker thread (enough to keep each busy while results come back)
 IN_FLIGHT_PER_THREAD = 2
+#: a local cluster starts one process per worker: at most this many times the cores this process may use
+MAX_WORKERS_PER_CORE = 4
+#: seconds to wait for an external scheduler before refusing its address
+CONNECT_TIMEOUT = 10
 
 _LOCAL: dict = {}  # {"workers": k, "cluster": LocalCluster, "client": Client}
 _CLIENTS: dict = {}  # scheduler address -> Client
@@ -73,20 +77,28 @@ def default_workers() -> int:
 
 
 def resolve_workers(workers: int | None = None) -> int:
-    """``workers`` if given, else ``$WORKERS``, else :func:`default_workers`; an integer >= 1
-    (ValueError naming ``workers`` or ``WORKERS`` otherwise)."""
-    from paperlib.fdp.validation import check_int
+    """``workers`` if given, else ``$WORKERS``, else :func:`default_workers`; an integer from 1 to
+    :data:`MAX_WORKERS_PER_CORE` times the cores this process may use (a local cluster starts one process per
+    worker); ParameterError naming ``workers`` or ``WORKERS`` otherwise."""
+    from paperlib.fdp.validation import ParameterError, check_int
 
     if workers is not None:
-        return check_int(workers, "workers", 1)
-    env = os.environ.get(WORKERS_ENV, "").strip()
-    if not env:
-        return default_workers()
-    try:
-        value = int(env)
-    except ValueError:
-        raise ValueError(f"{WORKERS_ENV} must be an integer >= 1, not {env!r}") from None
-    return check_int(value, WORKERS_ENV, 1)
+        name, value = "workers", check_int(workers, "workers", 1)
+    else:
+        env = os.environ.get(WORKERS_ENV, "").strip()
+        if not env:
+            return default_workers()
+        try:
+            value = int(env)
+        except ValueError:
+            raise ParameterError(WORKERS_ENV, f"{WORKERS_ENV} must be an integer >= 1, not {env!r}") from None
+        name, value = WORKERS_ENV, check_int(value, WORKERS_ENV, 1)
+    limit = MAX_WORKERS_PER_CORE * default_workers()
+    if value > limit:
+        raise ParameterError(name, f"{name} = {value:,} is more than {MAX_WORKERS_PER_CORE} times the "
+                                   f"{default_workers()} cores this process may use (at most {limit}): a local "
+                                   "cluster starts one process per worker")
+    return value
 
 
 def resolve_scheduler(scheduler: str | None = None, *, dask_config: bool = True) -> str | None:
@@ -199,7 +211,14 @@ def _remote_client(address: str):
     if client is None or client.status != "running":
         from dask.distributed import Client
 
-        client = Client(address, set_as_default=False)
+        from paperlib.fdp.validation import ParameterError
+
+        try:
+            client = Client(address, set_as_default=False, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:  # nothing listens there, or it is not a Dask scheduler
+            raise ParameterError(SCHEDULER_ENV, f"{SCHEDULER_ENV}: no Dask scheduler answered at {address} within "
+                                                f"{CONNECT_TIMEOUT} s ({type(exc).__name__}); start one there or "
+                                                "unset it for a local cluster") from None
         _CLIENTS[address] = client
     return client
 

@@ -125,9 +125,50 @@ class CertifiedAccountant(IAccountant):
                 self.divisor = "public"
             if self.n_params is None:
                 self.n_params = sum(p.numel() for p in optim.params)  # DPOptimizer.params: those with requires_grad
+            self._check_against(optim, sample_rate)
             step(optim)
 
         return hook_fn
+
+    def _check_against(self, optim, sample_rate: float) -> None:
+        """Refuse (one line naming the argument) what the accountant was told where the optimizer it hooks holds
+        otherwise: a release of another major version than the optimizer's, or a dataset size whose
+        ``int(dataset_size * sample_rate)`` is not the optimizer's expected batch size (Opacus 1.x computes it so)."""
+        import opacus
+
+        try:
+            installed = opacus_release(opacus.__version__, assume=True)
+        except ValueError:  # a development build whose version the audit cannot place: nothing to compare
+            return
+        told = opacus_release(self.opacus_version, assume=self.assume_release)
+        if told.key[0] != installed.key[0]:
+            raise ParameterError("opacus_version", f"opacus_version: {self.opacus_version!r} was given, but the "
+                                                   f"optimizer is Opacus {opacus.__version__}'s; leave it unset (the "
+                                                   "installed release is used)")
+        expected = getattr(optim, "expected_batch_size", None)
+        if expected is not None and fixed_divisor(optim) is None and installed.key[0] >= 1:
+            derived = int(self.dataset_size * sample_rate)
+            if derived != expected:
+                raise ParameterError("dataset_size", f"dataset_size: {self.dataset_size:,} records at the sampling "
+                                                     f"rate {sample_rate:.6g} give int(N q) = {derived}, but the "
+                                                     f"optimizer divides by {expected}; give the training set's size")
+
+    def load_state_dict(self, state_dict):
+        """Opacus's ``load_state_dict``, with each ``history`` entry checked: ``(noise_multiplier > 0, sample_rate
+        in (0, 1], steps >= 1)``; ParameterError naming ``history`` otherwise (not a TypeError later)."""
+        super().load_state_dict(state_dict)
+        history = []
+        for entry in self.history:
+            try:
+                sigma, q, k = entry
+                history.append((check_positive(sigma, "noise_multiplier"), check_rate(q, "sample_rate"),
+                                check_int(k, "steps", 1)))
+            except (TypeError, ValueError):
+                self.history = []
+                raise ParameterError("history", f"history: each entry must be (noise_multiplier > 0, sample_rate in "
+                                                f"(0, 1], steps >= 1), got {entry!r}") from None
+        self.history = history
+        self._cache = {}
 
     def __len__(self) -> int:
         return len(self.history)

@@ -311,3 +311,32 @@ def test_local_cluster_logs_nothing_at_info_even_with_a_root_info_handler():
     noisy = [ln for ln in out.stderr.splitlines() if ln.startswith(("INFO", "DEBUG")) or "Scheduler at" in ln
              or "Nanny" in ln or "dashboard at" in ln.lower() or "Client-" in ln]
     assert not noisy, "\n".join(noisy[:10])
+
+
+def test_worker_count_has_a_limit(monkeypatch):
+    """WORKERS=10000 started 10,000 processes ("Too many open files"); now one line naming WORKERS, before any."""
+    from paperlib.fdp.validation import ParameterError
+    from paperlib.implementations import parallel as P
+
+    limit = P.MAX_WORKERS_PER_CORE * P.default_workers()
+    monkeypatch.setenv("WORKERS", str(limit + 1))
+    with pytest.raises(ParameterError, match="^WORKERS = .* is more than"):
+        P.resolve_workers()
+    monkeypatch.setenv("WORKERS", str(limit))
+    assert P.resolve_workers() == limit
+    with pytest.raises(ParameterError, match="^workers"):
+        P.resolve_workers(10 * limit)
+
+
+def test_a_scheduler_address_nobody_answers_is_one_line_after_the_timeout(monkeypatch):
+    pytest.importorskip("distributed")
+    import time
+
+    from paperlib.fdp.validation import ParameterError
+    from paperlib.implementations import parallel as P
+
+    monkeypatch.setattr(P, "CONNECT_TIMEOUT", 2)
+    t0 = time.perf_counter()
+    with pytest.raises(ParameterError, match="^DASK_SCHEDULER: no Dask scheduler answered at tcp://127.0.0.1:9 within 2 s"):
+        P._remote_client("tcp://127.0.0.1:9")
+    assert time.perf_counter() - t0 < 60  # a hang guard, not a timing target

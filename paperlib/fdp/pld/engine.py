@@ -362,7 +362,10 @@ class Engine:
         cu = pld_pmf.DensePLDPmf(step, d.i0, d.up, d.up_inf, True)
         j0, arr = d.garbling.lower(c_r)
         nz = np.flatnonzero(arr > 0)
-        cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], d.inf_exact, False)
+        if nz.size:
+            cl = pld_pmf.DensePLDPmf(step, j0 + int(nz[0]), arr[nz[0]:nz[-1] + 1], d.inf_exact, False)
+        else:  # every outcome of the factor has infinite loss (e.g. disjoint supports): only its infinite mass
+            cl = pld_pmf.DensePLDPmf(step, j0, np.zeros(1), d.inf_exact, False)
         slack = 0.0
         if not exact and T > 1:
             with np.errstate(all="ignore"):
