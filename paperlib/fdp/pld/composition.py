@@ -178,7 +178,7 @@ class PLDComposition(TradeOff):
         st = self._state()
         key = ("chains", st.step)
         if key not in self._curves:
-            a_lo, b_lo = st.up["QP"].chain()
+            a_lo, b_lo = st.up["QP"].chain(deficit_to_inf=True)
             a, b = st.low["QP"].chain(st.shift["QP"])
             idx = _thin(a, b)
             a, b = a[idx], b[idx]

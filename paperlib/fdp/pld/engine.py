@@ -95,12 +95,14 @@ class _Pmf:
             return 0.0
         return max(float(self.pmf.get_epsilon_for_delta(float(delta))), 0.0)
 
-    def chain(self, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    def chain(self, shift: float = 0.0, deficit_to_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Vertices ``(alpha, beta)`` of the trade-off ``T(Lo, U)`` of the discrete pair (losses - shift).
 
         The likelihood-ratio test rejects for large losses: adding atoms in decreasing loss,
         ``alpha`` gains ``p_j e^{-(v_j - shift)}`` and ``1 - beta`` gains ``p_j``; the mass at +inf is
-        rejected first (``alpha = 0``).
+        rejected first (``alpha = 0``). ``deficit_to_inf`` (the pessimistic end): mass the composed PMF lost
+        (``1 - inf - sum p`` > 0: FFT round-off, truncation) is counted at +inf too, so the curve stays a lower
+        bound (else ``beta`` would stop at the deficit, above the true curve, at 10^5 rounds).
         """
         i0, probs = pmf_arrays(self.pmf)
         p = np.maximum(probs, 0.0)[::-1]
@@ -109,7 +111,9 @@ class _Pmf:
             la = np.where(p > 0, np.log(np.where(p > 0, p, 1.0)) - v, -np.inf)
             da = np.exp(np.minimum(la, 700.0))
         alpha = np.concatenate([[0.0], np.cumsum(da)])
-        beta = 1.0 - self.inf - np.concatenate([[0.0], np.cumsum(p)])
+        cum = np.concatenate([[0.0], np.cumsum(p)])
+        deficit = max(1.0 - self.inf - float(cum[-1]), 0.0) if deficit_to_inf else 0.0
+        beta = 1.0 - self.inf - deficit - cum
         return alpha, np.maximum(beta, 0.0)
 
 
