@@ -95,7 +95,7 @@ glue("nb10_mode", MODE, display=False)
 # family at these settings: Opacus v0.12–v0.13 (ASGM: divides by the realised batch size $|B|$)
 # with the rate given as the example gives it, v0.14–v0.15 (EASGM: divides by $Nq$) and 1.x
 # (FEASGM: divides by `int(N q)`) with batch size {glue:text}`nb10_B`, and 1.x again at batch size
-# {glue:text}`nb10_agree_B`, the nearest batch size at which `int(N q)` is the same on the
+# {glue:text}`nb10_agree_B`, a nearest batch size at which `int(N q)` is the same on the
 # training set and both its neighbours. DPSUR runs at its own defaults: batch
 # {glue:text}`nb10_dpsur_B`, $\sigma$ = {glue:text}`nb10_dpsur_sigma`, the
 # {glue:text}`nb10_dpsur_steps` steps at which its accountant reaches its target $\varepsilon$ =
@@ -160,7 +160,9 @@ def table_rows(keys):
             continue
         out.append({"family": r["label"], "claimed": r["claimed"], "acc": r["accountant"].upper(),
                     "forced": r["forced"] if r["forced"] != float("inf") else "∞",
-                    "certified": r["certified"] if r["certified"] is not None else "not computed",
+                    # a neighbour that runs another number of updates: the run has no certified value
+                    "certified": ("–" if r["forced"] == float("inf") else
+                                  r["certified"] if r["certified"] is not None else "not computed"),
                     "ratio": r["ratio"] if r["ratio"] is not None else "–", "verdict": verdict_cell(r),
                     "fix": fix_certified(r) if fix_certified(r) is not None else "–",
                     "replace": r["replace_one"] if r["replace_one"] is not None else "–"})
@@ -168,8 +170,8 @@ def table_rows(keys):
 
 
 COLUMNS = {"family": "release family", "claimed": "claimed ε", "acc": "accountant", "forced": "forced ε",
-           "certified": "certified ε", "ratio": "certified / forced", "verdict": "verdict (removal / addition)",
-           "fix": "certified ε with the fix", "replace": "replace-one ε"}  # what to do: under "Reading the results"
+           "certified": "certified ε", "ratio": "certified / forced", "verdict": "verdict",
+           "fix": "with the fix", "replace": "replace-one ε"}  # what to do: under "Reading the results"
 TABLES = {}
 for s in SETTINGS:
     name = "10_" + s["name"].replace("σ ", "s").replace(".", "").replace(", ", "_").replace(" ", "")
@@ -179,8 +181,9 @@ for s in SETTINGS:
                         f"steps; its README prints ε = {readme_eps[s['name']]:.2f}): the claim of each release's "
                         "accountant, the bracket [forced, certified] of the code that ran (the larger over both "
                         "neighbours), the verdict per neighbour, the certified ε with the family's fix, and the ε "
-                        "when a record is replaced instead (the size public). One verdict word: the same on both "
-                        "neighbours; ∞: a neighbour runs another number of updates; –: no such value (with the fix, "
+                        "when a record is replaced instead (the size public). Verdicts: removal / addition, one word "
+                        "when they agree; ∞: a neighbour runs another number of updates (the other neighbour's "
+                        "bracket is in the figure and the text); –: no such value (with the fix, "
                         "a neighbour still runs another number of updates; under replace-one, a divisor drawn with "
                         "the batch has no certificate). The Opacus 1.x rows run their own batch sizes' numbers of "
                         "steps. What to do is said for each family below the figure."))
@@ -395,7 +398,10 @@ display(Markdown("\n".join(other) if other else
 # {glue:text}`nb10_cf_forced` there. The accountant claims {glue:text}`nb10_cf_claim`. If the
 # data-set size may be public and a record is replaced instead, the run is SGM with a
 # constant divisor, and its $\varepsilon$ is {glue:text}`nb10_cf_replace`.
-# A batch size of {glue:text}`nb10_cf_good` with the fix resolves both neighbours.
+# A batch size of {glue:text}`nb10_cf_good` resolves both neighbours, with or without the fix:
+# every data set then has {glue:text}`nb10_cf_good_L` batches an epoch and the same divisor, the
+# run takes {glue:text}`nb10_cf_good_T` steps, and the claim of that run,
+# {glue:text}`nb10_cf_good_claim`, stands.
 
 # %%
 cf_run = {k: OPACUS_CIFAR10_EXAMPLE[k] for k in ("dataset_size", "batch_size", "noise_multiplier", "epochs",
@@ -413,15 +419,17 @@ show_table([{"neighbour": f"{e.name} ({e.sizes[0]:,} vs {e.sizes[1]:,})", "verdi
            caption=(f"Opacus 1.x's CIFAR-10 example at its defaults ({cifar.steps:,} steps; the accountant claims "
                     f"ε = {cifar.claimed_epsilon:.3g}): each neighbour's verdict and bracket, and the exact ε when a "
                     "record is replaced instead (the data-set size public)."))
+cf_good = check_run("1.6.0", **dict(cf_run, batch_size=OPACUS_CIFAR10_EXAMPLE["batch_size"] - 1))
 cf_fix = check_run("1.6.0", **dict(cf_run, batch_size=OPACUS_CIFAR10_EXAMPLE["batch_size"] - 1), divisor="public")
-assert cf_fix.claim_stands  # the remedy the text names, checked as a run
+assert cf_good.claim_stands and cf_fix.claim_stands  # the remedy the text names, checked as runs
 for key, v in {"N": f"{cf_run['dataset_size']:,}", "B": f"{cf_run['batch_size']:,}", "epochs": str(cf_run["epochs"]),
                "sigma": f"{cf_run['noise_multiplier']:g}", "n": f"{cf_run['n_params']:,}",
                "L": str(cf_add.steps_per_epoch[0]), "L1": str(cf_add.steps_per_epoch[1]),
                "T": f"{cf_add.update_counts[0]:,}", "T1": f"{cf_add.update_counts[1]:,}",
-               "K": str(cf_rem.normalisers[0]), "K1": str(cf_rem.normalisers[1]), "forced": fmt(cf_rem.epsilon_forced),
+               "K": f"{cf_rem.normalisers[0]:,}", "K1": f"{cf_rem.normalisers[1]:,}", "forced": fmt(cf_rem.epsilon_forced),
                "claim": fmt(cifar.claimed_epsilon), "replace": fmt(cifar.replace_one["epsilon"]),
-               "good": f"{OPACUS_CIFAR10_EXAMPLE['batch_size'] - 1:,}",
+               "good": f"{OPACUS_CIFAR10_EXAMPLE['batch_size'] - 1:,}", "good_L": str(cf_good.steps_per_epoch),
+               "good_T": f"{cf_good.steps:,}", "good_claim": fmt(cf_good.claimed_epsilon),
                "tab_cf": number_of("10_cifar10_example")}.items():
     glue(f"nb10_{key}" if key == "tab_cf" else f"nb10_cf_{key}", v, display=False)
 
@@ -577,9 +585,11 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 # %%
 wall = time.perf_counter() - T_START
 _ = save_result("10_practitioners", {"mode": MODE, "settings": SETTINGS, "dpsur": DPSUR, "mnist": MNIST,
-                                     "source": OPACUS_MNIST_README, "your_run": mine.inputs},
+                                     "source": OPACUS_MNIST_README, "your_run": mine.inputs,
+                                     "cifar10_example": OPACUS_CIFAR10_EXAMPLE},
                 {"rows": [{k: v for k, v in r.items() if k not in ("report", "fix_report")} | {"key": list(key)}
                           for key, r in rows.items()],
                  "reports": [{"key": list(key), "report": r["report"].to_json()} for key, r in rows.items()],
-                 "your_run": mine.to_json(), "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad, "rate_changes": changes}},
+                 "your_run": mine.to_json(), "cifar10_example": cifar.to_json(),
+                 "cifar10_remedy": cf_good.to_json(), "weak_batch_sizes": {"removal": weak_rm, "addition": weak_ad, "rate_changes": changes}},
                 mode=MODE, seed=SEED, wall_time=wall)

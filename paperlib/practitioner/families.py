@@ -86,7 +86,7 @@ def nearest_agreeing_batch(N: int, batch_size: int, span: int = 64) -> int:
 
 _SUM_FIX = ("summing the loss instead of averaging it (Opacus's sum reduction, learning rate divided by the "
             "batch size)")
-_PUBLIC_FIX = "the fix fix_normaliser(optimizer, batch_size) (divide by the configured batch size)"
+_PUBLIC_FIX = "fix_normaliser(optimizer, batch_size) (dividing by the configured batch size)"
 
 
 def families_for(N: int, batch_size: int, sample_rate: float) -> tuple[Family, ...]:
@@ -173,7 +173,8 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     fix = row["fix"]
     if fix["verdict"] == "not covered" or fix.get("forced") == float("inf"):
         fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of updates, so choose a "
-                 "batch size that does not divide the data-set size or its neighbours' as well (check lists some)")
+                 "batch size that does not divide the data-set size or its neighbours' as well (`python -m paperlib check` "
+                 "lists some)")
     elif fix["certified"] is not None and fix["certified"] <= c:
         fixed = f"{fix['name']} makes it SGM, certified at {_fmt(fix['certified'])} ≤ {_fmt(c)}: the claim then holds"
     else:

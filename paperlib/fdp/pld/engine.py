@@ -81,7 +81,8 @@ class _Pmf:
     def delta(self, eps) -> np.ndarray:
         """``inf + sum_{v_j > eps} p_j (1 - e^{eps - v_j})`` at each ``eps`` (``get_delta_for_epsilon``)."""
         e = np.atleast_1d(np.asarray(eps, dtype=float))
-        out = np.array([self.pmf.get_delta_for_epsilon(float(x)) for x in e.ravel()], dtype=float)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # dp_accounting's exp of huge losses
+            out = np.array([self.pmf.get_delta_for_epsilon(float(x)) for x in e.ravel()], dtype=float)
         return np.clip(out, 0.0, 1.0).reshape(e.shape)
 
     def epsilon(self, delta: float) -> float:
@@ -91,9 +92,11 @@ class _Pmf:
         below -709 and overflow ``exp(-loss)``, so ``delta(0) <= delta`` is answered first."""
         if self.inf > delta:
             return math.inf
-        if self.pmf.get_delta_for_epsilon(0.0) <= delta:
-            return 0.0
-        return max(float(self.pmf.get_epsilon_for_delta(float(delta))), 0.0)
+        # dp_accounting overflows a scalar division on losses in the thousands (harmless: the term is 0); silenced
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            if self.pmf.get_delta_for_epsilon(0.0) <= delta:
+                return 0.0
+            return max(float(self.pmf.get_epsilon_for_delta(float(delta))), 0.0)
 
     def chain(self, shift: float = 0.0, deficit_to_inf: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Vertices ``(alpha, beta)`` of the trade-off ``T(Lo, U)`` of the discrete pair (losses - shift).
