@@ -173,8 +173,8 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     fix = row["fix"]
     if fix["verdict"] == "not covered" or fix.get("forced") == float("inf"):
         fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of updates, so choose a "
-                 "batch size that does not divide the data-set size or its neighbours' as well (`python -m paperlib check` "
-                 "lists some)")
+                 "batch size that does not divide the data-set size or its neighbours' as well (the command "
+                 "python -m paperlib check lists some)")
     elif fix["certified"] is not None and fix["certified"] <= c:
         fixed = f"{fix['name']} makes it SGM, certified at {_fmt(fix['certified'])} ≤ {_fmt(c)}: the claim then holds"
     else:
