@@ -168,7 +168,13 @@ DATA_STAMP := build/data-stamp.txt
 DATA_ROOTS := $(or $(PAPERLIB_DATA),data) $(wildcard $(ROOT)/../shared/data)
 NB_GOALS := all figures book grade appendix book/notebooks/%
 ifneq ($(filter $(NB_GOALS),$(or $(MAKECMDGOALS),all)),)
-  -include $(DEP_FILES)
+  # a dry run (make -n) reads the dependency files that exist and writes none (make remakes an included
+  # makefile even under -n)
+  ifneq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+    -include $(wildcard $(DEP_FILES))
+  else
+    -include $(DEP_FILES)
+  endif
 endif
 
 .PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade appendix \

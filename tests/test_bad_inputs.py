@@ -1443,3 +1443,21 @@ def test_core_api_bad_input_raises_naming_the_argument(row, core_api_rows):
 
 def test_core_api_rows_are_all_listed(core_api_rows):
     assert list(core_api_rows) == CORE_API_IDS
+
+
+def test_make_dry_run_writes_nothing(tmp_path):
+    """`make -n all` used to write build/ (the notebooks' dependency files: make remakes an included makefile even
+    under -n); a dry run now reads the ones that exist and creates nothing."""
+    if shutil.which("make") is None:
+        pytest.skip("GNU make is not installed")
+    for name in ("Makefile", "pyproject.toml", "requirements-lock.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "paperlib", tmp_path / "paperlib", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SEED", "DEVICE",
+                                                             "MODE", "WORKERS", "DASK_SCHEDULER")}
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = subprocess.run(["make", "--no-print-directory", "-n", "all", "MODE=quick", "DEVICE=cpu"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not (tmp_path / "build").exists()
