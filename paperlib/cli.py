@@ -127,11 +127,18 @@ MAX_COMPOSED_ROUNDS = 1_000_000
 _SECONDS_PER_COMPOSED_ROUND = 2e-4  # measured: the certified EASGM guarantee, 2,340 rounds, ~0.5 s
 
 
-def _notice(line: str) -> None:
-    """A long run's estimate, on stderr before it starts, when stderr is a terminal (where the run then shows
-    its progress; a script reading stderr gets only the one-line errors)."""
+#: estimated seconds above which a run announces its estimate on stderr even when stderr is not a terminal (a
+#: script waiting minutes learns why; shorter runs keep a script's stderr to the one-line errors)
+NOTICE_SECONDS_SCRIPT = 120.0
+
+
+def _notice(line: str, seconds: float | None = None) -> None:
+    """A long run's estimate, on stderr before it starts: on a terminal (where the run then shows its progress),
+    and for a script when the estimate is at least :data:`NOTICE_SECONDS_SCRIPT`."""
     if sys.stderr.isatty():
         sys.stderr.write(f"paperlib: note: {line}; it shows progress on a terminal\n")
+    elif seconds is not None and seconds >= NOTICE_SECONDS_SCRIPT:
+        sys.stderr.write(f"paperlib: note: {line}\n")
 
 
 def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", shown=None,
@@ -142,7 +149,7 @@ def _refuse_size(args, name: str, value, limit, estimate: str, hint: str = "", s
     least :data:`~paperlib.fdp.validation.NOTICE_SECONDS` is announced on stderr.
     """
     check_size(name, value, limit, estimate=estimate, allow=getattr(args, "yes", False), what=hint, shown=shown,
-               seconds=seconds, notice=_notice)
+               seconds=seconds, notice=lambda line: _notice(line, seconds))
 
 
 #: integer options are exact in float64 up to 2^53 (N q, T (n - 1), ... are formed in floats)

@@ -1313,6 +1313,11 @@ def test_audit_at_the_trials_limit_says_its_estimate(capsys, monkeypatch):
     assert code == 1 and len(lines) == 2  # the note, then the (injected) failure in one line
     code, out, err = run_main(_with(AU, trials="10000001"), capsys)
     assert_one_line_error(code, out, err, 2, "trials")
+    # not on a terminal (a script, a CI log): the estimate still comes first, without the progress promise
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    code, out, err = run_main(_with(AU, trials="10000000"), capsys)
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("paperlib: note: trials = 10,000,000: estimated") and "progress" not in lines[0]
 
 
 def _core_api_rows():
