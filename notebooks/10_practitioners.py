@@ -563,24 +563,29 @@ glue("nb10_scan_hi", f"{SCAN_B[-1]:,}", display=False)
 #
 # ## 5. During training: an accountant that reports the certified ε
 #
-# `paperlib.CertifiedAccountant` has Opacus's accountant interface. Set it on the engine
-# before `make_private`, and `privacy_engine.get_epsilon(delta)` reports the certified
-# $\varepsilon$ of the steps taken so far (both neighbours, the larger):
+# `paperlib.CertifiedAccountant` has Opacus's accountant interface. Register it once, and
+# `privacy_engine.get_epsilon(delta)` reports the certified $\varepsilon$ of the steps taken
+# so far (both neighbours, the larger). Give it the data loader's batch size: the
+# neighbouring data sets' own number of batches depends on it, and Opacus does not keep it.
+# The parameter count is read from the optimizer at its first step, and the accountant
+# refuses, in one line, a data-set size or a release that the optimizer contradicts:
 #
 # ```python
 # from opacus import PrivacyEngine
 # import paperlib
 #
-# engine = PrivacyEngine()
-# n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-# engine.accountant = paperlib.CertifiedAccountant(
-#     dataset_size=len(train_set), n_params=n_params)
+# paperlib.register_certified_accountant(dataset_size=len(train_set), batch_size=256)
+# engine = PrivacyEngine(accountant="paperlib-certified")
 # model, optimizer, loader = engine.make_private(
 #     module=model, optimizer=optimizer, data_loader=loader,
 #     noise_multiplier=1.1, max_grad_norm=1.0)
 # ...  # train
-# engine.get_epsilon(1e-5)
+# engine.get_epsilon(1e-5)                                         # add/remove, size private
+# engine.accountant.get_epsilon(1e-5, relation="replace-one")      # size public
 # ```
+#
+# `paperlib.check_opacus(engine, optimizer, loader, epochs=..., delta=..., model=model,
+# batch_size=256)` gives the whole report of a live run after training.
 
 # %%
 wall = time.perf_counter() - T_START
