@@ -30,33 +30,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, RoundLaw, ScaleShiftLaw, Chi2Law
 from paperlib.fdp.validation import ParameterError
 from paperlib.mechanisms.certificates import certificate_tail
-from paperlib.mechanisms.guarantees import binomial_support
+from paperlib.mechanisms.guarantees import binomial_pair
 from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.mechanisms.setting import Setting
 
-__all__ = ["ChainCertificate", "chain_certificate", "scale_round_law", "chain_delta", "chain_crossing"]
+__all__ = ["ChainCertificate", "chain_certificate", "scale_round_law", "chain_crossing"]
 
 #: Points of the grid of epsilon on which the split ``a + b`` is searched (the answer is a grid point
 #: where the chained delta is at most the target: valid; the grid costs at most one spacing).
 SPLIT_GRID = 4000
 
 
-def scale_round_law(batch_from: int, q: float, sigma: float, n: int, x: float, tail: float) -> RoundLaw:
+def scale_round_law(batch_from: int, N: int, q: float, sigma: float, n: int, x: float, tail: float) -> RoundLaw:
     """One round of the scale part: ``sum_m Bin(m; batch_from, q) T(N(0, I_n), N(c_m e_1, s^2 I_n))``, index
     revealed, ``c_m = m / ((x + 1) sigma)`` (``= (1 - s) m / sigma``), ``s = x / (x + 1)``.
 
-    ``batch_from``: the size of the data set the batch is drawn from (``N + 1`` for route "SGM first", ``N``
-    for "scale first"); sizes beyond the binomial support at ``tail`` are left out (infinite loss on the
-    upper end: they add at most ``T`` times their mass to delta)."""
-    m, _, _ = binomial_support(batch_from, q, tail)
-    w = stats.binom.pmf(m, batch_from, q)
-    out = float((stats.binom.cdf(m[0] - 1, batch_from, q) if m[0] > 0 else 0.0)
-                + (stats.binom.sf(m[-1], batch_from, q) if m[-1] < batch_from else 0.0))
+    ``batch_from``: the size of the data set the batch is drawn from, ``N + 1`` (route "SGM first") or ``N``
+    ("scale first"), ``N`` the smaller size of the pair; the sizes of :func:`binomial_pair` at ``tail``, the mass
+    beyond them left out (infinite loss on the upper end: at most ``T`` times it added to delta)."""
+    m, p, pq, out_q, out_p = binomial_pair(N, q, tail)
+    w, out = (pq, out_q) if batch_from == N + 1 else (p, out_p)
     parts = [(float(wi), (ScaleShiftLaw(x, float(mi) / ((x + 1.0) * sigma)),)) for mi, wi in zip(m, w) if wi > 0]
     common = (Chi2Law(n - 1, x),) if n > 1 else ()
     return RoundLaw(parts, common=common, dropped=out,
@@ -80,20 +77,6 @@ def chain_crossing(first: np.ndarray, second: np.ndarray, grid: np.ndarray, delt
         mid = (lo + hi) // 2
         lo, hi = (mid + 1, hi) if at(mid) > delta else (lo, mid)
     return lo
-
-
-def chain_delta(first: np.ndarray, second: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """``min_{a + b = eps} first(a) + e^a second(b)`` at each ``eps`` of ``grid`` (``a``, ``b`` on the grid).
-
-    ``first``, ``second``: a profile ``delta(eps)`` on ``grid`` (equally spaced from 0). The inequality is
-    the hockey-stick split through a hybrid (module docstring); every value is attained by a split, so
-    it is a valid upper bound wherever ``first`` and ``second`` are."""
-    k = grid.size
-    best = np.full(k, np.inf)
-    scale = np.exp(np.minimum(grid, 700.0))
-    for i in range(k):
-        np.minimum(best[i:], first[i] + scale[i] * second[: k - i], out=best[i:])
-    return np.minimum(best, 1.0)
 
 
 class ChainCertificate:
@@ -122,7 +105,7 @@ class ChainCertificate:
         T = s.rounds
         tail = certificate_tail(T)
         self.sgm = sgm_claim_rounds(s.q, s.sigma, rounds=T, rel_tol=rel_tol, **pld_options)
-        self.scale = {route: PLDComposition(scale_round_law(size, s.q, s.sigma, s.n, self.x, tail), T,
+        self.scale = {route: PLDComposition(scale_round_law(size, s.N, s.q, s.sigma, s.n, self.x, tail), T,
                                             side="guarantee", rel_tol=rel_tol, **pld_options)
                       for route, size in (("sgm first", s.N + 1), ("scale first", s.N))}
         self.label = f"{s.spec.title} certified (chain: SGM and a scale test), {T} round{'s' * (T > 1)} (PLD)"

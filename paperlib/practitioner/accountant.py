@@ -104,6 +104,7 @@ class CertifiedAccountant(IAccountant):
         self.pld_options = dict(pld_options or {})
         self._last = None
         self._cache = {}
+        self._checked = None  # (optimizer id, sample rate) last checked by the step hook
 
     def step(self, *, noise_multiplier: float, sample_rate: float):
         """One optimiser step at ``(noise_multiplier, sample_rate)`` (Opacus calls it through its hook)."""
@@ -125,7 +126,9 @@ class CertifiedAccountant(IAccountant):
                 self.divisor = "public"
             if self.n_params is None:
                 self.n_params = sum(p.numel() for p in optim.params)  # DPOptimizer.params: those with requires_grad
-            self._check_against(optim, sample_rate)
+            if self._checked != (id(optim), sample_rate):  # once per optimizer and rate, not at every step
+                self._check_against(optim, sample_rate)
+                self._checked = (id(optim), sample_rate)
             step(optim)
 
         return hook_fn

@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from paperlib.fdp.pld import ScaleShiftLaw
-from paperlib.mechanisms.chain import chain_certificate, chain_crossing, chain_delta
+from paperlib.mechanisms.chain import chain_certificate, chain_crossing
 from paperlib.mechanisms.multiround import sgm_claim_rounds
 from paperlib.mechanisms.setting import Setting
 
@@ -158,6 +158,16 @@ def test_scale_shift_tradeoff_falls_as_the_shift_grows():
             if prev is not None:
                 assert np.all(d_qp >= prev - 1e-12)
             prev = d_qp
+
+
+def chain_delta(first, second, grid):
+    """The whole min-plus product ``min_{a + b = eps} first(a) + e^a second(b)`` on the grid, capped at 1: the
+    reference the bisection of :func:`chain_crossing` is checked against."""
+    k = grid.size
+    best = np.full(k, np.inf)
+    for i in range(k):
+        np.minimum(best[i:], first[i] + math.exp(grid[i]) * second[: k - i], out=best[i:])
+    return np.minimum(best, 1.0)
 
 
 def test_chain_delta_is_the_best_split_on_the_grid():
