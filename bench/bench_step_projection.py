@@ -4,7 +4,7 @@ An audit keeps of each real step only its projection on the white-box basis, its
 and a few whole updates (:func:`paperlib.implementations.real_audit.reduce_chunk`). Until
 REAL_AUDIT_VERSION 5 every ``(m, n)`` block of float64 updates was carried out of the step loop
 (out of an old release's subprocess as a ``.npy`` file) and projected afterwards; now each step is
-projected in the loop (:class:`paperlib.implementations.runners.StepProjection`). This bench times
+projected in the loop (:class:`paperlib.implementations.opacus_step.StepProjection`). This bench times
 one full-mode chunk (:func:`~paperlib.implementations.real_audit.chunk_steps` steps) of DP-FETA's
 denoiser (``dpfeta-mnist``, 1,485,217 parameters) both ways, at chapter 6's two sampling rates
 (q = 0.005: nearly every batch empty, so the step is Opacus's noise and little else; q = 0.5), each

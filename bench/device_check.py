@@ -41,7 +41,7 @@ on CUDA too; run first, since full mode's time rests on them):
 ``opacus-0.15.0`` at the CNNs and the denoisers of notebook 06 (``dpfeta-mnist``,
 ``privimage-mnist``, ``privimage-cifar10``) and ``dpsur`` at ``cnn-mnist`` and ``cnn-cifar10``;
 ``opacus-0.13.0``, in no notebook of ``make all``, last), with
-:func:`~paperlib.implementations.runners.detect_normaliser` on the steps; in a GPU run each
+:func:`~paperlib.implementations.normaliser_detection.detect_normaliser` on the steps; in a GPU run each
 implementation but DPSUR also steps on CUDA, timed, and compared with the CPU's steps at
 ``sigma = 0`` (same masks: updates equal to ``CUDA_TOL``). Then
 ``implementations.real_audit.audit_implementation(mode="full")`` (one point of notebook 06
@@ -798,7 +798,7 @@ def _download() -> bool:
 
 
 def path_run_steps(ck: Check, e: dict, impl: str) -> None:
-    from paperlib.implementations import runners
+    from paperlib.implementations import normaliser_detection, runners
 
     N, q = STEP_SETTING[impl]
     documented = runners.IMPLEMENTATION_MECHANISM[impl]
@@ -854,7 +854,7 @@ def path_run_steps(ck: Check, e: dict, impl: str) -> None:
             updates = out["updates"]
         else:  # projected in the steps (timed with them)
             t_proj, updates = 0.0, first
-        f = runners.detect_normaliser(updates, grads, q=q, sigma=SIGMA, C=C, N_data=N)
+        f = normaliser_detection.detect_normaliser(updates, grads, q=q, sigma=SIGMA, C=C, N_data=N)
         # Nq and floor(Nq) are one rule where N q is an integer; a documented rule among equally likely ones passes
         ok = f["normaliser"] in _accepted_rules(documented.rule, f["candidates"]) \
             or documented.rule in (f.get("ties") or [])

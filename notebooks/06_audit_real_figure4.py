@@ -59,7 +59,7 @@
 # {glue:text}`nb06_check_level`) before the remaining rounds are drawn from the batched
 # mechanism fed with those gradients
 # (`paperlib.implementations.real_audit`). The normaliser each implementation actually used
-# is also read off its steps (`runners.detect_normaliser`).
+# is also read off its steps.
 
 # %% tags=["parameters"]
 MODE = "quick"

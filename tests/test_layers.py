@@ -44,6 +44,21 @@ def test_computing_layers_never_import_the_artifact(layer):
     assert not {k: v for k, v in bad.items() if v}, "a computing module imports paperlib.artifact"
 
 
+#: each computing layer and the layers above it, which it never imports (README "Layout")
+ABOVE = {"fdp": ("mechanisms", "audit", "implementations", "practitioner"),
+         "mechanisms": ("audit", "implementations", "practitioner"),
+         "audit": ("implementations", "practitioner"), "implementations": ("practitioner",)}
+
+
+@pytest.mark.parametrize("layer", sorted(ABOVE))
+def test_no_layer_imports_a_layer_above_it(layer):
+    """The arrows point down: e.g. the audit of the fixed step (implementations) runs the fix's code from
+    implementations/opacus_divisor.py, which the practitioner's fix re-exports, not the other way."""
+    above = tuple(f"paperlib.{a}" for a in ABOVE[layer])
+    bad = {str(f.relative_to(PKG)): sorted(m for m in _imports(f) if m.startswith(above)) for f in _files(layer)}
+    assert not {k: v for k, v in bad.items() if v}, bad
+
+
 def test_fdp_uses_numpy_and_scipy_only():
     allowed = {"numpy", "scipy"}
     # fdp/pld/engine.py composes on dp_accounting (the [accounting] extra), imported inside a function only;

@@ -23,7 +23,7 @@ Where the calls run (:func:`resolve_workers`, :func:`resolve_scheduler`):
   ``dask_jobqueue.SLURMCluster`` is one, see README). ``workers`` is then ignored.
 
 The old Opacus releases run in one subprocess per worker process that imports the release
-once (:func:`paperlib.implementations.runners._run_release`). At most ``2 x`` the number of
+once (:func:`paperlib.implementations.release_server.run_release`). At most ``2 x`` the number of
 worker threads calls are in flight, so the memory held is bounded however many chunks an
 audit has. Progress: ``bar.update(trials)`` after each chunk (a tqdm bar of rounds done
 across the workers).
@@ -35,7 +35,7 @@ applies ``f`` where the chunk ran, so only its result travels back; ``shared`` (
 read-only inputs such as the gradients and the basis) is sent to each worker once
 (``Client.scatter(broadcast=True)``), not with every chunk. A reduction may also ask the steps to
 be reduced as they are taken (``f.step_options``, :func:`run_reduced`): the real audits' Opacus
-steps are projected in the loop of steps (:class:`paperlib.implementations.runners.StepProjection`),
+steps are projected in the loop of steps (:class:`paperlib.implementations.opacus_step.StepProjection`),
 so the whole updates never leave it. Worker processes of the local
 cluster keep freed memory instead of trimming it back to the system after every call
 (``MALLOC_TRIM_THRESHOLD_``, which distributed sets to 64 KiB, and ``MALLOC_MMAP_THRESHOLD_``:

@@ -36,7 +36,7 @@ Two modes (:func:`audit_implementation`):
     ``"implementation-checked + mechanism"``; a failed check raises
     :class:`ImplementationMismatch` (with the p-values) and audits nothing.
 
-Both modes also run :func:`runners.detect_normaliser` on the implementation's steps
+Both modes also run :func:`~paperlib.implementations.normaliser_detection.detect_normaliser` on the implementation's steps
 (which of ``N q``, ``floor(N q)``, ``|B|`` the update was divided by) and record the
 step-by-step check (``step_check``, ``real_steps_disagreeing``; in full mode nothing is
 substituted, so disagreements are counted, not refused); ``normaliser_found`` says what the
@@ -114,7 +114,7 @@ DATASETS = ("mnist", "fmnist", "cifar10", "synthetic")
 MODES = ("quick", "full")
 #: bump when the procedure changes, so cached results are recomputed
 REAL_AUDIT_VERSION = 5  # 2: results record their inputs (r["inputs"]); bundled points; 3: DPSUR's rule, step check;
-# 4: chunks reduced where they ran (projection in torch); 5: Opacus steps projected at the step (runners.StepProjection)
+# 4: chunks reduced where they ran (projection in torch); 5: Opacus steps projected at the step (opacus_step.StepProjection)
 #: family-wise level of the quick-mode check (Bonferroni over all its KS tests)
 CHECK_LEVEL = 1e-3
 #: implementation steps per call to run_steps: at most STEP_CHUNK, and at most
@@ -144,7 +144,7 @@ class ImplementationMismatch(ComputationError):
     """The implementation's outputs do not match the mechanism it documents (quick-mode check failed).
 
     ``check`` holds the p-values (:func:`check_outputs`), ``normaliser`` what
-    :func:`runners.detect_normaliser` found.
+    :func:`~paperlib.implementations.normaliser_detection.detect_normaliser` found.
     """
 
     def __init__(self, message: str, check: dict | None = None, normaliser: dict | None = None):
@@ -550,7 +550,7 @@ def reduce_shared(grads, N: int, C: float, basis=None) -> dict:
 def step_options(args: dict, shared: dict) -> dict:
     """The keywords :func:`runners.run_steps` gets for a chunk reduced by :func:`reduce_chunk`
     (``parallel.run_reduced`` asks ``reduce_chunk.step_options``): ``project`` (each step projected
-    where it ran, :class:`runners.StepProjection`: on D on ``basis`` and ``basis_D`` side by side, on
+    where it ran, :class:`opacus_step.StepProjection`: on D on ``basis`` and ``basis_D`` side by side, on
     D' on ``basis``; scaled by ``args["scale"]``; the first ``args["keep"]`` updates kept whole). None
     for ``"dpsur"``, whose replayed check needs every update whole."""
     if args["implementation"] == "dpsur":
@@ -575,7 +575,7 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
     ``args`` (:func:`reduce_args`): ``implementation``, ``model``, ``mechanism``, ``q``, ``sigma``, ``C``, ``ds``
     (``"D"`` or ``"D'"``), ``m`` and ``n`` (the expected shape), ``scale`` (the public output
     scale), ``step_seed`` and ``model_seed`` (to replay DPSUR's draws), ``keep`` (how many of the
-    first updates to return, for :func:`runners.detect_normaliser`). ``shared`` (:func:`reduce_shared`): ``grads``
+    first updates to return, for :func:`~paperlib.implementations.normaliser_detection.detect_normaliser`). ``shared`` (:func:`reduce_shared`): ``grads``
     (``(N + 1, n)`` per-example gradients), ``N``, ``basis`` (:func:`white_box_basis` of all of
     them) and ``basis_D`` (of the first ``N``).
 
@@ -628,7 +628,7 @@ def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
 
     DPSUR's rule (:attr:`Mechanism.draws_divisor`) is named :data:`SEPARATE_DRAW` when every real
     step's divisor, read off with the replayed draws, is that of the separate draw
-    (:func:`check_steps`); otherwise the rule :func:`runners.detect_normaliser` found (of ``N q``,
+    (:func:`check_steps`); otherwise the rule :func:`~paperlib.implementations.normaliser_detection.detect_normaliser` found (of ``N q``,
     ``floor(N q)``, ``|B|``) on D and D', with the count of steps that disagree with ``mechanism``.
     """
     mech = Mechanism.parse(mechanism, ANY)
@@ -866,15 +866,15 @@ class _RealSteps:
             self.first[ds] = out["first"] if ds not in self.first else np.concatenate([self.first[ds], out["first"]])
 
     def detect(self, ds: str) -> dict:
-        """:func:`runners.detect_normaliser` on the first updates of ``ds`` (an error is reported, not raised)."""
-        from paperlib.implementations import runners
+        """:func:`~paperlib.implementations.normaliser_detection.detect_normaliser` on the first updates of ``ds`` (an error is reported, not raised)."""
+        from paperlib.implementations.normaliser_detection import detect_normaliser
 
         s = self.s
         N = s["N"]
         rows = self.grads[:N] if ds == "D" else self.grads
         try:
-            f = runners.detect_normaliser(self.first[ds], rows, q=s["q"], sigma=s["sigma"], C=s["C"],
-                                          N_data=N if ds == "D" else N + 1)
+            f = detect_normaliser(self.first[ds], rows, q=s["q"], sigma=s["sigma"], C=s["C"],
+                                  N_data=N if ds == "D" else N + 1)
         except Exception as exc:  # report, do not fail the audit on a diagnostic
             return {"normaliser": None, "error": f"{type(exc).__name__}: {exc}"}
         keep = ("normaliser", "mechanism", "agreement", "nu_hat_mean", "candidates", "log_likelihood", "trials",

@@ -23,7 +23,8 @@ from scipy import stats
 from paperlib.implementations import dpsur as D
 from paperlib.implementations import dpsur_source as S
 from paperlib.implementations.models import build_model
-from paperlib.implementations.runners import detect_normaliser, per_example_gradients
+from paperlib.implementations.normaliser_detection import detect_normaliser
+from paperlib.implementations.runners import per_example_gradients
 
 ROOT = Path(__file__).resolve().parents[2]
 PIN = S.pinned()

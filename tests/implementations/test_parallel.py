@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from paperlib.implementations import parallel, runners
+from paperlib.implementations import parallel, release_server, runners
 from paperlib.implementations import real_audit as RA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,14 +242,14 @@ def test_release_subprocess_is_kept_and_gives_the_same_steps():
         first = runners.run_steps(**calls[0])
     except runners.ReleaseNotAvailable as exc:
         pytest.skip(f"opacus 0.15.0 not in the release cache: {exc}")
-    procs = list(runners._SERVERS.values())
+    procs = list(release_server._SERVERS.values())
     assert len(procs) == 1 and procs[0].poll() is None  # one live subprocess, kept for the next call
     runners.run_steps(**calls[1])
-    assert list(runners._SERVERS.values()) == procs  # the same subprocess served the second call
+    assert list(release_server._SERVERS.values()) == procs  # the same subprocess served the second call
     again = runners.run_steps(**calls[0])
     assert np.array_equal(first["updates"], again["updates"])
     runners.close_release_servers()
-    assert procs[0].poll() is not None and not runners._SERVERS
+    assert procs[0].poll() is not None and not release_server._SERVERS
     fresh = runners.run_steps(**calls[0])  # a new subprocess: the same bits
     assert np.array_equal(first["updates"], fresh["updates"])
     runners.close_release_servers()

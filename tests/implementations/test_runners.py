@@ -15,8 +15,9 @@ import torch
 
 from paperlib.implementations.dpsur import dpsur_step, dpsur_updates
 from paperlib.implementations.models import build_model, count_parameters
+from paperlib.implementations.normaliser_detection import detect_normaliser
 from paperlib.implementations.runners import (IMPLEMENTATIONS, IMPLEMENTATION_MECHANISM, ReleaseNotAvailable,
-                                              detect_normaliser, per_example_gradients, run_steps)
+                                              per_example_gradients, run_steps)
 
 N, Q, SIGMA, C = 4, 0.6, 0.5, 1.0
 MODEL = "tiny"

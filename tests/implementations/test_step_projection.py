@@ -1,4 +1,4 @@
-"""Steps projected where they run (runners.StepProjection, real_audit.step_options).
+"""Steps projected where they run (opacus_step.StepProjection, real_audit.step_options).
 
 An audit of an Opacus implementation no longer carries each ``(m, n)`` block of updates out of the
 step loop: every step is projected on the white-box basis as it is taken (in an old release's
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from paperlib.implementations import parallel, runners
+from paperlib.implementations import opacus_step, parallel, runners
 from paperlib.implementations import real_audit as RA
 
 Q, SIGMA, C, N = 0.5, 1.0, 0.5, 3
 #: 37 steps: two full blocks of PROJECT_BLOCK rows and a partial one
-M = 2 * runners.PROJECT_BLOCK + 5
+M = 2 * opacus_step.PROJECT_BLOCK + 5
 
 
 def _points(seed: int):
