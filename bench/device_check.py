@@ -96,7 +96,7 @@ NOTEBOOK_NAMES = {
     "05_audit_figure3": ("TRIALS", "N_SET", "SIGMA", "C", "DELTA", "N_DIMS", "SETTINGS", "DISTINGUISHERS",
                          "SPREAD_SEED_COUNT"),
     # AUDIT_MODE "full": every round an implementation step, TRIALS on D and as many on D' (+ calibration);
-    # each (DATASETS panel, METHODS row) audited with real_audit.model_for's model (None: not audited)
+    # each (DATASETS panel, METHODS row) audited with artifact.figure4.model_for's model (None: not audited)
     "06_audit_real_figure4": ("AUDIT_MODE", "TRIALS", "N", "SIGMA", "C", "DATASETS", "MODEL_OF", "PAPER_MODEL_OF",
                               "PAPER_MODEL_PANELS", "METHODS", "SPREAD_SEED_COUNT"),
     # one audit of MODEL per release in IMPLEMENTATIONS (the paper's, the installed one)
@@ -143,7 +143,7 @@ def full_mode_work() -> dict:
     ``measure`` names the slice measurement whose cost stands for one point of the item.
     """
     from paperlib.audit import normality_test_specs
-    from paperlib.implementations.real_audit import model_for
+    from paperlib.artifact.figure4 import model_for
 
     p4, p5, p6, p7, p11 = (NOTEBOOK_PARAMS[k] for k in ("04_audit_figure2", "05_audit_figure3", "06_audit_real_figure4",
                                                           "07_opacus_feasgm_figure6", "11_the_fix"))
@@ -783,7 +783,7 @@ def full_models(impl: str) -> list:
     items = [w for ws in full_mode_work().values() for w in ws if w.get("implementation") == impl]
     if not items:
         return [ASGM_RELEASE_MODEL]
-    from paperlib.implementations.real_audit import own_models
+    from paperlib.artifact.figure4 import own_models
 
     paper = own_models(_P6["PAPER_MODEL_OF"]) | {_P7["MODEL"]}
     return sorted(dict.fromkeys(w["model"] for w in items), key=lambda m: m in paper)  # stable sort

@@ -78,6 +78,7 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from paperlib.artifact import estimate
+from paperlib.artifact import figure4
 from paperlib.artifact import figures as pf
 from paperlib.artifact import plotting
 from paperlib.artifact import provenance as pv
@@ -146,10 +147,10 @@ SOURCES = {name: DS.resolve_dataset(name, N + 1, SEED, mode=MODE) for name in DA
 
 # %%
 rows = []
-OWN_MODELS = RA.own_models(PAPER_MODEL_OF)  # audited with CHECK_TRIALS_BIG real steps in quick mode
+OWN_MODELS = figure4.own_models(PAPER_MODEL_OF)  # audited with CHECK_TRIALS_BIG real steps in quick mode
 for name, (used, root, source) in SOURCES.items():
     for label, impl, q in METHODS:
-        model = RA.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF,  # None: not audited
+        model = figure4.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF,  # None: not audited
                              paper_model_panels=PAPER_MODEL_PANELS)
         if model is None:
             why = PM.UNAVAILABLE.get((label, name)) if name in PAPER_MODEL_PANELS else None

@@ -62,6 +62,7 @@ import torch
 from scipy import stats as sps
 
 from paperlib.implementations.models import MODEL_NAMES
+from paperlib.implementations.registry import BY_NAME
 from paperlib.implementations.runners import IMPLEMENTATION_MECHANISM
 from paperlib.mechanisms import sampler as mech_mod
 from paperlib.mechanisms.core import ANY, Mechanism
@@ -91,21 +92,8 @@ __all__ = [
     "check_outputs",
     "audit_implementation",
     "points_sha256",
-    "PAPER_CODE",
     "audit_inputs",
-    "model_for",
 ]
-
-#: what the paper ran for each implementation's mechanism (``r["inputs"]["paper_code"]``)
-PAPER_CODE = {
-    "opacus-installed": "DP-FETA's code path, built on Opacus v1.0 (FEASGM; Appendix A.3)",
-    "opacus-1.0.2": "DP-FETA's code path, built on Opacus v1.0 (FEASGM; Appendix A.3)",
-    "opacus-0.15.0": "Opacus v0.15.0, the EASGM code path of DPSGD-HF, DP-FETA and PrivImage (Section 5.1)",
-    "opacus-0.13.0": "Opacus v0.13.0, DPSGD-HF's release (ASGM; Table 2)",
-    "dpsur": "DPSUR's own code, from its public repository (which the paper analyses as ASGM; Section 5.1)",
-}
-#: implementations whose code is the code the paper ran (the old releases, installed on demand)
-_AS_PAPER = ("opacus-1.0.2", "opacus-0.15.0", "opacus-0.13.0")
 
 #: the mechanism each implementation documents (one definition: :mod:`paperlib.implementations.runners`)
 DOCUMENTED_MECHANISM = IMPLEMENTATION_MECHANISM
@@ -1004,7 +992,7 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
     ``{"data": "full dataset" | "bundled real points" | "synthetic stand-in" | "data folder
     sample", "data_detail": one line (split, indices in it, checksum state), "code": what
     ran, "code_as_paper": whether that is the code the paper audited, "paper_code": what
-    the paper ran (:data:`PAPER_CODE`), "real_rounds": rounds (calibration and counted, D
+    the paper ran (the implementation table's ``paper_code``), "real_rounds": rounds (calibration and counted, D
     and D') that were steps of the implementation, "rounds": all rounds of the game}``.
     ``bundle``: the info of :func:`datasets.load_bundled`; ``drawn``: that of
     :func:`datasets.drawn_indices` for a data folder.
@@ -1034,66 +1022,12 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
         as_paper = v != "paperlib"
     elif implementation == "opacus-installed":
         code, as_paper = f"Opacus {v} DPOptimizer step (the installed release)", False
-    elif implementation in _AS_PAPER:
+    elif BY_NAME[implementation].as_paper:
         step = "DPOptimizer" if v.startswith("1.") else "PrivacyEngine"
         code = f"Opacus {v} {step} step (installed on demand from its sha256-verified wheel, run in a subprocess)"
         as_paper = True
     else:  # a variant the paper did not run (e.g. paperlib's fix)
         code, as_paper = f"{implementation} (Opacus {v})", False
     return {"data": data, "data_detail": detail, "code": code, "code_as_paper": bool(as_paper),
-            "paper_code": PAPER_CODE.get(implementation, "none (not in the paper)"),
+            "paper_code": BY_NAME[implementation].paper_code or "none (not in the paper)",
             "real_rounds": int(real_rounds), "rounds": int(rounds)}
-
-
-def own_models(paper_model_of) -> set:
-    """Every model name in ``paper_model_of`` (``{method: {panel: model}}``, notebook 06's
-    ``PAPER_MODEL_OF``): the methods' own models, whose audits run fewer real steps in quick mode."""
-    return {m for per_panel in paper_model_of.values() for m in per_panel.values()}
-
-
-def model_for(panel: str, method: str, *, model_of, paper_model_of, paper_model_panels):
-    """The model ``method`` is audited with on dataset ``panel`` in Figure 4 (notebook 06), or None.
-
-    The figure's methods are labels: ``"DPSGD-HF / DP-FETA / PrivImage"`` (one row for the
-    three, on the shared CNN), ``"DPSGD-HF"``, the methods with their own models (the keys of
-    ``paper_model_of``: DP-FETA, PrivImage) and the others (DPSUR). On a panel of
-    ``paper_model_panels`` the methods of ``paper_model_of`` are audited with their own model
-    for that panel (None where their code has none: ``paper_models.UNAVAILABLE`` says why)
-    and DPSGD-HF alone on the CNN, so the combined row is not audited there (None); on any
-    other panel the paper models are not audited (None), DPSGD-HF has no row of its own (None)
-    and the combined row stands for all three on the CNN. Every other method gets the CNN,
-    ``model_of[panel]``.
-
-    Parameters
-    ----------
-    panel
-        A dataset, a key of ``model_of`` (``"mnist"``, ``"fmnist"``, ``"cifar10"`` in notebook 06).
-    method
-        The method's label (the first field of notebook 06's ``METHODS``).
-    model_of
-        ``{panel: CNN model name}`` (notebook 06's ``MODEL_OF``).
-    paper_model_of
-        ``{method: {panel: its own model name}}`` (notebook 06's ``PAPER_MODEL_OF``); a panel
-        missing from a method's mapping has no model of that method.
-    paper_model_panels
-        Panels on which the methods of ``paper_model_of`` are audited with their own models
-        (notebook 06's ``PAPER_MODEL_PANELS``, per mode); any container.
-
-    Returns
-    -------
-    str or None
-        A model name of :data:`MODELS`' kind, or None where ``method`` is not audited on ``panel``.
-
-    Raises
-    ------
-    ValueError
-        ``panel`` is not a key of ``model_of`` (one line naming ``panel``).
-    """
-    if panel not in model_of:
-        raise ValueError(f"panel must be one of {', '.join(map(str, model_of))}, got {panel!r}")
-    own = panel in paper_model_panels
-    if method in paper_model_of:
-        return paper_model_of[method].get(panel) if own else None
-    if method.startswith("DPSGD-HF") and (method == "DPSGD-HF") != own:
-        return None  # the CNN row stands for all three only where the denoisers are not audited
-    return model_of[panel]

@@ -251,13 +251,13 @@ def test_counts_match_notebook_05(counts):
 
 
 def test_counts_match_notebooks_06_07(counts):
-    from paperlib.implementations.real_audit import model_for
+    from paperlib.artifact.figure4 import model_for
 
     p = _nb("06_audit_real_figure4")
     assert p["AUDIT_MODE"] == "full"  # every round an implementation step
     src = (ROOT / "notebooks" / "06_audit_real_figure4.py").read_text(encoding="utf-8")
     assert "def " not in src.split("# ## 1. The data points")[0]  # model_for is paperlib's, not the notebook's
-    assert "RA.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF," in src
+    assert "figure4.model_for(name, label, model_of=MODEL_OF, paper_model_of=PAPER_MODEL_OF," in src
     kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"], "paper_model_panels": p["PAPER_MODEL_PANELS"]}
     want = [(impl, model_for(ds, label, **kw)) for ds in p["DATASETS"] for label, impl, _ in p["METHODS"]]
     want = [w for w in want if w[1] is not None]

@@ -84,8 +84,8 @@ def _expected(setting: S.Setting, method: str, rec: dict) -> set[str]:
 
 
 def _points_06(mode: str):
-    """Every point notebook 06 audits: ``real_audit.model_for(panel, method, ...)`` (None: not audited there)."""
-    from paperlib.implementations.real_audit import model_for, own_models
+    """Every point notebook 06 audits: ``figure4.model_for(panel, method, ...)`` (None: not audited there)."""
+    from paperlib.artifact.figure4 import model_for, own_models
 
     p = _params("06_audit_real_figure4", mode)
     kw = {"model_of": p["MODEL_OF"], "paper_model_of": p["PAPER_MODEL_OF"], "paper_model_panels": p["PAPER_MODEL_PANELS"]}

@@ -5,6 +5,7 @@ import pytest
 
 from paperlib.implementations import datasets as D
 from paperlib.implementations import real_audit as RA
+from paperlib.implementations.registry import BY_NAME
 
 KW = dict(N=4, q=0.7, sigma=10.0, C=0.1, trials=40, seed=0, check_trials=10, progress=False)
 KEYS = {"data", "data_detail", "code", "code_as_paper", "paper_code", "real_rounds", "rounds"}
@@ -84,4 +85,4 @@ def test_audit_inputs_code(impl, version, as_paper, word):
     inp = RA.audit_inputs(impl, "mnist", version=version, bundle={"indices": [1, 2], "split": "test"},
                           real_rounds=10, rounds=10)
     assert inp["code_as_paper"] is as_paper and word in inp["code"]
-    assert inp["paper_code"] == RA.PAPER_CODE[impl]
+    assert inp["paper_code"] == BY_NAME[impl].paper_code and bool(BY_NAME[impl].as_paper) is as_paper
