@@ -50,7 +50,7 @@ def _rdp_accountant(q, sigma, steps, delta):
 
 def _release_privacy_analysis(version):
     """The release's own ``privacy_analysis`` module and ``DEFAULT_ALPHAS`` (numpy-only code), or skip."""
-    from paperlib.implementations.opacus_code.wheels import cache_root
+    from paperlib.implementations.cache import cache_root
 
     folder = cache_root() / f"opacus-{version}" / "opacus"
     if not (folder / "privacy_analysis.py").is_file():

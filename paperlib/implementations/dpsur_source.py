@@ -51,6 +51,7 @@ draws). :func:`dpsur_provenance` says which one ran, for captions;
 from __future__ import annotations
 
 from paperlib.fdp.validation import ParameterError
+from paperlib.implementations.cache import PACKAGE_PARENT
 
 import hashlib
 import importlib.resources
@@ -89,7 +90,6 @@ REIMPLEMENTATION_LINES = ("algorithm/DPSUR.py:87-95,105,143-148; data/util/sampl
 #: the step's own modules, imported in the subprocess (their imports need the other stored files)
 STEP_MODULES = {"data.util.sampling": "data/util/sampling.py", "utils.dp_optimizer": "utils/dp_optimizer.py",
                 "train_and_validation.train_with_dp": "train_and_validation/train_with_dp.py"}
-_PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 class DPSURSourceError(ValueError):
@@ -113,7 +113,7 @@ def _short(commit: str) -> str:
 
 def source_dir(commit: str | None = None) -> Path:
     """``<cache>/dpsur/<commit>/``: where the pinned files are looked for and downloaded to."""
-    from paperlib.implementations.opacus_code.wheels import cache_root
+    from paperlib.implementations.cache import cache_root
 
     return cache_root() / "dpsur" / (commit or pinned()["commit"])
 
@@ -325,7 +325,7 @@ def run_source_steps(model_name: str, X, y, *, q: float, sigma: float, C: float,
                 "sums": str(d / "sums.npy"), "meta": str(d / "meta.json")}
         (d / "spec.json").write_text(json.dumps(spec))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(_PACKAGE_PARENT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH")
                                                                        else []))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("OMP_NUM_THREADS", "1")

@@ -459,7 +459,7 @@ def paper_model_info(name: str) -> dict[str, Any]:
 
 def source_dir(name: str) -> Path:
     """``<cache>/paper-models/<owner>+<repo>/<commit>/``: where a copy of the source is looked for."""
-    from paperlib.implementations.opacus_code.wheels import cache_root
+    from paperlib.implementations.cache import cache_root
 
     src = SOURCES[name]
     owner_repo = src["repository"].rstrip("/").split("github.com/")[1].replace("/", "+")

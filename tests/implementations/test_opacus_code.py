@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from paperlib.implementations.cache import CACHE_ENV
 from paperlib.implementations import opacus_code as oc
 from paperlib.implementations.opacus_code import cli, rules, table as tbl, wheels
 
@@ -298,7 +299,7 @@ def test_cache_reaudit_matches_stored_table(table):
 
 
 def test_offline_without_cache_or_table_names_the_command(tmp_path, monkeypatch):
-    monkeypatch.setenv(wheels.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     with pytest.raises(oc.AuditError, match=r"--refresh"):
         oc.load_table(tmp_path / "missing.json")
     assert cli.main(["--output", str(tmp_path / "missing.json")]) == 1
@@ -396,7 +397,7 @@ def cache(tmp_path, monkeypatch):
     """An empty PAPERLIB_CACHE; ``witness`` is the file a planted wheel's code would write."""
     root = tmp_path / "cache"
     (root / "opacus-src").mkdir(parents=True)
-    monkeypatch.setenv(wheels.CACHE_ENV, str(root))
+    monkeypatch.setenv(CACHE_ENV, str(root))
     return {"root": root, "src": root / "opacus-src", "witness": tmp_path / "planted-code-ran"}
 
 

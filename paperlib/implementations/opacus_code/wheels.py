@@ -48,17 +48,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from paperlib.fdp.validation import InputError, ParameterError
+from paperlib.implementations.cache import PACKAGE_PARENT, cache_root
 
 from .rules import SOURCE_FILES, AuditError
 
 __all__ = [
     "PACKAGE",
     "FIRST_VERSION",
-    "CACHE_ENV",
     "REFRESH_COMMAND",
     "INSTALL_MARKER",
     "WheelVerificationError",
-    "cache_root",
     "wheel_cache_dir",
     "release_dir",
     "stored_table_path",
@@ -80,13 +79,10 @@ __all__ = [
 
 PACKAGE = "opacus"
 FIRST_VERSION = "0.9.0"
-CACHE_ENV = "PAPERLIB_CACHE"
 REFRESH_COMMAND = "python -m paperlib.implementations.opacus_code --refresh   (or: make opacus-table)"
 #: File inside ``<cache>/opacus-<version>/`` holding the sha256 of the wheel it was installed from.
 INSTALL_MARKER = ".paperlib-wheel-sha256"
 
-# The folder that holds the ``paperlib`` package (the checkout, or site-packages).
-_PACKAGE_PARENT = Path(__file__).resolve().parents[3]
 # pip's own files in an installed dist-info folder (not in the wheel; RECORD is rewritten).
 _PIP_METADATA = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 
@@ -101,16 +97,6 @@ class WheelVerificationError(AuditError, InputError, ValueError):
 
 
 # ---------------------------------------------------------------------------- folders
-
-
-def cache_root() -> Path:
-    """``$PAPERLIB_CACHE`` if set, else ``<repo>/.cache`` (``~/.cache/paperlib`` outside a checkout)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    if (_PACKAGE_PARENT / "pyproject.toml").is_file():
-        return _PACKAGE_PARENT / ".cache"
-    return Path.home() / ".cache" / "paperlib"
 
 
 def wheel_cache_dir() -> Path:
@@ -135,7 +121,7 @@ def _stored_table_label() -> str:
     """The stored table's path as the messages show it (relative to the folder holding ``paperlib``)."""
     p = stored_table_path()
     try:
-        return p.resolve().relative_to(_PACKAGE_PARENT).as_posix()
+        return p.resolve().relative_to(PACKAGE_PARENT).as_posix()
     except ValueError:
         return str(p)
 
@@ -486,7 +472,7 @@ def release_env(target: Path) -> dict[str, str]:
     ``PYTHONPATH`` = ``target``, then the folder holding ``paperlib``, then the caller's;
     no bytecode written (``PYTHONDONTWRITEBYTECODE=1``); ``OMP_NUM_THREADS=1`` unless set."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(target), str(_PACKAGE_PARENT)]
+    env["PYTHONPATH"] = os.pathsep.join([str(target), str(PACKAGE_PARENT)]
                                         + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("OMP_NUM_THREADS", "1")
