@@ -126,9 +126,9 @@ show_table([[f"`{r['name'].replace('_', '_' + SOFT_BREAK)}`{LINE_BREAK}in `{r['f
 # with the paper's Table 2.
 
 # %%
-_audit = oc.records_table(releases)  # release, file:line and code in one cell, so that the table fits the page
-show_table([[f"**{r[0]}**{LINE_BREAK}{r[1]}{LINE_BREAK}{r[2]}", *r[3:]] for r in _audit.rows],
-           ["Release, file:line and code", *_audit.header[3:]], name="08_releases", markup=True,
+_header, _rows = oc.records_table(releases)  # release, file:line and code in one cell, so that the table fits the page
+show_table([[f"**{r[0]}**{LINE_BREAK}{r[1]}{LINE_BREAK}{r[2]}", *r[3:]] for r in _rows],
+           ["Release, file:line and code", *_header[3:]], name="08_releases", markup=True,
            caption="The code audit, one row per release: the line that fixes the divisor, the normalisation, "
                    "built-in Poisson sampling, the resulting mechanism, and the comparison with the paper's Table 2.")
 
@@ -172,8 +172,8 @@ for (gen, norm, builtin, mech), vs in grouped(releases):
             "no (**new**)" if not listed else
             f"up to v{listed[-1]}; **new**: " + ", ".join("v" + v for v in vs if v not in listed))
     rows.append([span, gen, f"{norm} ({oc.DIVISOR[norm]})", "✓" if builtin else "✗", mech, note])
-show_table(oc.Table(["Versions", "Generation", "Normalisation", "Built-in Poisson", "Mechanism",
-                     "In the paper's Table 2"], rows), name="08_paper_layout", markup=True,
+show_table(rows, ["Versions", "Generation", "Normalisation", "Built-in Poisson", "Mechanism",
+                 "In the paper's Table 2"], name="08_paper_layout", markup=True,
            caption="The audit in the layout of the paper's Table 2 (consecutive releases with the same findings merged).")
 
 # %% [markdown]
@@ -236,7 +236,7 @@ for c in sorted(doc["confirmations"], key=lambda c: Version(c["opacus"])):
         note.append("error: " + c["error"])
     conf_rows.append([f"v{c['opacus']}", c.get("api", "–"), c["verdict"], c["mechanism"],
                       "yes" if agree else "**no**", "; ".join(note)])
-show_table(oc.Table(["Release", "API", "Divisor found", "Mechanism", "Agrees with the code audit", "Note"], conf_rows),
+show_table(conf_rows, ["Release", "API", "Divisor found", "Mechanism", "Agrees with the code audit", "Note"],
            name="08_confirmations", markup=True,
            caption="Each release confirmed by a real DP-SGD step: the divisor observed and the mechanism it implies.")
 print(f"releases confirmed by a real step: {sum(c['verdict'] != 'error' for c in doc['confirmations'])} "

@@ -46,7 +46,6 @@ __all__ = [
     "style_axes",
     "new_grid",
     "plot_curve",
-    "Table",
     "markdown_table",
     "show_figure",
     "provenance_text",
@@ -244,43 +243,8 @@ def plot_curve(ax, x, y, kind: str, label: str | None = None, **kw):
     return ax.plot(x, y, label=label, **style)
 
 
-class Table:
-    """A small result table that renders as HTML (book, Jupyter), Markdown, or plain text.
-
-    Made by :func:`markdown_table`; ``headers`` and ``rows`` hold the formatted strings.
-    The HTML form is what the book shows (myst-nb prefers ``text/html`` to
-    ``text/markdown``, and renders Markdown outputs as CommonMark, which has no tables);
-    it wraps its cells within the page width (:func:`paperlib.artifact.tables.render_html`).
-    A table the prose refers to should be shown numbered, with a caption, by
-    :func:`paperlib.artifact.tables.show_table`.
-    """
-
-    def __init__(self, headers, rows):
-        self.headers = [str(h) for h in headers]
-        self.rows = [[str(v) for v in r] for r in rows]
-
-    def _repr_markdown_(self) -> str:
-        lines = ["| " + " | ".join(self.headers) + " |", "|" + "---|" * len(self.headers)]
-        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        # wraps instead of running off the page (see paperlib.artifact.tables)
-        from paperlib.artifact.tables import render_html
-
-        return render_html(self.headers, self.rows)
-
-    def __repr__(self) -> str:
-        return self._repr_markdown_()
-
-    @property
-    def data(self) -> str:
-        """The Markdown source (as ``IPython.display.Markdown.data``)."""
-        return self._repr_markdown_()
-
-
 def markdown_table(headers, rows, floatfmt: str = ".4g", *, name: str | None = None, caption: str | None = None):
-    """A :class:`Table` of ``rows`` under ``headers`` (displayed as HTML in the book and Jupyter).
+    """A :class:`paperlib.artifact.tables.Table` of ``rows`` under ``headers`` (HTML in the book and Jupyter).
 
     ``rows`` is a list of sequences; floats are formatted with ``floatfmt``, ``inf``
     as ``∞`` and NaN as ``–``; everything else with ``str``. With ``name`` and ``caption``
@@ -300,10 +264,11 @@ def markdown_table(headers, rows, floatfmt: str = ".4g", *, name: str | None = N
             return format(float(v), floatfmt)
         return str(v)
 
+    from paperlib.artifact.tables import Table, show_table
+
     table = Table(headers, [[fmt(v) for v in r] for r in rows])
     if name is None:
         return table
-    from paperlib.artifact.tables import show_table
 
     return show_table(table, name=name, caption=caption, display=False)
 

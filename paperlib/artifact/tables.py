@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["LINE_BREAK", "SOFT_BREAK", "show_table", "number_of", "HtmlTable", "render_html", "format_value", "chapter_of", "reset_numbering"]
+__all__ = ["LINE_BREAK", "SOFT_BREAK", "show_table", "number_of", "Table", "render_html", "format_value", "chapter_of", "reset_numbering"]
 
 # name -> number "C.k", and the last k per chapter (the kernel's tables so far)
 _NUMBERS: dict[str, str] = {}
@@ -203,8 +203,16 @@ def render_html(headers: Sequence[str], rows: Sequence[Sequence[str]], *, captio
             f"<tbody>{body}</tbody></table></div>")
 
 
-class HtmlTable:
-    """A formatted table: HTML for the book and Jupyter (:func:`render_html`), Markdown as text."""
+class Table:
+    """The one table of the book and the command line: formatted cells under headers.
+
+    HTML for the book and Jupyter (:func:`render_html`: it wraps within the page width; myst-nb
+    prefers ``text/html``, and renders Markdown outputs as CommonMark, which has no tables), Markdown
+    as text (:meth:`markdown`: pipes escaped). ``caption`` and ``table_id`` are set by
+    :func:`show_table` for a numbered table; ``markup`` lets cells hold ```code```, ``**bold**``
+    and the line breaks of this module. Made by :func:`show_table` and
+    :func:`paperlib.artifact.figures.markdown_table`.
+    """
 
     def __init__(self, headers, rows, *, caption: str | None = None, table_id: str | None = None,
                  markup: bool = False):
@@ -218,20 +226,24 @@ class HtmlTable:
         return render_html(self.headers, self.rows, caption=self.caption, table_id=self.table_id,
                            markup=self.markup)
 
-    def _repr_markdown_(self) -> str:
+    def markdown(self) -> str:
+        """The table as Markdown text (caption in bold above it)."""
         lines = ([f"**{self.caption}**", ""] if self.caption else [])
         lines += ["| " + " | ".join(map(_cell_markdown, self.headers)) + " |", "|" + "---|" * len(self.headers)]
         lines += ["| " + " | ".join(map(_cell_markdown, r)) + " |" for r in self.rows]
         return "\n".join(lines)
 
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
     def __repr__(self) -> str:
-        return self._repr_markdown_()
+        return self.markdown()
 
 
 def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *, name: str, caption: str,
                digits: int | Mapping[str, int] | None = 3,
                formats: Mapping[str, str | Callable[[Any], str]] | None = None,
-               markup: bool = False, display: bool = True) -> HtmlTable | None:
+               markup: bool = False, display: bool = True) -> Table | None:
     """Show ``rows`` as the next numbered table of its chapter ("Table <chapter>.<k>: caption").
 
     Parameters
@@ -281,7 +293,7 @@ def show_table(rows, columns: Sequence[str] | Mapping[str, str] | None = None, *
     if name not in _NUMBERS:
         _COUNT[chapter] = _COUNT.get(chapter, 0) + 1
         _NUMBERS[name] = f"{chapter}.{_COUNT[chapter]}"
-    out = HtmlTable(headers, cells, caption=f"Table {_NUMBERS[name]}: {caption.strip()}",
+    out = Table(headers, cells, caption=f"Table {_NUMBERS[name]}: {caption.strip()}",
                     table_id="tab-" + name.replace("_", "-"), markup=markup)
     if not display:
         return out
@@ -313,7 +325,7 @@ def _table_columns(rows, columns):
     return keys, headers, table
 
 
-def _display_table(out: HtmlTable) -> None:
+def _display_table(out: Table) -> None:
     """Display ``out`` in IPython, or print its Markdown outside a notebook."""
     try:
         from IPython import get_ipython

@@ -342,13 +342,20 @@ def test_installed_opacus_divides_by_floor_Nq():
 
 
 def test_table_renders_markdown_and_html():
-    t = oc.Table(["a", "b"], [["`x | y`", "**new** <3"]])
-    md = t.markdown()
-    assert md.splitlines()[2] == "| `x \\| y` | **new** <3 |"
+    """The code audit's rows print as Markdown (the command line, pipes escaped) and show as the book's one
+    table class (markup: code and bold)."""
+    from paperlib.artifact.tables import show_table
+
+    rec = {"version": "9.9.9", "file": "opacus/x.py", "line": 7, "code": "a | b", "normalisation": "EA",
+           "divisor": "N q", "poisson_builtin": True, "mechanism": "EASGM"}
+    md = tbl.markdown_table([rec], compare=False)
+    assert md.splitlines()[2] == "| v9.9.9 | `x.py:7` | `a \\| b` | EA (N q) | ✓ | EASGM |"
+    head, rows = tbl.records_table([rec], compare=False)
+    t = show_table(rows, head, name="08_probe", caption="probe", markup=True, display=False)
     h = t._repr_html_()
-    assert "<code>x | y</code>" in h and "<strong>new</strong> &lt;3" in h
-    with pytest.raises(ValueError):
-        oc.Table(["a"], [["1", "2"]])
+    assert "<code>a | b</code>" in h and "Table 8." in h
+    with pytest.raises(ValueError, match="^row 0 has 2 cells, expected 1"):
+        show_table([["1", "2"]], ["a"], name="08_probe2", caption="probe", display=False)
 
 
 # -------------------------------------------------- verified wheels (issue 11: planted-wheel finding)

@@ -18,7 +18,7 @@ Modules, one job each:
   :func:`install_release` into ``<cache>/opacus-<version>``.
 * :mod:`.table` -- auditing wheels into the stored table
   ``paperlib/resources/opacus_table2.json`` (:func:`load_table`), the paper's Table 2
-  and the comparison with it, rendering (:class:`Table`, :func:`records_table`).
+  and the comparison with it, its rows and Markdown (:func:`records_table`, :func:`~.table.markdown_table`).
 * :mod:`.stepcheck` -- the confirmation by a real DP-SGD step (:func:`step_check`) of the
   installed Opacus, or of an old release in a subprocess (:func:`confirm_release`).
 * :mod:`.cli` -- ``python -m paperlib.implementations.opacus_code [--refresh | --from-cache]``.
@@ -29,7 +29,7 @@ Yousefpour et al. (2021) for Opacus.
 
 from .rules import DIVISOR, AuditError
 from .stepcheck import confirm_release, step_check
-from .table import (PAPER_LAST_VERSION, Table, audit_wheel, compare_with_paper, load_table, paper_row,
+from .table import (PAPER_LAST_VERSION, audit_wheel, compare_with_paper, load_table, paper_row,
                     records_table)
 from .wheels import REFRESH_COMMAND, WheelVerificationError, install_release, stored_table_path
 
@@ -44,7 +44,6 @@ __all__ = [
     "stored_table_path",
     "paper_row",
     "compare_with_paper",
-    "Table",
     "records_table",
     "install_release",
     "confirm_release",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -38,7 +37,6 @@ __all__ = [
     "save_table",
     "load_table",
     "compare_with_paper",
-    "Table",
     "records_table",
     "markdown_table",
 ]
@@ -193,50 +191,10 @@ def compare_with_paper(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     return out
 
 
-class Table:
-    """A small table that renders as HTML (Jupyter, the book) and as Markdown (``str``).
-
-    Cells are plain text with two bits of markup: ```code``` and ``**bold**``. Pipes in
-    cells are escaped for Markdown; everything is HTML-escaped for HTML.
-    """
-
-    def __init__(self, header: Sequence[str], rows: Sequence[Sequence[Any]]):
-        self.header = [str(h) for h in header]
-        self.rows = [[str(c) for c in row] for row in rows]
-        if any(len(r) != len(self.header) for r in self.rows):
-            raise ValueError("every row needs one cell per header column")
-
-    def markdown(self) -> str:
-        esc = lambda c: c.replace("|", "\\|")  # noqa: E731
-        lines = ["| " + " | ".join(map(esc, self.header)) + " |", "|" + "---|" * len(self.header)]
-        lines += ["| " + " | ".join(map(esc, r)) + " |" for r in self.rows]
-        return "\n".join(lines)
-
-    @staticmethod
-    def _html_cell(c: str) -> str:
-        import html
-
-        out = []
-        for i, part in enumerate(c.split("`")):  # odd parts are code
-            part = html.escape(part)
-            out.append(f"<code>{part}</code>" if i % 2 else re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part))
-        return "".join(out)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{self._html_cell(h)}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{self._html_cell(c)}</td>" for c in r) + "</tr>" for r in self.rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    def _repr_markdown_(self) -> str:
-        return self.markdown()
-
-    def __str__(self) -> str:
-        return self.markdown()
-
-
-def records_table(records: Sequence[dict[str, Any]], *, compare: bool = True) -> Table:
-    """The audit as a :class:`Table`, one row per release; with ``compare``, a last column
-    against the paper's Table 2."""
+def records_table(records: Sequence[dict[str, Any]], *, compare: bool = True) -> tuple[list[str], list[list[str]]]:
+    """The audit as ``(header, rows)`` of text cells, one row per release (cells may hold ```code``` and
+    ``**bold**``); with ``compare``, a last column against the paper's Table 2. The book shows them with
+    :func:`paperlib.artifact.tables.show_table`; :func:`markdown_table` prints them."""
     cmp = {c["version"]: c for c in compare_with_paper(records)} if compare else {}
     head = ["Version", "File:line", "Code", "Normalisation", "Built-in Poisson", "Mechanism"]
     if compare:
@@ -256,9 +214,11 @@ def records_table(records: Sequence[dict[str, Any]], *, compare: bool = True) ->
             cells.append({"agrees": "same", "not in paper": "**new** (after v1.5.4)"}.get(
                 c["status"], "**differs**: " + ", ".join(c["diffs"])))
         rows.append(cells)
-    return Table(head, rows)
+    return head, rows
 
 
 def markdown_table(records: Sequence[dict[str, Any]], *, compare: bool = True) -> str:
-    """The audit as a Markdown table, one row per release."""
-    return records_table(records, compare=compare).markdown()
+    """The audit as a Markdown table, one row per release (pipes in cells escaped), for the command line."""
+    head, rows = records_table(records, compare=compare)
+    line = lambda cells: "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"  # noqa: E731
+    return "\n".join([line(head), "|" + "---|" * len(head), *map(line, rows)])
