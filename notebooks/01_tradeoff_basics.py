@@ -57,7 +57,7 @@ import numpy as np
 from myst_nb import glue
 from scipy import optimize, stats
 
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.mechanisms import guarantees
 from paperlib.artifact import plotting
 from paperlib.fdp import tradeoff

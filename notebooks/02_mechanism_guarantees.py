@@ -68,7 +68,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.mechanisms import guarantees, simulation
 from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.artifact import plotting

@@ -67,7 +67,7 @@ from paperlib.artifact import plotting
 from paperlib.artifact.claims import require as grade_claim
 from paperlib.artifact.claims import chapter_grade  # noqa: E402
 from IPython.display import Markdown, display  # noqa: E402
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import show_table
 

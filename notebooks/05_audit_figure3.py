@@ -66,7 +66,7 @@ from myst_nb import glue
 
 from paperlib import audit as A
 from paperlib.artifact import sweeps
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import prose
 from paperlib.artifact import plotting
 from paperlib.artifact.tables import number_of, show_table

@@ -79,7 +79,7 @@ from myst_nb import glue
 
 from paperlib.artifact import estimate
 from paperlib.artifact import figure4
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import plotting
 from paperlib.artifact import provenance as pv
 from paperlib.artifact import prose

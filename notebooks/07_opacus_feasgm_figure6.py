@@ -55,7 +55,7 @@ import numpy as np
 from myst_nb import glue
 
 from paperlib.artifact import estimate
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import plotting
 from paperlib.artifact import prose
 from paperlib.artifact import provenance as pv

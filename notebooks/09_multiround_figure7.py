@@ -92,7 +92,7 @@ from paperlib.mechanisms import claimed
 from paperlib.mechanisms import multiround as comp
 from paperlib.fdp.tradeoff import TradeOffCurve
 from paperlib.mechanisms.core import feasgm_floors
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import plotting
 from paperlib.artifact import prose
 from paperlib.artifact.provenance import save_result

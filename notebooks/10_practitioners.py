@@ -72,11 +72,11 @@ import matplotlib.pyplot as plt
 from myst_nb import glue
 
 from paperlib.practitioner.check import check_run, format_statement
-from paperlib.practitioner.families import (DPSUR_DEFAULTS, FAMILIES, MNIST, MNIST_README_SETTINGS,
+from paperlib.practitioner.examples import (DPSUR_DEFAULTS, FAMILIES, MNIST, MNIST_README_SETTINGS,
                                             OPACUS_CIFAR10_EXAMPLE, OPACUS_MNIST_README, action_sentence, family_row, dpsur_row,
                                             fix_certified, versus)
 from paperlib.practitioner.releases import normaliser_scan
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import plotting
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import number_of, show_table

@@ -87,7 +87,7 @@ from IPython.display import display
 from myst_nb import glue
 
 from paperlib.practitioner import releases as pr
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact import plotting
 from paperlib.artifact import prose
 from paperlib.artifact import provenance as pv

@@ -334,7 +334,7 @@ def _api_rows():
     from paperlib.mechanisms.claimed import sgm_claim_epsilon
     from paperlib.mechanisms.sampler import apply_round
     from paperlib.fdp.validation import check_seed
-    from paperlib.practitioner import families as fam
+    from paperlib.practitioner import examples as fam
     from paperlib.artifact.prose import relation
 
     aw = dict(C=1.0, trials=100, distinguisher="optimal", seed=0)

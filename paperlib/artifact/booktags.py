@@ -8,7 +8,7 @@ shows the values actually used. Every other code cell gets ``hide-input``, so a 
 sees prose, figures and tables first and opens the code with one click, except a cell tagged
 ``edit-here`` (a cell the reader is asked to edit, e.g. chapter 10's "your run"): it stays open.
 
-Figures: :func:`paperlib.artifact.figures.show_figure` displays an inline copy of each figure for
+Figures: :func:`paperlib.artifact.notebook.show_figure` displays an inline copy of each figure for
 Jupyter readers; here those copies are dropped, because the book shows the figure
 through its numbered ``{glue:figure}`` directive. The caption of every such directive
 gets the figure's provenance line (glued as ``<name>_prov``) and a download link to the
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 
-from paperlib.artifact.figures import INLINE_COPY_KEY
+from paperlib.artifact.notebook import INLINE_COPY_KEY
 
 _FIG_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{glue:figure\}\s+(?P<name>\S+)\s*$")
 PROV_MARK = "% paperlib: provenance line"

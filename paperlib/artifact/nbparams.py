@@ -17,13 +17,13 @@ from pathlib import Path
 
 __all__ = ["MODES", "NOTEBOOKS_DIR", "notebook_params"]
 
-#: the modes a notebook runs in (as :data:`paperlib.artifact.figures.MODES`, repeated here so this
+#: the modes a notebook runs in (as :data:`paperlib.artifact.notebook.MODES`, repeated here so this
 #: module imports nothing of the book; a test checks they are equal)
 MODES = ("smoke", "quick", "full")
 #: the repository's notebooks folder (the default of ``notebooks_dir``)
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 #: the module whose ``pick(mode, smoke=..., quick=..., full=...)`` the notebooks call
-_PICK_MODULE = "paperlib.artifact.figures"
+_PICK_MODULE = "paperlib.artifact.notebook"
 #: methods that change a list, dict or set in place: a call of one on a parameter's name drops it
 _MUTATORS = {"append", "extend", "insert", "remove", "pop", "popitem", "clear", "sort", "reverse", "update",
              "setdefault", "add", "discard", "difference_update", "intersection_update",
@@ -56,7 +56,7 @@ def notebook_params(name: str, mode: str = "full", notebooks_dir: str | Path | N
 
         * literals: constants, negative numbers, lists, tuples, dicts and sets of evaluable values;
         * names defined earlier in the file by such an assignment (``MODE``, ``DEVICE``, ``SEED`` too);
-        * ``pf.pick(MODE, smoke=a, quick=b, full=c)`` (``pick`` of ``paperlib.artifact.figures``
+        * ``pf.pick(MODE, smoke=a, quick=b, full=c)`` (``pick`` of ``paperlib.artifact.notebook``
           under the name the file imports it as): the keyword named by the first argument's value;
         * ``a if X == Y else b`` / ``!=``, ``X`` and ``Y`` evaluable: the branch the test selects
           (only that branch is evaluated).
@@ -178,7 +178,7 @@ def _dotted(node) -> str | None:
 
 
 def _pick_names(stmt) -> set:
-    """The names under which ``stmt`` (an import) makes ``paperlib.artifact.figures.pick`` callable."""
+    """The names under which ``stmt`` (an import) makes ``paperlib.artifact.notebook.pick`` callable."""
     out = set()
     if isinstance(stmt, ast.ImportFrom) and not stmt.level:
         for a in stmt.names:

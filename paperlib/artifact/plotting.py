@@ -469,7 +469,7 @@ def figure_legend(fig, handles=None, labels=None, *, ncol: int | None = None, **
     ``handles``/``labels`` default to those of all axes, each label once (labels starting
     with ``_`` are skipped, as matplotlib does). Placed ``"outside lower center"``, which
     needs the constrained layout (:func:`new_axes` and
-    :func:`paperlib.artifact.figures.new_grid` use it; it is switched on here otherwise).
+    :func:`paperlib.artifact.notebook.new_grid` use it; it is switched on here otherwise).
     ``ncol`` defaults to as many columns as fit (at most 4). Returns the legend.
 
     Raises
@@ -754,7 +754,7 @@ def savefig(fig, name: str, caption_meta: dict | None = None, *, extra: dict | N
     is stored in the PNG/PDF metadata (``Description`` / ``Subject``) and in
     ``<figures>/<name>.json`` beside them, so a figure can be traced back to its
     parameters. *extra* (e.g. commit and wall time, see
-    :func:`paperlib.artifact.figures.show_figure`) is stored in the JSON sidecar only; the
+    :func:`paperlib.artifact.notebook.show_figure`) is stored in the JSON sidecar only; the
     sidecar also records ``png_px`` (width, height), ``dpi``, ``vector`` (the PDF's file
     name), ``min_font_pt`` (the smallest displayed font size) and ``layout_problems``
     (:func:`layout_problems`: clipped text, a legend over data, off-scale markers on each

@@ -211,7 +211,7 @@ class Table:
     as text (:meth:`markdown`: pipes escaped). ``caption`` and ``table_id`` are set by
     :func:`show_table` for a numbered table; ``markup`` lets cells hold ```code```, ``**bold**``
     and the line breaks of this module. Made by :func:`show_table` and
-    :func:`paperlib.artifact.figures.markdown_table`.
+    :func:`paperlib.artifact.notebook.markdown_table`.
     """
 
     def __init__(self, headers, rows, *, caption: str | None = None, table_id: str | None = None,

@@ -8,8 +8,8 @@
 * :mod:`.accountant` — :class:`~.accountant.CertifiedAccountant`, an Opacus accountant whose epsilon
   is the certified one;
 * :mod:`.fix` — the fix for Opacus 1.x: :func:`~.fix.fix_normaliser`, :func:`~.fix.sum_reduction_lr`;
-* :mod:`.families` — chapter 10's rows: every release family at published settings, checked as it is
-  and with its fix (:func:`~.families.family_rows`).
+* :mod:`.examples` — chapter 10's rows: every release family at published settings, checked as it is
+  and with its fix (:func:`~.examples.family_rows`).
 
 Every argument is checked here, in one line naming it (ValueError; TypeError for an object of the
 wrong kind), before any Opacus object is read; the computing layers below take the validated
@@ -27,7 +27,7 @@ _EXPORTS = {
     "check_run": "check", "check": "check", "check_opacus": "check", "format_statement": "check",
     "CertifiedAccountant": "accountant", "register_certified_accountant": "accountant",
     "fix_normaliser": "fix", "fixed_divisor": "fix", "normaliser_of": "fix", "sum_reduction_lr": "fix",
-    "family_rows": "families", "family_row": "families", "dpsur_row": "families",
+    "family_rows": "examples", "family_row": "examples", "dpsur_row": "examples",
 }
 
 __all__ = list(_EXPORTS)

@@ -24,7 +24,7 @@ per problem, each naming the page and the broken thing:
   ``clientWidth``, or its box wider than its parent's ``clientWidth``): a column cut off;
 * a figure image (in a figure or a cell output) whose PNG/JPEG is narrower than
   :data:`MIN_FIGURE_PX` (1,200 px);
-* a figure without its provenance line (:func:`paperlib.artifact.figures.provenance_text`:
+* a figure without its provenance line (:func:`paperlib.artifact.notebook.provenance_text`:
   "Mode <mode>, seed <seed>; ...; commit <sha>."
   followed by "Drawn by <notebook>.ipynb", which booktags appends to every ``{glue:figure}``
   caption), including an image shown in a cell output outside any figure (raster images

@@ -37,7 +37,7 @@ def test_a_cell_the_reader_edits_stays_open(tmp_path):
 
 def test_inline_figure_copies_dropped_and_captions_get_provenance(tmp_path):
     from paperlib.artifact.booktags import PROV_MARK, caption_provenance
-    from paperlib.artifact.figures import INLINE_COPY_KEY
+    from paperlib.artifact.notebook import INLINE_COPY_KEY
 
     img = {"output_type": "display_data", "data": {"image/png": "AA=="}, "metadata": {INLINE_COPY_KEY: True}}
     txt = {"output_type": "stream", "name": "stdout", "text": "done\n"}

@@ -13,11 +13,11 @@ ROOT = Path(deps.PACKAGE_DIR).parent
 
 
 def test_imported_modules_absolute_and_from_forms():
-    src = ("import numpy as np\nfrom paperlib.artifact import figures as pf\nfrom paperlib.audit import cp_upper\n"
+    src = ("import numpy as np\nfrom paperlib.artifact import notebook as pf\nfrom paperlib.audit import cp_upper\n"
            "import paperlib.fdp.tradeoff\nfrom paperlib.artifact.provenance import save_result\n")
     got = deps.imported_modules(src)
     # a name a lazy package (PEP 562 _EXPORTS) imports on first use maps to the module defining it
-    assert got == {"paperlib", "paperlib.artifact", "paperlib.artifact.figures", "paperlib.audit", "paperlib.fdp",
+    assert got == {"paperlib", "paperlib.artifact", "paperlib.artifact.notebook", "paperlib.audit", "paperlib.fdp",
                    "paperlib.fdp.tradeoff", "paperlib.artifact.provenance", "paperlib.audit.stats"}
 
 
@@ -119,4 +119,4 @@ def test_fingerprint_covers_the_computing_layers_only():
     files = {str(p.relative_to(deps.PACKAGE_DIR)) for p in deps._package_files()}
     assert {"fdp/tradeoff.py", "mechanisms/core.py", "audit/game.py", "implementations/runners.py",
             "resources/opacus_table2.json", "fdp/validation.py", "practitioner/check.py", "artifact/sweeps.py"} <= files
-    assert not {"artifact/claims.py", "artifact/booktags.py", "artifact/figures.py", "cli.py"} & files
+    assert not {"artifact/claims.py", "artifact/booktags.py", "artifact/notebook.py", "cli.py"} & files

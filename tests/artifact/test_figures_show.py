@@ -1,4 +1,4 @@
-"""Tests for paperlib.artifact.figures.show_figure / provenance_text (the book's figure captions)."""
+"""Tests for paperlib.artifact.notebook.show_figure / provenance_text (the book's figure captions)."""
 
 import json
 
@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from paperlib.artifact import figures as pf  # noqa: E402
+from paperlib.artifact import notebook as pf  # noqa: E402
 from paperlib.artifact import plotting  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 from paperlib.artifact.nbparams import MODES, NOTEBOOKS_DIR, notebook_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ DEVICE = "cpu"
 SEED = 0
 
 # %%
-from paperlib.artifact import figures as pf
+from paperlib.artifact import notebook as pf
 '''
 
 
@@ -118,7 +118,7 @@ N, M = 1, len([])
 
 
 def test_pick_under_other_import_names(tmp_path):
-    body = "import paperlib.artifact.figures as F\nfrom paperlib.artifact.figures import pick as choose\n" \
+    body = "import paperlib.artifact.notebook as F\nfrom paperlib.artifact.notebook import pick as choose\n" \
            "A = F.pick(MODE, smoke=1, quick=2, full=3)\nB = choose(MODE, smoke=1, quick=2, full=3)\n" \
            "C = pick(MODE, smoke=1, quick=2, full=3)\n"
     (tmp_path / "98_y.py").write_text('MODE = "quick"\n' + body, encoding="utf-8")
@@ -179,7 +179,7 @@ def test_never_runs_the_file(tmp_path):
 
 def test_imports_only_the_standard_library():
     code = ("import sys; import paperlib.artifact.nbparams\n"
-            "bad = [m for m in ('numpy', 'torch', 'matplotlib', 'paperlib.artifact.figures') if m in sys.modules]\n"
+            "bad = [m for m in ('numpy', 'torch', 'matplotlib', 'paperlib.artifact.notebook') if m in sys.modules]\n"
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -124,7 +124,7 @@ def test_style_axes_on_a_log_axis_does_not_warn():
 
     import matplotlib.pyplot as plt
 
-    from paperlib.artifact import figures as pf
+    from paperlib.artifact import notebook as pf
 
     fig, ax = plt.subplots()
     ax.set_yscale("log")
@@ -390,7 +390,7 @@ def test_savefig_grows_a_figure_whose_titles_stick_out(tmp_path, monkeypatch):
     """Three square panels, a three-line title and a legend below do not fit 2.8 in: drawn once, the
     constrained layout puts the title past the top (Figure 2.3 in the book). savefig makes the figure
     taller, never wider, and checks the layout it saved."""
-    from paperlib.artifact import figures as pf
+    from paperlib.artifact import notebook as pf
 
     def figure():
         fig, axes = pf.new_grid(1, 3, panel=3.6)
@@ -427,7 +427,7 @@ def test_savefig_grows_a_figure_whose_titles_stick_out(tmp_path, monkeypatch):
 def test_fit_titles_keeps_a_centred_title_inside_the_canvas():
     """The right panel of a grid sits near the figure's edge (y labels only on the left): its title,
     narrower than its column, would still leave the canvas (Figure 3.2's right titles)."""
-    from paperlib.artifact import figures as pf
+    from paperlib.artifact import notebook as pf
 
     fig, axes = pf.new_grid(2, 2, panel=4.3)
     fig.set_size_inches(plotting.FIG_WIDTH, plotting.FIG_WIDTH + 0.9)

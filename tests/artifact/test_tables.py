@@ -97,7 +97,7 @@ def test_table_like_objects_and_bad_input():
 
 def test_markdown_table_numbered_with_a_caption():
     """A result table with name and caption is the chapter's next numbered table; one without both is refused."""
-    from paperlib.artifact.figures import markdown_table
+    from paperlib.artifact.notebook import markdown_table
 
     t = markdown_table(["a", "b"], [[1.23456, "x"]], name="09_numbered", caption="what it shows")
     h = t._repr_html_()
@@ -107,7 +107,7 @@ def test_markdown_table_numbered_with_a_caption():
 
 
 def test_markdown_table_html_wraps_too():
-    from paperlib.artifact.figures import markdown_table
+    from paperlib.artifact.notebook import markdown_table
 
     h = markdown_table(["a", "b"], [[1.23456, "x"]])._repr_html_()
     assert "overflow-x:auto" in h and "white-space:nowrap" in h and ">1.235<" in h

@@ -201,8 +201,8 @@ def test_gaussian_tradeoff_object_is_exact():
 
 
 def test_curve_points_accepts_every_type_with_tol():
-    """paperlib.artifact.figures.curve_points calls curve(tol) on every type (no TypeError catch)."""
-    from paperlib.artifact.figures import curve_points
+    """paperlib.artifact.notebook.curve_points calls curve(tol) on every type (no TypeError catch)."""
+    from paperlib.artifact.notebook import curve_points
 
     for name, (build, _) in CASES.items():
         a, b = curve_points(build(), 1e-4)

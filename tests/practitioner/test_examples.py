@@ -1,4 +1,4 @@
-"""``paperlib.practitioner.families`` (chapter 10's rows): each row is the ``check`` report of its family and
+"""``paperlib.practitioner.examples`` (chapter 10's rows): each row is the ``check`` report of its family and
 setting, the fix's report, and a sentence whose advice follows the verdict and whose numbers are the row's;
 the batch size whose floors agree against Opacus 1.x's rule written out; DPSUR's defaults (acceptance: both
 ends valid, certified/forced <= 1.5)."""
@@ -10,7 +10,7 @@ import math
 import pytest
 
 from paperlib.mechanisms.certified import certified_for_training_set
-from paperlib.practitioner import families as F
+from paperlib.practitioner import examples as F
 from paperlib.practitioner.check import check_run
 
 
