@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from paperlib.fdp.validation import ParameterError
 
-__all__ = ["MechanismSpec", "mechanism_spec", "register_mechanism", "registered_mechanisms", "spec_for_opacus_code"]
+__all__ = ["MechanismSpec", "mechanism_spec", "register_mechanism", "registered_mechanisms", "spec_for_opacus_code",
+           "rows_of"]
 
 
 def _never(N: int, q: float) -> bool:
@@ -62,7 +63,8 @@ class MechanismSpec:
     * ``opacus_code``: the stored code audit's name of the rule (``"A"``, ``"EA"``, ``"FEA"``) or None;
       ``opacus_note``: what that code divides by, in the audit's words.
 
-    Words: ``rule`` (``"floor(Nq)"``), ``title`` (``"FEASGM"``), ``normaliser_words(N, q)`` (what it divides
+    Words: ``rule`` (``"floor(Nq)"``), ``title`` (``"FEASGM"``), ``prose_name`` (the mechanism in a sentence:
+    ``"DPSUR's rule"``; the title where an entry gives none), ``normaliser_words(N, q)`` (what it divides
     by on ``N`` records, for a report), ``pair_normalisers(N, q)`` (on the pair, for a report's table),
     ``not_sgm(normalisers)`` (why a pair is not SGM), ``sgm_words`` (why every pair is SGM, for a mechanism with
     ``sgm_always``).
@@ -103,6 +105,7 @@ class MechanismSpec:
     own_certificate: Callable | str | None = None
     attack: Callable | str | None = None
     scale_ratio: Callable[[int, float], tuple[float, str]] | None = None
+    prose_name: str | None = None
     _resolved: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -114,6 +117,7 @@ class MechanismSpec:
                                               if self.fixed_normaliser is not None else (self.rule, self.rule)),
             "not_sgm": lambda K: f"{self.title} {self.description}: not SGM",
             "sgm_words": f"{self.description}: SGM",
+            "prose_name": self.title,
         }
         for name, value in defaults.items():
             if getattr(self, name) is None:
@@ -176,6 +180,15 @@ def mechanism_spec(mechanism) -> MechanismSpec:
 def registered_mechanisms() -> tuple[str, ...]:
     """The names in the table, in the order they were registered."""
     return tuple(_REGISTRY)
+
+
+def rows_of(rows: Mapping, mechanism, position: int = 0) -> dict:
+    """The entries of ``rows`` that belong to ``mechanism``: ``rows`` maps tuple keys whose element at
+    ``position`` names a mechanism (``("easgm", q, N)`` in a notebook's results, any case) to values;
+    keys that name another mechanism, or none in the table, are left out. So a grading check selects
+    its series by the mechanism's value, never by comparing names itself."""
+    spec = mechanism_spec(mechanism)
+    return {k: v for k, v in rows.items() if str(getattr(k[position], "value", k[position])).strip().lower() == spec.name}
 
 
 def spec_for_opacus_code(code: str) -> MechanismSpec:
@@ -248,7 +261,7 @@ register_mechanism(MechanismSpec(
     clt="3.13+Eq.14", certificates=("count", "index"), attack=_A + "aligned_attack"))
 
 register_mechanism(MechanismSpec(
-    name="dpsur", title="DPSUR", rule="|B'|", paper=False,
+    name="dpsur", title="DPSUR", rule="|B'|", paper=False, prose_name="DPSUR's rule",
     description="divides by the size of a separate Poisson draw |B'|; no step on an empty batch",
     # an empty separate draw keeps the previous divisor, N q in the first round (algorithm/DPSUR.py:87-95,145-146)
     empty_divisor=lambda N, q: float(N * q), draws_divisor=True, skips_empty_batch=True,

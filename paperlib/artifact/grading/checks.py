@@ -36,7 +36,8 @@ from paperlib.artifact.grading.stats import (
     trials_text,
 )
 from paperlib.implementations.opacus_code.rules import NOT_SUPPORTED, AuditError
-from paperlib.mechanisms.registry import mechanism_spec
+from paperlib.mechanisms.core import Mechanism
+from paperlib.mechanisms.registry import mechanism_spec, rows_of
 from paperlib.implementations.opacus_code.table import PAPER_LAST_VERSION, PAPER_TABLE2
 from paperlib.implementations.opacus_code.wheels import FIRST_VERSION, load_table, parse_version, stored_table_path
 
@@ -112,10 +113,11 @@ def _fig2_above_claim(recs: dict) -> tuple[list[dict], list[str]]:
 def _fig2_easgm_falls(rs: dict, lab: str) -> tuple[dict, dict]:
     """Fig. 2's part "EASGM eps_L falls as N grows, every q" for one distinguisher, and its monotonicity counts."""
     # EASGM: falls in N for every q, a fall evidenced by the intervals (first N against last N)
-    qs = sorted({k[1] for k in rs if k[0] == "easgm"})
+    easgm = rows_of(rs, Mechanism.EASGM)
+    qs = sorted({k[1] for k in easgm})
     strict, held, unres_e, fails, within, checked = 0, 0, [], [], [], 0
     for q in qs:
-        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "easgm" and k[1] == q)
+        seq = sorted((k[2], r) for k, r in easgm.items() if k[1] == q)
         if len(seq) < 2:
             continue
         checked += 1
@@ -152,7 +154,7 @@ def _fig2_asgm_not_monotone(rs: dict, lab: str) -> dict:
     # ASGM: not monotone in N at q = 0.6, 0.7
     seen, unres, absent, gone = [], [], [], []
     for q in FIG2_ASGM_NONMONOTONE_Q:
-        seq = sorted((k[2], r) for k, r in rs.items() if k[0] == "asgm" and abs(k[1] - q) < 1e-9)
+        seq = sorted((k[2], r) for k, r in rows_of(rs, Mechanism.ASGM).items() if abs(k[1] - q) < 1e-9)
         if len(seq) < 3:
             absent.append(f"q={q:g}")
             continue
@@ -190,8 +192,9 @@ def _fig2_asgm_endpoints(rs: dict, name: str, *, group: int, sign: int, group_la
     last along the other key, in direction ``sign`` (:func:`trend`); the words are the part's."""
     other = 3 - group  # keys are (mechanism, q, N)
     bad, unres, count = [], [], 0
-    for g in sorted({k[group] for k in rs if k[0] == "asgm"}):
-        seq = sorted((k[other], r) for k, r in rs.items() if k[0] == "asgm" and k[group] == g)
+    asgm = rows_of(rs, Mechanism.ASGM)
+    for g in sorted({k[group] for k in asgm}):
+        seq = sorted((k[other], r) for k, r in asgm.items() if k[group] == g)
         if len(seq) < 2:
             continue
         count += 1
@@ -580,7 +583,7 @@ def _fig5_weaker(tab: dict, weaker_tol: float) -> list[dict]:
                            + (f"; not weaker: {', '.join(bad)}" if bad else "")))
     else:
         parts.append(part("small N (1, 4, 999): every upper bound weaker than the claim", None, "no N = 1, 4 or 999 rows"))
-    full_e = {k: v for k, v in tab.items() if k[2] == FIG5_FULL_N and k[0] == "easgm"}
+    full_e = {k: v for k, v in rows_of(tab, Mechanism.EASGM).items() if k[2] == FIG5_FULL_N}
     if full_e:
         bad = [f"n={k[1]} ({v['max_claim_minus_upper']:.2g})" for k, v in full_e.items()
                if not v["max_claim_minus_upper"] > weaker_tol]
@@ -589,7 +592,7 @@ def _fig5_weaker(tab: dict, weaker_tol: float) -> list[dict]:
                            + f" (> {weaker_tol:g} needed)"))
     else:
         parts.append(part("full MNIST (N = 59,999): EASGM still weaker", None, "no EASGM N = 59,999 rows"))
-    full_a = {k: v for k, v in tab.items() if k[2] == FIG5_FULL_N and k[0] == "asgm"}
+    full_a = {k: v for k, v in rows_of(tab, Mechanism.ASGM).items() if k[2] == FIG5_FULL_N}
     if full_a:
         bad = [f"n={k[1]}" for k, v in full_a.items()
                if not (v["max_claim_minus_upper"] <= FIG5_CLOSE_GAP
@@ -627,17 +630,18 @@ def _fig5_trends(tab: dict, weaker_tol: float, fnr: float) -> list[dict]:
     # the bounds are exact to tol_g, so a step counts when it exceeds weaker_tol
     ns = sorted({k[1] for k in tab})
     mono_a, mono_e, dim_e, parts = [], [], [], []
+    easgm, asgm = rows_of(tab, Mechanism.EASGM), rows_of(tab, Mechanism.ASGM)
     for n in ns:
-        ea = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "easgm" and k[1] == n), key=lambda k: k[2])]
-        a = [tab[k]["fpr_upper"] for k in sorted((k for k in tab if k[0] == "asgm" and k[1] == n), key=lambda k: k[2])]
+        ea = [easgm[k]["fpr_upper"] for k in sorted((k for k in easgm if k[1] == n), key=lambda k: k[2])]
+        a = [asgm[k]["fpr_upper"] for k in sorted((k for k in asgm if k[1] == n), key=lambda k: k[2])]
         if len(a) >= 3:
             ups = any(y - x > weaker_tol for x, y in zip(a, a[1:]))
             downs = any(x - y > weaker_tol for x, y in zip(a, a[1:]))
             mono_a.append((n, ups and downs, a))
         if len(ea) >= 2:
             mono_e.append((n, all(y >= x - weaker_tol for x, y in zip(ea, ea[1:])), ea))
-    for N in sorted({k[2] for k in tab if k[0] == "easgm"}):
-        col = [(k[1], tab[k]["fpr_upper"]) for k in sorted(k for k in tab if k[0] == "easgm" and k[2] == N)]
+    for N in sorted({k[2] for k in easgm}):
+        col = [(k[1], easgm[k]["fpr_upper"]) for k in sorted(k for k in easgm if k[2] == N)]
         if len(col) >= 2:
             dim_e.append((N, all(y <= x + weaker_tol for (_, x), (_, y) in zip(col, col[1:])), col))
     if mono_a:

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from paperlib.mechanisms.registry import mechanism_spec
+
 __all__ = ["ASPECTS", "PAPER_MODELS", "PAPER_SIZES", "size_findings", "Setting", "SETTINGS", "run_of_audit", "runs_of_sweep",
            "NOT_AUDITED", "not_audited", "substitutions",
            "split_of"]
@@ -188,8 +190,10 @@ def _mechanism_words(mech: Any) -> str:
     """The substituted mechanism as the result names it (``r["mechanism"]``): "DPSUR's rule", "FEASGM"."""
     if not mech:
         return "the mechanism (not recorded)"
-    m = str(mech).lower()
-    return "DPSUR's rule" if m == "dpsur" else m.upper()
+    try:
+        return mechanism_spec(mech).prose_name
+    except ValueError:  # a name outside the table: as the result wrote it
+        return str(mech).upper()
 
 
 def _one(setting: Setting, run: dict) -> list[tuple[str, ...]]:
