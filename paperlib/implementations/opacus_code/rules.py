@@ -61,6 +61,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from paperlib.fdp.validation import ComputationError
+from paperlib.mechanisms.registry import spec_for_opacus_code
 
 __all__ = [
     "MECHANISM",
@@ -79,10 +80,10 @@ __all__ = [
     "audit_sources",
 ]
 
-#: normalisation -> the mechanism it implements under Poisson sampling (THEORY.md section 2)
-MECHANISM = {"A": "ASGM", "EA": "EASGM", "FEA": "FEASGM"}
-#: normalisation -> what the noisy sum is divided by
-DIVISOR = {"A": "|B|", "EA": "N*q", "FEA": "floor(N*q)"}
+#: normalisation -> the mechanism it implements under Poisson sampling (THEORY.md section 2), from the table
+MECHANISM = {code: spec_for_opacus_code(code).title for code in ("A", "EA", "FEA")}
+#: normalisation -> what the noisy sum is divided by: the mechanism's rule in the table
+DIVISOR = {code: spec_for_opacus_code(code).rule for code in ("A", "EA", "FEA")}
 NOT_SUPPORTED = "Not supported"
 
 #: The files of a release the rules read (paths inside the wheel).
