@@ -32,7 +32,7 @@ from paperlib.fdp.validation import ParameterError, check_delta, check_int, chec
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.multiround import rounds_upper_bound, sgm_claim_rounds
 
-__all__ = ["sgm_claim_epsilon", "prv_grid", "rdp_epsilons", "claim_curve_from_accountant", "multiround_comparison",
+__all__ = ["sgm_claim_epsilon", "check_prv_grid", "prv_grid", "rdp_epsilons", "claim_curve_from_accountant", "multiround_comparison",
            "ACCOUNTANTS", "RDP_CONVERSIONS", "PRV_EPS_ERROR", "PRV_MAX_BYTES"]
 
 #: the accountants :func:`sgm_claim_epsilon` knows
@@ -72,14 +72,21 @@ def prv_grid(q: float, sigma: float, rounds: int, delta: float, eps_error: float
     return points, points * PRV_BYTES_PER_POINT
 
 
-def _check_prv_grid(q, sigma, rounds, delta, eps_error, allow: bool, names: dict) -> None:
-    """The PRV grid through the one size limit; it names the step count when one round alone fits."""
+def check_prv_grid(q: float, sigma: float, rounds: int, delta: float, eps_error: float = PRV_EPS_ERROR, *,
+                   allow: bool = False, sigma_name: str = "sigma", rounds_name: str = "rounds",
+                   override: str = "--yes") -> None:
+    """Opacus's PRV grid for the claim through the one size limit (:func:`~paperlib.fdp.validation.check_size`).
+
+    Raises :class:`~paperlib.fdp.validation.SizeLimitError` naming the noise multiplier when one round alone
+    is too fine, else the number of rounds; ``sigma_name``, ``rounds_name`` and ``override`` are the words
+    of the caller that checks before it computes (the practitioner's ``noise_multiplier``, ``steps`` and
+    ``allow_large=True``); :func:`sgm_claim_epsilon` checks with its own names. Inputs already checked.
+    """
     points, nbytes = prv_grid(q, sigma, rounds, delta, eps_error)
     limit = PRV_MAX_BYTES // PRV_BYTES_PER_POINT
     if points <= limit or allow:
         return
     one, _ = prv_grid(q, sigma, 1, delta, eps_error)
-    sigma_name, rounds_name = names.get("sigma", "sigma"), names.get("rounds", "rounds")
     if one > limit:  # even one round is too fine: the noise multiplier sets the grid
         name, shown, other = sigma_name, sigma, f"{rounds_name} = {rounds:,}"
     else:  # the number of rounds sets it
@@ -87,7 +94,7 @@ def _check_prv_grid(q, sigma, rounds, delta, eps_error, allow: bool, names: dict
     check_size(name, points, limit, shown=shown,
                what=f"Opacus's PRV grid with {other} would hold {points:,} points, ",
                estimate=f"{fmt_bytes(nbytes)} of memory; accountant 'rdp' needs none",
-               override=names.get("override", "--yes"))
+               override=override)
 
 
 def rdp_epsilons(q: float, sigma: float, rounds: int, deltas, *, conversion: str = "balle2020",
@@ -121,7 +128,7 @@ def rdp_epsilons(q: float, sigma: float, rounds: int, deltas, *, conversion: str
 
 def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, accountant: str = "rdp",
                       conversion: str = "balle2020", orders=None, eps_error: float | None = None,
-                      allow_large: bool = False, names: dict | None = None, **pld_options) -> float:
+                      allow_large: bool = False, **pld_options) -> float:
     """Epsilon of the SGM claim ``f_q^{⊗T}`` over ``T`` rounds, as an accountant reports it (module docstring).
 
     The claim is the subsampled Gaussian mechanism's (Bu et al. 2020; THEORY.md §3, §10); RDP by
@@ -137,9 +144,8 @@ def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, acco
         the upper end of its bracket; ``pld_options`` go to
         :func:`~paperlib.mechanisms.multiround.sgm_claim_rounds`)
     conversion, orders : the RDP conversion and orders (:func:`rdp_epsilons`; RDP only)
-    allow_large : run the PRV accountant even when its grid exceeds :data:`PRV_MAX_BYTES`
-    names : how the size-limit message names ``sigma``, ``rounds`` and the override switch (a
-        caller with its own parameter names, e.g. ``{"sigma": "noise_multiplier", "rounds": "steps"}``)
+    allow_large : run the PRV accountant even when its grid exceeds :data:`PRV_MAX_BYTES` (a caller
+        with its own parameter names checks first with :func:`check_prv_grid`, then passes True)
 
     Returns the epsilon (float, ``inf`` when none). Raises ValueError naming the parameter on bad
     input; :class:`~paperlib.fdp.validation.SizeLimitError` (a ValueError naming the noise
@@ -157,7 +163,7 @@ def sgm_claim_epsilon(q: float, sigma: float, *, rounds: int, delta: float, acco
         from opacus.accountants import PRVAccountant
 
         err = PRV_EPS_ERROR if eps_error is None else check_positive(eps_error, "eps_error")
-        _check_prv_grid(q, sigma, T, delta, err, allow_large, dict(names or {}))
+        check_prv_grid(q, sigma, T, delta, err, allow=allow_large)
         acc = PRVAccountant()
         acc.history = [(sigma, q, T)]
         with warnings.catch_warnings():  # its domain size is found with the RDP code

@@ -44,7 +44,7 @@ import math
 import time
 
 from paperlib.fdp.validation import ParameterError, ParameterTypeError, check_bool
-from paperlib.mechanisms.claimed import sgm_claim_epsilon
+from paperlib.mechanisms.claimed import check_prv_grid, sgm_claim_epsilon
 from paperlib.mechanisms.certified import certified_interval, forced_epsilon
 from paperlib.mechanisms.multiround import sgm_replace_one_rounds
 from paperlib.practitioner.report import (INTERVAL_FIELDS, CheckReport, Claim, NeighbourVerdict, fmt_epsilon,
@@ -114,14 +114,13 @@ def check(run: Run, pld_options: dict | None = None) -> CheckReport:
     return report
 
 
-_NAMES = {"sigma": "noise_multiplier", "rounds": "steps", "override": "allow_large=True"}
-
-
 def _claim(run: Run) -> Claim:
     acc, rel = run.claim_accountant, run.release
+    if acc == "prv":  # the size limit in the run's own words, before the accountant computes
+        check_prv_grid(run.q_account, run.noise_multiplier, run.rounds, run.delta, allow=run.allow_large,
+                       sigma_name="noise_multiplier", rounds_name="steps", override="allow_large=True")
     eps = sgm_claim_epsilon(run.q_account, run.noise_multiplier, rounds=run.rounds, delta=run.delta, accountant=acc,
-                            conversion=rel.rdp_conversion, orders=rel.rdp_orders, allow_large=run.allow_large,
-                            names=_NAMES)
+                            conversion=rel.rdp_conversion, orders=rel.rdp_orders, allow_large=True)
     # the conversion's bound below 0 still means (0, delta)-DP: shown as 0, its value kept
     return Claim(accountant=acc, epsilon=max(eps, 0.0), accountant_error=0.01 if acc == "prv" else None,
                  source=rel.claim_source(acc), conversion_value=eps if eps < 0 else None)
