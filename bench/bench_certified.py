@@ -49,7 +49,7 @@ def main() -> int:
             mark = f" (target < {TARGET[2]:g} s: {'PASS' if row['passed'] else 'FAIL'})" if "passed" in row else ""
             print(f"  {mech.upper():6s} T = {T:>6,}: {cpu:6.1f} s CPU, {wall:6.1f} s wall{mark}")
             for side in ("removal", "addition"):
-                e = r[side]
+                e = getattr(r, side).to_json()
                 if "error" in e:
                     print(f"      {side:8s} {tuple(e['pair'])}: {e['error']}")
                     row[side] = {"pair": e["pair"], "error": e["error"]}

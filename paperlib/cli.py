@@ -737,17 +737,17 @@ def _epsilon_certified(args, delta: float) -> dict:
 
     r = certified_interval(Setting(args.mechanism, args.N, args.q, args.sigma, args.n, rounds=args.rounds,
                                    delta=delta))
-    lo, hi = r["epsilon_certified_bracket"]
-    out = {"command": "epsilon", "epsilon": _jsonnum(hi), "delta": delta, "curve": r["certified_label"],
-           "certificate": r["certified_method"], "mechanism": args.mechanism, "bound": "guarantee",
+    lo, hi = r.epsilon_certified_bracket
+    out = {"command": "epsilon", "epsilon": _jsonnum(hi), "delta": delta, "curve": r.certified_label,
+           "certificate": r.certified_method, "mechanism": args.mechanism, "bound": "guarantee",
            "N": args.N, "q": args.q, "sigma": args.sigma, "n": args.n, "rounds": args.rounds,
            "epsilon_bracket": [_jsonnum(lo), _jsonnum(hi)],
            "accounting_error": _jsonnum(hi - lo) if math.isfinite(hi) else None,
-           "accounting": {"engine": "dp_accounting PLD", "step": r["certified_grid"],
-                          "accuracy_met": r["accuracy_met"]},
-           "pair": [args.N, args.N + 1], "epsilon_forced": _jsonnum(r["epsilon_forced"]),
-           "epsilon_forced_bracket": [_jsonnum(v) for v in r["epsilon_forced_bracket"]],
-           "forced_by": r["forced_label"]}
+           "accounting": {"engine": "dp_accounting PLD", "step": r.certified_grid,
+                          "accuracy_met": r.accuracy_met},
+           "pair": [args.N, args.N + 1], "epsilon_forced": _jsonnum(r.epsilon_forced),
+           "epsilon_forced_bracket": [_jsonnum(v) for v in r.epsilon_forced_bracket],
+           "forced_by": r.forced_label}
     _warn_bracket(lo, hi)
     return _note_infinite(out, hi, certificate=True)
 

@@ -96,7 +96,7 @@ def test_old_releases_convert_rdp_as_they_did():
 
 
 def test_acceptance_0150_certified_interval_and_verdicts(r015):
-    direct = certified_for_training_set("easgm", 60_000, 256 / 60_000, 1.1, 10**6, rounds=2340, delta=1e-5)
+    direct = certified_for_training_set("easgm", 60_000, 256 / 60_000, 1.1, 10**6, rounds=2340, delta=1e-5).to_json()
     assert r015.epsilon_certified == pytest.approx(direct["epsilon_certified"], rel=1e-12)
     assert r015.epsilon_forced == pytest.approx(direct["epsilon_forced"], rel=1e-12)
     for e, side in zip(r015.neighbours, ("removal", "addition")):

@@ -186,7 +186,7 @@ def test_certified_accountant_in_a_real_training_run(version, mech):
         steps = _train(model, opt, loader, epochs)
     assert acc.history == [(sigma, 1 / 16, steps)] and len(acc) == 1 and steps == 32
     eps = engine.get_epsilon(1e-5)  # the engine asks our accountant
-    direct = certified_for_training_set(mech, N, 1 / 16, sigma, N_PARAMS, rounds=steps, delta=1e-5)
+    direct = certified_for_training_set(mech, N, 1 / 16, sigma, N_PARAMS, rounds=steps, delta=1e-5).to_json()
     assert eps == pytest.approx(direct["epsilon_certified"], rel=1e-12)
     assert acc.last_report().mechanism == mech
     if mech == "easgm":  # data-dependent normaliser: above the SGM claim, certified by the chain (THEORY §11.3b)

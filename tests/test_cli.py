@@ -311,7 +311,7 @@ def test_epsilon_of_dpsur_own_rule_is_its_certificate(capsys):
     code, out, err = run_main(argv, capsys)
     assert code == 0, err
     got = json.loads(out)
-    want = certified_interval(Setting("dpsur", 9999, 0.01, 1.2, 500, rounds=50, delta=1e-5))
+    want = certified_interval(Setting("dpsur", 9999, 0.01, 1.2, 500, rounds=50, delta=1e-5)).to_json()
     assert got["epsilon"] == pytest.approx(want["epsilon_certified"], rel=1e-9)
     assert got["epsilon_forced"] <= got["epsilon"] and got["epsilon"] / got["epsilon_forced"] < 1.5
     code, out, err = run_main(argv[:3] + ["--bound", "upper"] + argv[3:], capsys)

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, fields
 
 from paperlib.fdp.pld import DEFAULT_REL_TOL, PLDComposition, round_law_from_mixture
 from paperlib.mechanisms.attacks import attack_for, hidden_tail
@@ -30,6 +31,7 @@ from paperlib.mechanisms.setting import Setting
 from paperlib.fdp.validation import ParameterError, check_int
 
 __all__ = ["certified_guarantee", "certified_interval", "forced_epsilon", "certified_for_training_set",
+           "ForcedEpsilon", "CertifiedInterval", "PairError", "TrainingSetInterval",
            "CERTIFICATES"]
 
 #: Names of the certificates (``certified_method`` of :func:`certified_interval`).
@@ -127,9 +129,110 @@ def _delta_of(s: Setting) -> float:
     return s.delta
 
 
-def certified_interval(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> dict:
+@dataclass(frozen=True)
+class ForcedEpsilon:
+    """The epsilon a named real attack forces (:func:`forced_epsilon`; THEORY.md §11.5).
+
+    ``epsilon_forced``: the lower end of ``epsilon_forced_bracket`` (``[lo, hi]`` of the attack's own
+    accounting); ``forced_method``: how its errors are computed; ``forced_label``: the curve's label;
+    ``forced_attack``: the attack in words (``name``, ``datasets``, ``gradients``, ``test``, ``method``).
+    """
+
+    epsilon_forced: float
+    epsilon_forced_bracket: list
+    forced_method: str
+    forced_label: str
+    forced_attack: dict
+
+    def to_json(self) -> dict:
+        """The result as a dict of JSON values (its field names as keys)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CertifiedInterval:
+    """The certified and forced epsilon of a pair ``(N, N+1)`` at ``delta`` (:func:`certified_interval`).
+
+    The setting (``mechanism`` name, ``N``, ``pair``, ``q``, ``sigma``, ``n``, ``rounds``, ``delta``); the
+    certified end (``epsilon_certified``, the upper end of ``epsilon_certified_bracket``; its
+    ``certified_accounting_error = hi - lo``, ``certified_method``, ``certified_candidates`` {certificate:
+    [lo, hi]} of every certificate computed, ``accuracy_met``, ``certified_label``, ``certified_grid``); the
+    forced end (the :class:`ForcedEpsilon` fields and ``forced_accounting_error``); FEASGM's ``case``, ``K``,
+    ``K_prime`` (None otherwise); a one-sentence ``statement``. ``epsilon_forced <= true epsilon <=
+    epsilon_certified``.
+    """
+
+    mechanism: str
+    N: int
+    pair: list
+    q: float
+    sigma: float
+    n: int
+    rounds: int
+    delta: float
+    epsilon_certified: float
+    epsilon_certified_bracket: list
+    certified_accounting_error: float | None
+    certified_method: str
+    certified_candidates: dict
+    epsilon_forced: float
+    epsilon_forced_bracket: list
+    forced_accounting_error: float | None
+    forced_method: str
+    forced_attack: dict
+    accuracy_met: bool | None
+    certified_label: str
+    forced_label: str
+    certified_grid: float | None
+    statement: str
+    case: str | None = None
+    K: int | None = None
+    K_prime: int | None = None
+
+    def to_json(self) -> dict:
+        """The result as a dict of JSON values; FEASGM's ``case``, ``K``, ``K_prime`` only where they apply."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not (f.name in ("case", "K", "K_prime") and getattr(self, f.name) is None)}
+
+
+@dataclass(frozen=True)
+class PairError:
+    """A pair with no interval: its sizes and why (FEASGM dividing by zero on it)."""
+
+    pair: list
+    error: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainingSetInterval:
+    """Both neighbours of a training set (:func:`certified_for_training_set`): ``removal`` and ``addition``
+    (each a :class:`CertifiedInterval`, or a :class:`PairError`), the larger certified and forced epsilons
+    (None where neither pair has one) and the parameters."""
+
+    mechanism: str
+    N_train: int
+    q: float
+    sigma: float
+    n: int
+    rounds: int
+    delta: float
+    removal: CertifiedInterval | PairError
+    addition: CertifiedInterval | PairError
+    epsilon_certified: float | None
+    epsilon_forced: float | None
+
+    def to_json(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["removal"], out["addition"] = self.removal.to_json(), self.addition.to_json()
+        return out
+
+
+def certified_interval(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **pld_options) -> CertifiedInterval:
     """``epsilon_certified`` and ``epsilon_forced`` of the setting's mechanism for the pair ``(N, N+1)`` at its
-    ``delta`` (a :class:`~paperlib.mechanisms.setting.Setting` with a delta).
+    ``delta`` (a :class:`~paperlib.mechanisms.setting.Setting` with a delta), as a :class:`CertifiedInterval`.
 
     ``epsilon_certified``: the upper end of the smallest valid certificate's bracket (``certified_method``
     names it; ``certified_candidates`` lists every certificate computed with its bracket).
@@ -147,37 +250,31 @@ def certified_interval(setting: Setting, *, rel_tol: float = DEFAULT_REL_TOL, **
         cands.append((hi, name, c, lo))
     c_hi, name, cert, c_lo = min(cands, key=lambda t: (t[0], t[1] not in ("count", "chain")))
     forced = forced_epsilon(s, certified=cert, rel_tol=rel_tol, **pld_options)
-    f_lo, f_hi = forced["epsilon_forced_bracket"]
-    out = {"mechanism": s.mechanism.value, "N": N, "pair": [N, N + 1], "q": s.q, "sigma": s.sigma, "n": s.n,
-           "rounds": T, "delta": delta,
-           "epsilon_certified": c_hi, "epsilon_certified_bracket": [c_lo, c_hi],
-           "certified_accounting_error": _err(c_lo, c_hi), "certified_method": CERTIFICATES[name],
-           "certified_candidates": {CERTIFICATES[nm]: [lo, hi] for hi, nm, _, lo in cands},
-           "epsilon_forced": f_lo, "epsilon_forced_bracket": [f_lo, f_hi],
-           "forced_accounting_error": _err(f_lo, f_hi), "forced_method": forced["forced_method"],
-           "forced_attack": forced["forced_attack"],
-           "accuracy_met": cert.meta.get("pld", {}).get("accuracy_met"),
-           "certified_label": cert.label, "forced_label": forced["forced_label"],
-           "certified_grid": cert.meta.get("pld", {}).get("step")}
-    for k in ("case", "K", "K_prime"):
-        if k in cert.meta:
-            out[k] = cert.meta[k]
-    out["statement"] = (f"{s.spec.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
-                        f"of sizes {N} and {N + 1} (certificate: {name}); the attack "
-                        f"\"{forced['forced_attack']['name']}\" forces epsilon >= {_fmt(f_lo)} at this delta.")
-    return out
+    f_lo, f_hi = forced.epsilon_forced_bracket
+    statement = (f"{s.spec.title} over {T} round{'s' * (T > 1)} is ({_fmt(c_hi)}, {delta:g})-DP for datasets "
+                 f"of sizes {N} and {N + 1} (certificate: {name}); the attack "
+                 f"\"{forced.forced_attack['name']}\" forces epsilon >= {_fmt(f_lo)} at this delta.")
+    return CertifiedInterval(
+        mechanism=s.mechanism.value, N=N, pair=[N, N + 1], q=s.q, sigma=s.sigma, n=s.n, rounds=T, delta=delta,
+        epsilon_certified=c_hi, epsilon_certified_bracket=[c_lo, c_hi],
+        certified_accounting_error=_err(c_lo, c_hi), certified_method=CERTIFICATES[name],
+        certified_candidates={CERTIFICATES[nm]: [lo, hi] for hi, nm, _, lo in cands},
+        epsilon_forced=f_lo, epsilon_forced_bracket=[f_lo, f_hi], forced_accounting_error=_err(f_lo, f_hi),
+        forced_method=forced.forced_method, forced_attack=forced.forced_attack,
+        accuracy_met=cert.meta.get("pld", {}).get("accuracy_met"), certified_label=cert.label,
+        forced_label=forced.forced_label, certified_grid=cert.meta.get("pld", {}).get("step"), statement=statement,
+        **{k: cert.meta[k] for k in ("case", "K", "K_prime") if k in cert.meta})
 
 
 def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None, rel_tol: float = DEFAULT_REL_TOL,
-                   **pld_options) -> dict:
+                   **pld_options) -> ForcedEpsilon:
     """The epsilon a named real attack forces on the setting's pair ``(N, N+1)`` at its ``delta`` (THEORY.md §11.5).
 
     EASGM, FEASGM with differing floors: the chi-square scale test (all gradients 0, all ``n T``
     coordinates, both orders; exact). ASGM: the aligned attack; DPSUR's rule: the target-alone attack
     (:mod:`paperlib.mechanisms.attacks`; exact cell probabilities, composed on the PLD lower end). SGM and
     FEASGM with agreeing floors: the SGM worst case (others 0, target ``C u``), the lower end of the SGM
-    composition (``certified`` when given, so it is not computed twice). Returns ``{"epsilon_forced": lo,
-    "epsilon_forced_bracket": [lo, hi], "forced_method", "forced_label", "forced_attack"}``.
+    composition (``certified`` when given, so it is not computed twice). Returns a :class:`ForcedEpsilon`.
     """
     s = setting
     delta, N, T = _delta_of(s), s.N, s.rounds
@@ -189,8 +286,7 @@ def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None,
                   "gradients": "every record of D: 0; the target: C u",
                   "test": "likelihood-ratio test of <X, u> (the pair N(0,1) vs (1-q) N(0,1) + q N(1/sigma,1))",
                   "method": "PLD lower end of the SGM composition"}
-        return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": attack["method"],
-                "forced_label": f"SGM worst case, {T} rounds (PLD lower end)", "forced_attack": attack}
+        return ForcedEpsilon(lo, [lo, hi], attack["method"], f"SGM worst case, {T} rounds (PLD lower end)", attack)
     hint = certified.epsilon_bounds(delta)[1] if certified is not None else None  # the attack stays below it
     att = attack_for(s, rel_tol=rel_tol, tail=hidden_tail(delta, T, hint), **pld_options)
     if att is None:  # a registered rule with no attack in its entry: no forced value to give
@@ -200,8 +296,7 @@ def forced_epsilon(setting: Setting, *, certified: PLDComposition | None = None,
         att = max(att, key=lambda a: a.epsilon_bounds(delta)[0])
     lo, hi = att.epsilon_bounds(delta)
     label = getattr(att.curve, "label", att.name)
-    return {"epsilon_forced": lo, "epsilon_forced_bracket": [lo, hi], "forced_method": att.method,
-            "forced_label": label, "forced_attack": att.describe()}
+    return ForcedEpsilon(lo, [lo, hi], att.method, label, att.describe())
 
 
 def _err(lo: float, hi: float) -> float | None:
@@ -214,33 +309,30 @@ def _fmt(x: float) -> str:
 
 def certified_for_training_set(mechanism: Mechanism | str, N_train: int, q: float, sigma: float, n: int, *,
                                rounds: int, delta: float = 1e-5, rel_tol: float = DEFAULT_REL_TOL,
-                               **pld_options) -> dict:
-    """Both neighbours of a training set of ``N_train`` records (THEORY.md §11).
+                               **pld_options) -> TrainingSetInterval:
+    """Both neighbours of a training set of ``N_train`` records (THEORY.md §11), as a :class:`TrainingSetInterval`.
 
     ``removal``: the pair of sizes ``(N_train - 1, N_train)``; ``addition``: ``(N_train, N_train + 1)``;
-    each the dict of :func:`certified_interval` (or ``{"error": ...}`` where FEASGM divides by zero
-    on that pair). ``epsilon_certified`` is the larger of the two (the run's certified epsilon
-    for add/remove neighbours), ``epsilon_forced`` the larger forced epsilon.
+    each the :class:`CertifiedInterval` of :func:`certified_interval` (or a :class:`PairError` where FEASGM
+    divides by zero on that pair). ``epsilon_certified`` is the larger of the two (the run's certified
+    epsilon for add/remove neighbours), ``epsilon_forced`` the larger forced epsilon.
     ``N_train >= 2``; the other parameters as a :class:`~paperlib.mechanisms.setting.Setting`'s fields.
     """
     N_train = check_int(N_train, "N_train", 2)
     pairs = [Setting(mechanism, N, q, sigma, n, rounds=rounds, delta=delta, neighbour=name)
              for name, N in (("removal", N_train - 1), ("addition", N_train))]
-    s = pairs[0]
-    out = {"mechanism": s.mechanism.value, "N_train": N_train, "q": s.q, "sigma": s.sigma, "n": s.n,
-           "rounds": s.rounds, "delta": s.delta}
-    eps_c, eps_f = [], []
+    found = {}
     for pair in pairs:
         try:
-            r = certified_interval(pair, rel_tol=rel_tol, **pld_options)
+            found[pair.neighbour] = certified_interval(pair, rel_tol=rel_tol, **pld_options)
         except ValueError as exc:
-            if pair.spec.divides_by_zero(pair.N, pair.q):
-                out[pair.neighbour] = {"pair": list(pair.pair), "error": str(exc).splitlines()[0]}
-                continue
-            raise
-        out[pair.neighbour] = r
-        eps_c.append(r["epsilon_certified"])
-        eps_f.append(r["epsilon_forced"])
-    out["epsilon_certified"] = max(eps_c) if eps_c else None
-    out["epsilon_forced"] = max(eps_f) if eps_f else None
-    return out
+            if not pair.spec.divides_by_zero(pair.N, pair.q):
+                raise
+            found[pair.neighbour] = PairError(list(pair.pair), str(exc).splitlines()[0])
+    done = [r for r in found.values() if isinstance(r, CertifiedInterval)]
+    s = pairs[0]
+    return TrainingSetInterval(
+        mechanism=s.mechanism.value, N_train=N_train, q=s.q, sigma=s.sigma, n=s.n, rounds=s.rounds, delta=s.delta,
+        removal=found["removal"], addition=found["addition"],
+        epsilon_certified=max((r.epsilon_certified for r in done), default=None),
+        epsilon_forced=max((r.epsilon_forced for r in done), default=None))

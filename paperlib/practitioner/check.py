@@ -56,10 +56,6 @@ __all__ = ["check_run", "check", "check_opacus", "format_statement", "summary", 
 #: the fix :mod:`paperlib.practitioner.fix` provides (Opacus 1.x: divide by the configured batch size)
 FIX_NAME = ("paperlib.practitioner.fix_normaliser(optimizer, batch_size) after make_private (Opacus 1.x): it divides "
             "by the configured batch size, a constant fixed before seeing the data")
-#: the forced methods of :func:`~paperlib.mechanisms.certified.certified_interval` that are named attacks
-#: when the result carries no ``forced_attack`` key: the zero-gradient scale test of EASGM/FEASGM over
-#: the orthogonal coordinates (Theorems 3.8, A.4; THEORY.md §11.5)
-_ATTACK_METHODS = ("exact chi-square",)
 #: rates closer than this (relative) are the same rate computed two ways (float rounding)
 _RATE_RTOL = 1e-12
 
@@ -247,14 +243,14 @@ def _neighbour(run: Run, pair: Neighbour, opts: dict) -> NeighbourVerdict:
         entry.why += f"; certified epsilon not computed: {msg}"
         try:
             fr = forced_epsilon(setting, **opts)
-            entry.epsilon_forced, entry.epsilon_forced_bracket = fr["epsilon_forced"], fr["epsilon_forced_bracket"]
-            entry.forced_method, entry.forced_attack = fr["forced_method"], fr.get("forced_attack")
+            entry.epsilon_forced, entry.epsilon_forced_bracket = fr.epsilon_forced, fr.epsilon_forced_bracket
+            entry.forced_method, entry.forced_attack = fr.forced_method, fr.forced_attack
             entry.forced_is_attack = _is_attack(fr)
         except ValueError:
             entry.epsilon_forced = None
         return entry
     for k in INTERVAL_FIELDS:
-        setattr(entry, k, r.get(k))
+        setattr(entry, k, getattr(r, k))
     entry.forced_is_attack = _is_attack(r)
     if not math.isclose(qs_a, qa_a, rel_tol=_RATE_RTOL, abs_tol=0.0):
         # make_private re-wraps the loader at the charged rate; a DPDataLoader of yours (poisson_sampling=False)
@@ -297,12 +293,10 @@ def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict
     return entry
 
 
-def _is_attack(r: dict) -> bool:
-    """Is the forced end a named attack (a valid lower bound of the true epsilon)? Read from the result:
-    its ``forced_attack`` when present, else its ``forced_method`` (:data:`_ATTACK_METHODS`)."""
-    if "forced_attack" in r:
-        return bool(r["forced_attack"])
-    return r.get("forced_method") in _ATTACK_METHODS
+def _is_attack(r) -> bool:
+    """Is the forced end a named attack (a valid lower bound of the true epsilon)? Read from the result
+    (a :class:`~paperlib.mechanisms.certified.CertifiedInterval` or ``ForcedEpsilon``): its ``forced_attack``."""
+    return bool(r.forced_attack)
 
 
 def _attack_name(entry: NeighbourVerdict) -> str:

@@ -246,8 +246,8 @@ def dpsur_row(setting: dict | None = None, *, pld_options: dict | None = None) -
                                      s["noise_multiplier"], s["n_params"], rounds=report.steps, delta=s["delta"],
                                      **(pld_options or {}))
     verdicts = {k: "stands" for k in ("removal", "addition")}  # SGM: the claim's own analysis applies
-    row["fix"] = {"name": _DPSUR_FIX, "claimed": row["claimed"], "certified": sgm["epsilon_certified"],
-                  "forced": sgm["epsilon_forced"], "verdicts": verdicts, "verdict": "stands"}
+    row["fix"] = {"name": _DPSUR_FIX, "claimed": row["claimed"], "certified": sgm.epsilon_certified,
+                  "forced": sgm.epsilon_forced, "verdicts": verdicts, "verdict": "stands"}
     return _finish(row, report, sgm)
 
 

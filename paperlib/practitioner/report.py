@@ -44,7 +44,7 @@ class Claim:
         return out
 
 
-#: the fields of a certified pair copied from :func:`~paperlib.mechanisms.certified.certified_interval`
+#: the fields of a certified pair copied from :class:`~paperlib.mechanisms.certified.CertifiedInterval`
 INTERVAL_FIELDS = ("epsilon_certified", "epsilon_certified_bracket", "certified_accounting_error", "epsilon_forced",
                    "epsilon_forced_bracket", "forced_accounting_error", "forced_method", "forced_attack",
                    "certified_method", "accuracy_met", "certified_label", "forced_label", "case", "statement")

@@ -165,12 +165,12 @@ def test_asgm_check_value_and_n_free():
 
 
 def test_asgm_small_n_prefers_the_index_revealed_certificate():
-    r = CE.certified_interval(Setting("asgm", 3, 0.7, 2.0, 20, rounds=2, delta=DELTA))
+    r = CE.certified_interval(Setting("asgm", 3, 0.7, 2.0, 20, rounds=2, delta=DELTA)).to_json()
     assert r["certified_method"] == CE.CERTIFICATES["index"]
     cands = r["certified_candidates"]
     assert cands[CE.CERTIFICATES["count"]][1] == math.inf  # q^(N+1) = 0.24 of infinite loss per round
     assert r["epsilon_certified"] == cands[CE.CERTIFICATES["index"]][1] < math.inf
-    r = CE.certified_interval(Setting("asgm", 60_000, 1 / 235, 1.1, 10**6, rounds=1, delta=DELTA))
+    r = CE.certified_interval(Setting("asgm", 60_000, 1 / 235, 1.1, 10**6, rounds=1, delta=DELTA)).to_json()
     assert r["certified_method"] == CE.CERTIFICATES["count"] and r["epsilon_certified"] < 1.14
 
 
@@ -392,7 +392,7 @@ def test_dpsur_release_never_exceeds_its_certificate(g):
 
 def test_dpsur_defaults_bracket_and_ratio():
     """DPSUR's defaults (batch 256 of MNIST's 60,000, sigma 1.23, 25,543 steps, 26,010 parameters)."""
-    r = CE.certified_interval(Setting("dpsur", 60_000, 256 / 60_000, 1.23, 26_010, rounds=25_543, delta=DELTA))
+    r = CE.certified_interval(Setting("dpsur", 60_000, 256 / 60_000, 1.23, 26_010, rounds=25_543, delta=DELTA)).to_json()
     assert r["certified_method"] == CE.CERTIFICATES["dpsur"]
     assert 0 < r["epsilon_forced"] <= r["epsilon_certified"] <= 1.5 * r["epsilon_forced"]
     assert r["epsilon_certified"] / r["epsilon_forced"] < 1.02  # measured 1.006

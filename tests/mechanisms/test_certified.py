@@ -160,7 +160,7 @@ def test_monte_carlo_two_rounds_never_below_the_certified_curve(mech, N, q, sigm
 # the interval, both neighbours, FEASGM cases
 # --------------------------------------------------------------------------------------
 def test_interval_forced_below_certified_and_exact_for_easgm():
-    r = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
+    r = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)).to_json()
     lo, hi = r["epsilon_certified_bracket"]
     assert r["epsilon_certified"] == hi and hi - lo <= 0.01 * hi and r["accuracy_met"]
     # the scale attack: all n = 1000 coordinates of all 50 rounds, both orders (not n - 1: 7.5749)
@@ -177,7 +177,7 @@ def test_interval_forced_below_certified_and_exact_for_easgm():
     cands = r["certified_candidates"]
     assert set(cands) == {CE.CERTIFICATES["chain"], CE.CERTIFICATES["index"]}
     assert r["epsilon_certified"] == min(c[1] for c in cands.values())
-    r = CE.certified_interval(Setting("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
+    r = CE.certified_interval(Setting("asgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)).to_json()
     f_lo, f_hi = r["epsilon_forced_bracket"]
     c_lo, c_hi = r["epsilon_certified_bracket"]
     assert f_lo <= f_hi and f_lo <= c_hi and c_lo <= c_hi and r["certified_method"] == CE.CERTIFICATES["count"]
@@ -186,7 +186,7 @@ def test_interval_forced_below_certified_and_exact_for_easgm():
 
 def test_training_set_neighbours_and_feasgm_floors():
     # q = 0.05 on 200 records: removal pair (199, 200) has floors 9, 10; addition (200, 201) 10, 10
-    r = CE.certified_for_training_set("feasgm", 200, 0.05, 1.0, 50, rounds=30, delta=DELTA)
+    r = CE.certified_for_training_set("feasgm", 200, 0.05, 1.0, 50, rounds=30, delta=DELTA).to_json()
     assert r["removal"]["pair"] == [199, 200] and r["removal"]["case"] == "floors differ"
     assert r["addition"]["pair"] == [200, 201] and r["addition"]["case"] == "floors agree"
     sgm = MR.sgm_claim_rounds(0.05, 1.0, rounds=30).epsilon_bounds(DELTA)
@@ -195,7 +195,7 @@ def test_training_set_neighbours_and_feasgm_floors():
     assert r["epsilon_certified"] == max(r["removal"]["epsilon_certified"], r["addition"]["epsilon_certified"])
     assert r["removal"]["epsilon_certified"] > r["addition"]["epsilon_certified"]
     # a removal pair on which FEASGM divides by zero is reported, not raised
-    r = CE.certified_for_training_set("feasgm", 20, 0.05, 1.0, 5, rounds=3, delta=DELTA)
+    r = CE.certified_for_training_set("feasgm", 20, 0.05, 1.0, 5, rounds=3, delta=DELTA).to_json()
     assert "divides by zero" in r["removal"]["error"] and r["addition"]["epsilon_certified"] > 0
 
 
@@ -205,7 +205,7 @@ def test_sgm_certified_is_its_claim():
 
 
 def test_many_rounds_and_tiny_rates():
-    r = CE.certified_interval(Setting("easgm", 1000, 0.01, 1.0, 100, rounds=10_000, delta=DELTA))
+    r = CE.certified_interval(Setting("easgm", 1000, 0.01, 1.0, 100, rounds=10_000, delta=DELTA)).to_json()
     lo, hi = r["epsilon_certified_bracket"]
     assert 0 < r["epsilon_forced"] <= lo <= hi < math.inf and r["accuracy_met"]
     lo, hi = CE.certified_guarantee(Setting("asgm", 60_000, 1e-6, 1.0, 1000, rounds=10_000)).epsilon_bounds(DELTA)
@@ -233,7 +233,7 @@ def test_cli_epsilon_guarantee_rounds_prints_certified_and_forced():
                 "--sigma", "2", "--n", "1000", "--rounds", "50", "--delta", "1e-5")
     assert r.returncode == 0, r.stderr
     j = json.loads(r.stdout)
-    ref = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA))
+    ref = CE.certified_interval(Setting("easgm", 200, 0.05, 2.0, 1000, rounds=50, delta=DELTA)).to_json()
     assert j["epsilon"] == pytest.approx(ref["epsilon_certified"], rel=1e-9)
     assert j["epsilon_bracket"] == pytest.approx(ref["epsilon_certified_bracket"], rel=1e-9)
     assert j["epsilon_forced"] == pytest.approx(ref["epsilon_forced"], rel=1e-9) and j["pair"] == [200, 201]
@@ -250,3 +250,22 @@ def test_cli_tradeoff_guarantee_rounds_prints_the_composed_curve():
     for b, (lo, hi), a in zip(j["beta"], j["beta_bracket"], (0.01, 0.1)):
         assert b == lo <= hi <= lo + 0.01 * max(hi, 0.1)
         assert cert.lower(np.array([a]))[0] <= hi and lo <= cert.upper(np.array([a]))[0]
+
+
+def test_results_are_typed_and_become_dicts_once():
+    """certified_interval, forced_epsilon and certified_for_training_set return dataclasses; each has one
+    to_json (issue 32): the same numbers as the attributes, FEASGM's case only where it applies."""
+    s = Setting("feasgm", 199, 0.05, 2.0, 100, rounds=5, delta=DELTA)
+    r = CE.certified_interval(s)
+    assert isinstance(r, CE.CertifiedInterval) and r.case is not None and r.K == 9 and r.K_prime == 10
+    d = r.to_json()
+    assert d["epsilon_certified"] == r.epsilon_certified and d["K"] == 9 and d["pair"] == [199, 200]
+    assert r.epsilon_forced <= r.epsilon_certified and d["statement"].startswith("FEASGM over 5 rounds")
+    e = CE.certified_interval(Setting("easgm", 199, 0.05, 2.0, 100, rounds=5, delta=DELTA)).to_json()
+    assert not {"case", "K", "K_prime"} & set(e)
+    f = CE.forced_epsilon(s)
+    assert isinstance(f, CE.ForcedEpsilon) and f.to_json()["epsilon_forced"] == f.epsilon_forced
+    t = CE.certified_for_training_set("feasgm", 20, 0.05, 1.0, 5, rounds=3, delta=DELTA)
+    assert isinstance(t.removal, CE.PairError) and isinstance(t.addition, CE.CertifiedInterval)
+    j = t.to_json()
+    assert j["removal"]["error"].startswith("q: floor") and j["epsilon_certified"] == t.addition.epsilon_certified

@@ -62,7 +62,7 @@ def test_family_rows_are_the_check_reports_and_the_fix(small_rows):
         for e in fix.neighbours:
             assert e.verdict in ("stands", "not covered")
     # the fix's certified epsilon is SGM's at the run's rate and steps (dp_accounting-checked elsewhere)
-    sgm = certified_for_training_set("sgm", 6_000, 0.004, 1.0, 500, rounds=30)
+    sgm = certified_for_training_set("sgm", 6_000, 0.004, 1.0, 500, rounds=30).to_json()
     assert rows[0]["fix"]["certified"] == pytest.approx(sgm["epsilon_certified"], rel=1e-9)
     by = {r["family"]: r for r in rows}
     assert by["feasgm-agree"]["verdict"] == "stands" and by["feasgm-differ"]["verdict"] == "refuted"
@@ -125,5 +125,5 @@ def test_acceptance_dpsur_defaults_bracket():
         assert 0 < lo <= hi <= 1.5 * lo
     assert r["verdict"] == "holds" and r["ratio"] <= 1.5
     assert r["fix"]["certified"] <= r["claimed"] and r["fix"]["verdict"] == "stands"
-    assert math.isclose(r["fix"]["certified"], r["fix_report"]["epsilon_certified"])
+    assert math.isclose(r["fix"]["certified"], r["fix_report"].epsilon_certified)
     assert r["sentence"].startswith(f"Publish ε = {r['claimed']:.3g}")
