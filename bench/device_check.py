@@ -942,7 +942,8 @@ def path_real_audit(ck: Check, e: dict, nb: str, impl: str, model_full: str, N: 
     t0 = time.perf_counter()
     # check_trials only passes validation here (full audit mode does not check)
     r = RA.audit_implementation(impl, model, "synthetic", N=N, q=q, sigma=SIGMA, C=C, trials=T,
-                                seed=_seed(ck.seed, 40), mode="full", check_trials=10, progress=False, cache=None)
+                                seed=_seed(ck.seed, 40), mode="full", check_trials=10, progress=False,
+                                cache=None).to_json()
     wall = time.perf_counter() - t0
     steps = int(r["implementation_steps"])
     impl_s = float(r["seconds_per_step"] or 0.0) * steps

@@ -174,12 +174,12 @@ for name, (used, root, source) in SOURCES.items():
 OPT, NORM = "optimal", "normality[chi2,weighted]"
 done = [row for row in rows if row["result"]]
 # the three panels ran on different points: their hashes differ (never one stand-in for all)
-PANEL_SHA = {name: {row["result"]["points_sha256"] for row in done if row["panel"] == name} for name in DATASETS}
+PANEL_SHA = {name: {row["result"].points_sha256 for row in done if row["panel"] == name} for name in DATASETS}
 assert all(len(v) == 1 for v in PANEL_SHA.values() if v), PANEL_SHA
 assert len({next(iter(v)) for v in PANEL_SHA.values() if v}) == sum(1 for v in PANEL_SHA.values() if v), \
     "two panels audited the same points"
 show_table([{"panel": DATASETS[name], "data": src, "points": next(
-                (row["result"]["inputs"]["data_detail"] for row in done if row["panel"] == name), "-")}
+                (row["result"].inputs["data_detail"] for row in done if row["panel"] == name), "-")}
             for name, (_, _, src) in SOURCES.items()],
            {"panel": "panel", "data": "data", "points": "the points audited"},
            name="06_points", caption="The points each panel of the paper's Figure 4 audits (indices in their split).")
@@ -204,9 +204,9 @@ for row in rows:
         continue
     table.append({"panel": DATASETS[row["panel"]], "method": f"{row['method']} [{row['model']}]", "q": row["q"],
                   # the column is narrow: DPSUR's rule, "size of a separate Poisson draw (|B'|)", shortened
-                  "normaliser": r["normaliser_found"].replace("size of a separate Poisson draw", "separate draw"),
-                  "eps": f"{r['eps_lower'][OPT]:.2f} / {r['eps_lower'][NORM]:.2f}", "claim": r["eps_claimed"],
-                  "real": f"{r['inputs']['real_rounds']:,} / {r['inputs']['rounds']:,}"})
+                  "normaliser": r.normaliser_found.replace("size of a separate Poisson draw", "separate draw"),
+                  "eps": f"{r.eps_lower[OPT]:.2f} / {r.eps_lower[NORM]:.2f}", "claim": r.eps_claimed,
+                  "real": f"{r.inputs['real_rounds']:,} / {r.inputs['rounds']:,}"})
 # seven columns fit the book's width; the disagreeing steps (a refused substitution has none) are counted below
 show_table(table, {"panel": "panel", "method": "method [model]", "q": "q", "normaliser": "normaliser found",
                    "eps": "ε_L optimal / normality", "claim": "ε SGM claim", "real": "real steps / rounds"},
@@ -216,7 +216,7 @@ show_table(table, {"panel": "panel", "method": "method [model]", "q": "q", "norm
            "implementation steps.",
            formats={"claim": ".3g", "q": "g"})  # significant digits: a claim of 0.000925 is not "0.001"
 glue("nb06_tab_audits", number_of("06_fig4_audits"), display=False)
-DISAGREE = sum(row["result"]["real_steps_disagreeing"] for row in rows if row["result"])
+DISAGREE = sum(row["result"].real_steps_disagreeing for row in rows if row["result"])
 display(Markdown(f"Real steps whose divisor or update differs from the documented mechanism's for the same batch: "
                  f"**{DISAGREE}** in the {sum(1 for row in rows if row['result'])} audits "
                  + ("(a single one would have stopped the audit: the other rounds are drawn from the mechanism "
@@ -249,11 +249,11 @@ for ax, name in zip(axes, DATASETS):
     pts = [row for row in rows if row["panel"] == name]
     x = np.arange(len(pts))
     for lab, (text, k) in STYLE.items():
-        vals = [row["result"]["eps_lower"][lab] if row["result"] else np.nan for row in pts]
+        vals = [row["result"].eps_lower[lab] if row["result"] else np.nan for row in pts]
         pos += [v for v in vals if np.isfinite(v) and v > 0]
         col, mk = plotting.series_style(k)
         plotting.plot_log_series(ax, x + (k - 0.5) * 0.3, vals, color=col, marker=mk, markersize=6.5, label=text)
-    claims = [row["result"]["eps_claimed"] if row["result"] else np.nan for row in pts]
+    claims = [row["result"].eps_claimed if row["result"] else np.nan for row in pts]
     pos += [v for v in claims if np.isfinite(v) and v > 0]
     ax.hlines(claims, x - 0.42, x + 0.42, colors=plotting.COLORS["sgm_claim"], linewidth=2, label="SGM claim")
     ax.axhline(CEILING, color="#999999", ls=":", label=rf"largest certifiable $\varepsilon_L$ ({TRIALS:,} trials)")
@@ -308,11 +308,11 @@ glue("nb06_tick_names", "; ".join([t for m, t in _TICK_TEXT.items() if m in _sho
 # ```
 
 # %%
-n_above = sum(1 for row in done if row["result"]["eps_lower"][OPT] > row["result"]["eps_claimed"])
+n_above = sum(1 for row in done if row["result"].eps_lower[OPT] > row["result"].eps_claimed)
 est, _ = estimate.seconds(row["result"] for row in done)  # the one full-mode estimate (paperlib.artifact.estimate)
 srcs = sorted({src for _, _, src in SOURCES.values()})
-real = sorted({row["result"]["inputs"]["real_rounds"] for row in done})
-gaps = {(row["panel"], row["q"]): row["result"]["eps_lower"][OPT] - row["result"]["eps_claimed"]
+real = sorted({row["result"].inputs["real_rounds"] for row in done})
+gaps = {(row["panel"], row["q"]): row["result"].eps_lower[OPT] - row["result"].eps_claimed
         for row in done if row["impl"] == "dpsur"}
 asgm_up = sum(1 for name in DATASETS if (name, 0.8) in gaps and (name, 0.7) in gaps
               and gaps[(name, 0.8)] > gaps[(name, 0.7)])
@@ -324,7 +324,7 @@ glue("nb06_ceiling", f"{CEILING:.2f}", display=False)
 glue("nb06_full_hours", f"{est / 3600:.1f}", display=False)
 glue("nb06_asgm_up", f"{asgm_up}", display=False)
 glue("nb06_n_panels", f"{len(DATASETS)}", display=False)
-glue("nb06_dpsur_code", next((row["result"]["inputs"]["code"] for row in done if row["impl"] == "dpsur"),
+glue("nb06_dpsur_code", next((row["result"].inputs["code"] for row in done if row["impl"] == "dpsur"),
                              "not run"), display=False)
 _saved = save_result(
     "06_fig4_real_audit",
@@ -380,7 +380,7 @@ def _spread_audit(s):
         SPREAD_METHOD[1], MODEL_OF[SPREAD_PANEL], used, N=N, q=SPREAD_METHOD[2], sigma=SIGMA, C=C, trials=TRIALS,
         seed=s, mode=AUDIT_MODE, check_trials=CHECK_TRIALS, delta=DELTA, progress=False, data_root=root,
         cache=pv.ResultCache(MODE), points="bundled" if source == DS.SOURCE_BUNDLED else "folder")
-    return SPREAD_RUNS[s]["eps_lower"]
+    return SPREAD_RUNS[s].eps_lower
 
 
 try:
@@ -391,8 +391,8 @@ glue("nb06_spread_seeds", ", ".join(str(s) for s in SPREAD_SEEDS), display=False
 glue("nb06_spread_point", f"{SPREAD_METHOD[0]} ({SPREAD_METHOD[1]}) at q = {SPREAD_METHOD[2]:g} on "
      f"{DATASETS[SPREAD_PANEL]}", display=False)
 if spread is not None:
-    _c = SPREAD_RUNS[SEED]["eps_claimed"]
-    _real = [f"{SPREAD_RUNS[s]['inputs']['real_rounds']:,} / {SPREAD_RUNS[s]['inputs']['rounds']:,}"
+    _c = SPREAD_RUNS[SEED].eps_claimed
+    _real = [f"{SPREAD_RUNS[s].inputs['real_rounds']:,} / {SPREAD_RUNS[s].inputs['rounds']:,}"
              for s in spread["seeds"]]
     _rows = A.spread_rows(spread, [OPT, NORM], _c, extra=_real)
     show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim", "real steps / rounds"],
@@ -405,9 +405,9 @@ if spread is not None:
     save_result("06_seed_spread", {"mode": MODE, "seed": SEED, "seeds": SPREAD_SEEDS, "panel": SPREAD_PANEL,
                                    "method": list(SPREAD_METHOD), "trials": TRIALS, "check_trials": CHECK_TRIALS,
                                    "N": N, "sigma": SIGMA, "C": C, "delta": DELTA},
-                {**spread, "claim": _c, "real_rounds": {str(s): SPREAD_RUNS[s]["inputs"]["real_rounds"]
+                {**spread, "claim": _c, "real_rounds": {str(s): SPREAD_RUNS[s].inputs["real_rounds"]
                                                         for s in spread["seeds"]}}, mode=MODE, seed=SEED,
-                wall_time=sum(float(SPREAD_RUNS[s].get("seconds") or 0.0) for s in spread["seeds"]))
+                wall_time=sum(float(SPREAD_RUNS[s].seconds or 0.0) for s in spread["seeds"]))
     glue("nb06_spread_text",
          f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L ranges from "
          f"{spread['min'][OPT]:.2f} to {spread['max'][OPT]:.2f} (a spread of {spread['range'][OPT]:.2f}) and the "

@@ -109,9 +109,9 @@ for impl in IMPLEMENTATIONS:
         rows.append({"code": impl, "data": "-", "normaliser": "-", "opt": None, "norm": None, "claim": None,
                      "real": ERRORS.get(impl, "not run")})
         continue
-    inp = r["inputs"]
-    rows.append({"code": f"Opacus {r['version']}", "data": inp["data"], "normaliser": r["normaliser_found"],
-                 "opt": r["eps_lower"][OPT], "norm": r["eps_lower"][NORM], "claim": r["eps_claimed"],
+    inp = r.inputs
+    rows.append({"code": f"Opacus {r.version}", "data": inp["data"], "normaliser": r.normaliser_found,
+                 "opt": r.eps_lower[OPT], "norm": r.eps_lower[NORM], "claim": r.eps_claimed,
                  "real": f"{inp['real_rounds']:,} of {inp['rounds']:,}"})
 show_table(rows, {"code": "code", "data": "data", "normaliser": "normaliser found", "opt": "ε_L optimal",
                   "norm": "ε_L normality", "claim": "ε SGM claim", "real": "real Opacus steps / rounds"},
@@ -125,25 +125,25 @@ def _g(key, value, missing="not computed (the release could not run here)"):
     glue(f"nb07_{key}", missing if value is None else value, display=False)
 
 
-inp = R["inputs"] if R else {}
-_g("version", R and R["version"])
+inp = R.inputs if R else {}
+_g("version", R and R.version)
 _g("data_detail", inp.get("data_detail"))
 _g("data", inp.get("data"))
-_g("eps_opt", R and f"{R['eps_lower'][OPT]:.2f}")
-_g("eps_norm", R and f"{R['eps_lower'][NORM]:.2f}")
-_g("claim", (R or R_NEW) and f"{(R or R_NEW)['eps_claimed']:.3f}")
+_g("eps_opt", R and f"{R.eps_lower[OPT]:.2f}")
+_g("eps_norm", R and f"{R.eps_lower[NORM]:.2f}")
+_g("claim", (R or R_NEW) and f"{(R or R_NEW).eps_claimed:.3f}")
 _g("ceiling", f"{CEILING:.2f}")
 _g("real_rounds", R and f"{inp['real_rounds']:,}")
 _g("rounds", R and f"{inp['rounds']:,}")
 _g("real_share", R and f"{100 * inp['real_rounds'] / inp['rounds']:.1f} %")
-_g("sec_per_step", R and R.get("seconds_per_step") and f"{R['seconds_per_step']:.2f}")
+_g("sec_per_step", R and R.seconds_per_step and f"{R.seconds_per_step:.2f}")
 _g("full_min", (R or R_NEW) and f"{estimate.seconds([R, R_NEW])[0] / 60:.0f}")  # both releases, every round real
-_g("normaliser", R and R["normaliser_found"])
-_g("check_p", R and R.get("check") and f"{R['check']['min_p']:.3f}", missing="no check (full mode)")
-_g("new_version", R_NEW and R_NEW["version"])
-_g("new_eps_opt", R_NEW and f"{R_NEW['eps_lower'][OPT]:.2f}")
-_g("new_eps_norm", R_NEW and f"{R_NEW['eps_lower'][NORM]:.2f}")
-_g("new_real", R_NEW and f"{R_NEW['inputs']['real_rounds']:,}")
+_g("normaliser", R and R.normaliser_found)
+_g("check_p", R and R.check and f"{R.check['min_p']:.3f}", missing="no check (full mode)")
+_g("new_version", R_NEW and R_NEW.version)
+_g("new_eps_opt", R_NEW and f"{R_NEW.eps_lower[OPT]:.2f}")
+_g("new_eps_norm", R_NEW and f"{R_NEW.eps_lower[NORM]:.2f}")
+_g("new_real", R_NEW and f"{R_NEW.inputs['real_rounds']:,}")
 # the end of the caption's last sentence: a clause only when Opacus 1.0.2 failed ("error, if any: none" read oddly)
 _g("old_error_end", None if ERRORS.get("opacus-1.0.2") is None else f"; Opacus 1.0.2 failed: {ERRORS['opacus-1.0.2']}.",
    missing=".")
@@ -177,11 +177,11 @@ for k, (impl, hatch) in enumerate([("opacus-1.0.2", None), ("opacus-installed", 
     r = RESULTS.get(impl)
     if r is None:
         continue
-    vals = [r["eps_lower"][OPT], r["eps_lower"][NORM]]
-    real = r["inputs"]["real_rounds"]
+    vals = [r.eps_lower[OPT], r.eps_lower[NORM]]
+    real = r.inputs["real_rounds"]
     ax.bar(x + (k - 0.5) * 0.38, vals, width=0.36, color=col, hatch=hatch, edgecolor="k", linewidth=0.5,
-           label=f"Opacus {r['version']} ({real:,} of {r['inputs']['rounds']:,} rounds real steps)")
-claim = (R or R_NEW or {}).get("eps_claimed")
+           label=f"Opacus {r.version} ({real:,} of {r.inputs['rounds']:,} rounds real steps)")
+claim = (R or R_NEW).eps_claimed if (R or R_NEW) else None
 if claim is not None:
     ax.axhline(claim, color=plotting.COLORS["sgm_claim"], lw=2, label=f"SGM claim ε = {claim:.3g}")
 ax.axhline(CEILING, color="#999999", ls=":", label=rf"largest certifiable $\varepsilon_L$ ({TRIALS:,} trials)")
@@ -199,7 +199,7 @@ _saved = save_result(
     {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "q": Q, "sigma": SIGMA,
      "C": C, "model": MODEL},
     # the graded result is the paper's release; where it cannot run here (offline, not cached) the
-    # installed release stands in, and its r["inputs"] say so (the grade then reads "partly reproduced")
+    # installed release stands in, and its r.inputs say so (the grade then reads "partly reproduced")
     {"result": R or R_NEW, "installed": R_NEW, "paper_release_error": ERRORS.get("opacus-1.0.2"),
      "error": ERRORS.get("opacus-installed") if R is None else None, "dataset": DATASET, "source": SOURCE},
     mode=MODE, seed=SEED, wall_time=time.perf_counter() - T_START)
@@ -254,7 +254,7 @@ def _spread_audit(s):
             SPREAD_IMPL, MODEL, ds, N=N, q=Q, sigma=SIGMA, C=C, trials=TRIALS, seed=s, mode=AUDIT_MODE,
             check_trials=SPREAD_CHECK, delta=DELTA, progress=False, data_root=root,
             points="bundled" if src == DS.SOURCE_BUNDLED else "folder", cache=pv.ResultCache(MODE))
-    return SPREAD_RUNS[s]["eps_lower"]
+    return SPREAD_RUNS[s].eps_lower
 
 
 spread = None
@@ -264,22 +264,22 @@ if SPREAD_IMPL in RESULTS and not (MODE == "smoke"):
     except (RuntimeError, ValueError) as exc:
         SPREAD_ERR = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 if spread is not None:
-    _c = SPREAD_RUNS[SEED]["eps_claimed"]
-    _real = [f"{SPREAD_RUNS[s]['inputs']['real_rounds']:,} of {SPREAD_RUNS[s]['inputs']['rounds']:,}"
+    _c = SPREAD_RUNS[SEED].eps_claimed
+    _real = [f"{SPREAD_RUNS[s].inputs['real_rounds']:,} of {SPREAD_RUNS[s].inputs['rounds']:,}"
              for s in spread["seeds"]]
     _rows = A.spread_rows(spread, [OPT, NORM], _c, extra=_real)
     show_table(_rows, ["seed", "ε_L optimal", "ε_L normality", "ε SGM claim", "real Opacus steps / rounds"],
                name="07_seed_spread",
-               caption=f"The point of the paper's Figure 6 (Opacus {SPREAD_RUNS[SEED]['version']}, q = {Q:g}, |D| = {N}) audited at "
+               caption=f"The point of the paper's Figure 6 (Opacus {SPREAD_RUNS[SEED].version}, q = {Q:g}, |D| = {N}) audited at "
                        f"three seeds, {TRIALS:,} counted trials each: ε_L at δ = 1e-5 with both distinguishers, "
                        "against the SGM claim, and how many rounds were real Opacus steps.",
                formats={"ε_L optimal": ".2f", "ε_L normality": ".2f", "ε SGM claim": ".3f"})
     save_result("07_seed_spread", {"mode": MODE, "seed": SEED, "seeds": SPREAD_SEEDS, "implementation": SPREAD_IMPL,
                                    "trials": TRIALS, "check_trials": SPREAD_CHECK, "N": N, "q": Q, "sigma": SIGMA,
                                    "C": C, "model": MODEL},
-                {**spread, "claim": _c, "real_rounds": {str(s): SPREAD_RUNS[s]["inputs"]["real_rounds"]
+                {**spread, "claim": _c, "real_rounds": {str(s): SPREAD_RUNS[s].inputs["real_rounds"]
                                                         for s in spread["seeds"]}}, mode=MODE, seed=SEED,
-                wall_time=sum(float(SPREAD_RUNS[s].get("seconds") or 0.0) for s in spread["seeds"]))
+                wall_time=sum(float(SPREAD_RUNS[s].seconds or 0.0) for s in spread["seeds"]))
     glue("nb07_spread_text",
          f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L values "
          f"{prose.against_ceiling(spread['eps'][OPT], CEILING, unit='seeds')} and the paper's normality "
@@ -292,7 +292,7 @@ else:
                           else "not computed (the release could not run here)")
     glue("nb07_spread_text", f"The spread is {_why}.", display=False)
     glue("nb07_spread_real", "not computed in this mode", display=False)
-glue("nb07_spread_code", f"Opacus {RESULTS[SPREAD_IMPL]['version']}" if SPREAD_IMPL in RESULTS else "no release",
+glue("nb07_spread_code", f"Opacus {RESULTS[SPREAD_IMPL].version}" if SPREAD_IMPL in RESULTS else "no release",
      display=False)
 glue("nb07_spread_seeds", ", ".join(str(s) for s in SPREAD_SEEDS), display=False)
 

@@ -257,31 +257,31 @@ for key, R in AUDITS.items():
     if not R:
         continue
     for lab in (OPT, NORM):
-        r = R["results"][lab]
+        r = R.results[lab]
         lo, _, hi = eps_interval({**r, "delta": DELTA})
         ROWS[(key, lab)] = {"fpr": r["fpr"], "fnr": r["fnr"], "fpr_ci": r["fpr_ci"], "fnr_ci": r["fnr_ci"],
                             "eps_lower": r["eps_lower"], "eps_upper_cp": hi, "violation": r["eps_lower"] > EPS_CLAIM}
         # the stored eps_L is Eq. 3 at the stored upper limits (the audit's own arithmetic, checked again)
         assert abs(float(eps_lower(r["fpr_ci"][1], r["fnr_ci"][1], DELTA)) - lo) <= 1e-9 * max(1.0, lo)
-    print(f"{key}: Opacus {R['version']}, mechanism audited {R['mechanism'].upper()}, normaliser found "
-          f"{R['normaliser_found']}, path {R['path']}" + (" (cached)" if R.get("cached") else "")
+    print(f"{key}: Opacus {R.version}, mechanism audited {R.mechanism.upper()}, normaliser found "
+          f"{R.normaliser_found}, path {R.path}" + (" (cached)" if R.cached else "")
           + f", {SECONDS[key]:.0f} s")
-    if R.get("check"):
-        print(f"   check: {R['check']['tests']} KS tests, smallest p = {R['check']['min_p']:.3f}, so the check "
-              f"{'passed' if R['check']['passed'] else 'FAILED'}")
-DETAIL = next((R["inputs"]["data_detail"] for R in AUDITS.values() if R and R.get("inputs")), None)
+    if R.check:
+        print(f"   check: {R.check['tests']} KS tests, smallest p = {R.check['min_p']:.3f}, so the check "
+              f"{'passed' if R.check['passed'] else 'FAILED'}")
+DETAIL = next((R.inputs["data_detail"] for R in AUDITS.values() if R and R.inputs), None)
 for key, R in AUDITS.items():  # the KS check of the real steps against the documented mechanism
-    ck = (R or {}).get("check")
+    ck = R.check if R else None
     glue(f"nb11_check_{key}", f"{ck['min_p']:.3f} ({'passed' if ck['passed'] else 'failed'})" if ck
          else "no check (every round a real step)", display=False)
 glue("nb11_data_detail", DETAIL or "not computed (no audit ran)", display=False)
 for key in ("release", "fixed"):  # how many rounds were real Opacus steps (the rest: the checked mechanism)
-    _inp = (AUDITS.get(key) or {}).get("inputs") or {}
+    _inp = (AUDITS[key].inputs if AUDITS.get(key) else None) or {}
     glue(f"nb11_real_{key}", f"{_inp['real_rounds']:,} of {_inp['rounds']:,}" if _inp.get("rounds")
          else "none (not audited)", display=False)
 label = {"release": "Opacus 1.6.0", "fixed": "Opacus 1.6.0 + fix", OPT: "optimal", NORM: "normality"}
 short = {"release": "as shipped", "fixed": "with the fix"}
-nu = {k: {ds: (R["normaliser"][ds] or {}).get("nu_hat_mean") for ds in ("D", "D'")} for k, R in AUDITS.items() if R}
+nu = {k: {ds: (R.normaliser[ds] or {}).get("nu_hat_mean") for ds in ("D", "D'")} for k, R in AUDITS.items() if R}
 display(pf.markdown_table(
     ["step", "distinguisher", "divisor measured on D / D'", "FPR (95% CI)", "FNR (95% CI)", "ε_L", "ε_L > claim"],
     [[label[k], label[lab], " / ".join(f"{v:.3f}" for v in nu[k].values()),

@@ -585,6 +585,7 @@ def run_audit_implementation(args) -> dict:
             "mode", "path", "normaliser_found", "real_steps_disagreeing", "step_check", "claim", "fpr", "fnr",
             "fpr_ci", "fnr_ci", "eps_lower", "eps_claimed", "violation", "trials", "calibration_trials", "seconds",
             "seconds_per_step", "seconds_per_call", "step_device", "full_mode_estimate_s")
+    r = r.to_json()  # the audit's one dict form; the command prints these of its fields
     out = {"command": "audit-implementation"}
     out.update({k: r.get(k) for k in keys})
     if args.batch_size is not None:

@@ -547,8 +547,12 @@ class _RecordingCache:
         return result_key(params)
 
     def load(self, name, params):
-        self.params.append(params)
-        return {"hit": True}
+        from dataclasses import fields
+
+        from paperlib.implementations.real_audit import ImplementationAudit
+
+        self.params.append(params)  # a stored audit: every field, its implementation marked
+        return {f.name: ("hit" if f.name == "implementation" else None) for f in fields(ImplementationAudit)}
 
     def save(self, *a, **k):  # pragma: no cover - never reached: every lookup hits
         raise AssertionError("save called")
@@ -565,7 +569,8 @@ def test_data_cache_key_holds_the_resolved_folder_and_the_points(tmp_path, offli
     kw = dict(N=4, q=0.5, sigma=1.0, C=1.0, trials=100, seed=0, cache=cache, progress=False)
     for folder in (a, b, a):
         monkeypatch.setenv("PAPERLIB_DATA", str(folder))  # data_root=None: $PAPERLIB_DATA, resolved
-        assert audit_implementation("dpsur", "cnn-mnist", "mnist", **kw) == {"hit": True, "cached": True}
+        hit = audit_implementation("dpsur", "cnn-mnist", "mnist", **kw)
+        assert (hit.implementation, hit.cached) == ("hit", True)
     pa, pb, pa2 = cache.params
     assert pa["data_root"] == str(a.resolve()) and pb["data_root"] == str(b.resolve())
     assert pa["points_sha256"] != pb["points_sha256"] and pa == pa2

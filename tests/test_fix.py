@@ -235,8 +235,8 @@ def test_audit_of_the_fix_keeps_the_claim_and_the_release_breaks_it():
 
     kw = dict(N=3, q=0.5, sigma=10.0, C=0.1, trials=2000, seed=0, mode="quick", check_trials=10, progress=False,
               distinguishers=("optimal",))
-    bad = audit_implementation("opacus-installed", "tiny", "synthetic", **kw)
-    good = audit_implementation("opacus-installed+fix", "tiny", "synthetic", batch_size=2, **kw)
+    bad = audit_implementation("opacus-installed", "tiny", "synthetic", **kw).to_json()
+    good = audit_implementation("opacus-installed+fix", "tiny", "synthetic", batch_size=2, **kw).to_json()
     assert bad["mechanism"] == "feasgm" and good["mechanism"] == "sgm"
     assert good["eps_claimed"] == bad["eps_claimed"]
     assert bad["violation"]["optimal"] and bad["eps_lower"]["optimal"] > 2 * bad["eps_claimed"]

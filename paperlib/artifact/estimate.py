@@ -49,8 +49,8 @@ FULL_TRIALS = 10_000
 
 
 def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS, workers: int = 1) -> tuple[float, int]:
-    """``(seconds, missing)``: the full-mode time of *audits* (result dicts of
-    ``audit_implementation``; ``None`` entries, audits that did not run, are skipped) on ``workers``
+    """``(seconds, missing)``: the full-mode time of *audits* (``audit_implementation``'s results, or their
+    dicts read back from a result file; ``None`` entries, audits that did not run, are skipped) on ``workers``
     CPU worker processes, and how many ran without a measured cost.
 
     Each audit's ``full_mode_estimate_s`` (its measured cost per step and per call, at the
@@ -64,6 +64,8 @@ def seconds(audits: Iterable[Any], *, full_trials: int = FULL_TRIALS, workers: i
 
     work, cost, missing, seen = [], {}, 0, set()
     for r in audits:
+        if callable(getattr(r, "to_json", None)):  # an ImplementationAudit: its dict form, as a result file holds it
+            r = r.to_json()
         if not isinstance(r, dict):
             continue
         key = json.dumps(r, sort_keys=True, default=str)  # 07 stores the installed release twice when it stands in

@@ -91,6 +91,8 @@ def _to_jsonable(obj: Any) -> Any:
         return [_to_jsonable(v) for v in obj]
     if isinstance(obj, Path):
         return str(obj)
+    if callable(getattr(obj, "to_json", None)):  # a typed result: its one dict form
+        return _to_jsonable(obj.to_json())
     # numpy without importing it unless present
     np = sys.modules.get("numpy")
     if np is not None:

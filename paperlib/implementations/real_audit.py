@@ -55,7 +55,9 @@ import hashlib
 import math
 import sys
 import time
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -91,6 +93,7 @@ __all__ = [
     "chunk_steps",
     "check_outputs",
     "audit_implementation",
+    "ImplementationAudit",
     "points_sha256",
     "audit_inputs",
 ]
@@ -634,7 +637,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                          check_trials: int | None = None, progress: bool = True, reference_trials: int = 20_000,
                          check_level: float = CHECK_LEVEL, cache=None, data_root=None, points="folder",
                          batch_size: int | None = None, workers: int | None = None,
-                         scheduler: str | None = None) -> dict:
+                         scheduler: str | None = None) -> "ImplementationAudit":
     """Audit one step of a real DP-SGD implementation on ``N + 1`` random points (see the module docstring).
 
     ``implementation``: one of :data:`runners.IMPLEMENTATIONS`; ``model``: one of :data:`MODELS` (built at
@@ -652,11 +655,9 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
     ``scheduler``: where the steps run (:func:`paperlib.implementations.parallel.run_chunks`; bitwise the same
     result for any, so not in the cache key); ``progress``: a tqdm bar on stderr.
 
-    Returns a JSON-ready dict (:func:`_audit_record`): ``implementation``, ``version``, ``mechanism``,
-    ``normaliser``/``normaliser_found``, ``step_check``, ``path``, ``check``, per-distinguisher
-    ``fpr``/``fnr``/CIs/``eps_lower``/``violation``, ``eps_claimed``, ``results``, costs
-    (``seconds_per_step``, ``seconds_per_call``, ``full_mode_estimate_s``) and ``inputs``
-    (:func:`audit_inputs`). Raises ValueError for bad input, ``DatasetUnavailable`` when the data cannot be
+    Returns an :class:`ImplementationAudit` (its fields: what ran, the normaliser found, each real step's
+    check, per-distinguisher ``fpr``/``fnr``/CIs/``eps_lower``/``violation``, ``eps_claimed``, costs and
+    ``inputs``); :meth:`ImplementationAudit.to_json` is its one dict form. Raises ValueError for bad input, ``DatasetUnavailable`` when the data cannot be
     had, :class:`ImplementationMismatch` when the quick check fails.
     """
     s = _audit_setting(implementation, model, dataset, N=N, q=q, sigma=sigma, C=C, trials=trials, seed=seed,
@@ -669,7 +670,7 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         name = "real_audit_" + cache.key(params)
         hit = cache.load(name, params)
         if isinstance(hit, dict):
-            return dict(hit, cached=True)
+            return ImplementationAudit.from_json(dict(hit, cached=True))
     from paperlib.implementations import runners
 
     grads = np.asarray(runners.per_example_gradients(model, X, y, seed=s["seed"]), dtype=np.float64)  # theta_0
@@ -685,12 +686,12 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
                         delta=s["delta"], seed=s["seed"], data=f"{dataset} ({model} gradients at theta_0)", source=path)
     wall = time.perf_counter() - t0
     data = _audit_record(s, steps, res, check=check, path=path, wall=wall)
-    data["points_sha256"] = params["points_sha256"]
-    data["inputs"] = audit_inputs(implementation, dataset, version=steps.info.get("version"), bundle=bundle,
-                                  drawn=drawn, real_rounds=steps.count, rounds=2 * s["trials"])
+    audit = ImplementationAudit(**data, points_sha256=params["points_sha256"], inputs=audit_inputs(
+        implementation, dataset, version=steps.info.get("version"), bundle=bundle, drawn=drawn,
+        real_rounds=steps.count, rounds=2 * s["trials"]))
     if cache is not None:
-        cache.save(name, params, data, seed=s["seed"], wall_time=wall)
-    return data
+        cache.save(name, params, audit.to_json(), seed=s["seed"], wall_time=wall)
+    return audit
 
 
 def _audit_setting(implementation, model, dataset, *, N, q, sigma, C, trials, seed, mode, distinguishers, delta,
@@ -932,8 +933,84 @@ def _quick_outputs(s: dict, steps: _RealSteps, *, reference_trials: int, check_l
     return outputs, check
 
 
+@dataclass
+class ImplementationAudit:
+    """One audit of a real implementation's step (:func:`audit_implementation`), field by field.
+
+    What ran: ``implementation``, ``version`` (the Opacus release, DPSUR's commit or ``"paperlib"``), ``model``,
+    ``dataset``, ``model_info`` (size, architecture, source), ``N`` (``|D|``), ``n`` (parameters), ``q``,
+    ``sigma``, ``C``, ``delta``, ``seed``, ``mode`` (``"quick"``/``"full"``), ``mechanism`` (documented),
+    ``normaliser_rule``, ``implementation_notes``, ``step_device``, ``path`` (``"implementation"`` or
+    ``"implementation-checked + mechanism"``), ``inputs`` (:func:`audit_inputs`: data, code, real rounds),
+    ``points_sha256``. The normaliser: ``normaliser`` (detected per data set), ``normaliser_found`` (one
+    line), ``step_check`` (each real step against its mechanism), ``real_steps_disagreeing``, ``check``
+    (quick mode's two-sample check, None in full mode). The audit: ``claim`` (what is audited against),
+    ``trials``, ``calibration_trials``, ``implementation_steps``, per distinguisher ``fpr``, ``fnr``,
+    ``fpr_ci``, ``fnr_ci``, ``eps_lower``, ``violation`` (``eps_lower > eps_claimed``) and ``results``
+    (the game's whole result), ``eps_claimed``. Costs: ``seconds``, ``seconds_per_step``, ``seconds_per_call``,
+    ``full_mode_estimate_s``; ``cached`` (read from the result cache). The fix only (``batch_size`` given):
+    ``batch_size`` and ``divisor_measured``.
+    """
+
+    implementation: str
+    version: Any
+    model: str
+    dataset: str
+    model_info: dict
+    N: int
+    n: int
+    q: float
+    sigma: float
+    C: float
+    delta: float
+    seed: int
+    mode: str
+    mechanism: Any
+    normaliser_rule: Any
+    implementation_notes: Any
+    step_device: Any
+    normaliser: dict
+    normaliser_found: str
+    step_check: dict
+    real_steps_disagreeing: int
+    claim: str
+    path: str
+    check: dict | None
+    trials: int
+    calibration_trials: int
+    implementation_steps: int
+    fpr: dict
+    fnr: dict
+    fpr_ci: dict
+    fnr_ci: dict
+    eps_lower: dict
+    violation: dict
+    eps_claimed: float | None
+    results: dict
+    seconds: float
+    seconds_per_step: float | None
+    seconds_per_call: float | None
+    full_mode_estimate_s: float | None
+    cached: bool = False
+    batch_size: int | None = None
+    divisor_measured: dict | None = None
+    points_sha256: str | None = None
+    inputs: dict | None = None
+
+    def to_json(self) -> dict:
+        """The audit as a dict of JSON values (the result file's and the command line's form); the fix's
+        ``batch_size`` and ``divisor_measured`` only where a batch size was given."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not (f.name in ("batch_size", "divisor_measured") and self.batch_size is None)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ImplementationAudit":
+        """The audit from its :meth:`to_json` form (a result file read back)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
 def _audit_record(s: dict, steps: _RealSteps, res: dict, *, check, path: str, wall: float) -> dict:
-    """The audit's JSON-ready result (:func:`audit_implementation`'s Returns)."""
+    """The audit's fields (:class:`ImplementationAudit`), before ``points_sha256`` and ``inputs`` join them."""
     from paperlib.implementations.models import model_info
 
     trials, mechanism, normaliser, steps_check = s["trials"], s["mechanism"], steps.normaliser, steps.steps_check

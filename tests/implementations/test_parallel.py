@@ -53,7 +53,7 @@ def local_cluster():
 
 
 def _audit(impl, **kw):
-    return RA.audit_implementation(impl, "tiny", "synthetic", **{**AUDIT, **kw})
+    return RA.audit_implementation(impl, "tiny", "synthetic", **{**AUDIT, **kw}).to_json()
 
 
 def _cached_release(impl):

@@ -4,6 +4,7 @@ except in the last, optional end-to-end test)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -132,7 +133,8 @@ def test_cli_prints_the_audit_as_json(monkeypatch, capsys):
     fake = {"implementation": "dpsur", "mechanism": "asgm", "path": "implementation-checked + mechanism",
             "normaliser_found": "|B|", "eps_lower": {"optimal": 1.0}, "eps_claimed": 0.5,
             "check": {"passed": True, "min_p": 0.3, "threshold": 1e-4, "tests": 12, "trials": {"D": 50}}}
-    monkeypatch.setattr(RA, "audit_implementation", lambda *a, **k: fake)
+    monkeypatch.setattr(RA, "audit_implementation", lambda *a, **k: RA.ImplementationAudit.from_json(
+        {f.name: None for f in dataclasses.fields(RA.ImplementationAudit)} | fake))
     code, out, err = _cli(BASE, capsys)
     assert code == 0
     d = json.loads(out)

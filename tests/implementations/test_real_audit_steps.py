@@ -141,7 +141,7 @@ def test_small_real_audit_has_no_disagreeing_steps():
     """A small quick audit of DPSUR's code: DPSUR's rule substituted, every real step agrees, and the
     normaliser found is the separate draw (with steps whose divisor is not |B|)."""
     r = RA.audit_implementation("dpsur", MODEL, "synthetic", N=3, q=0.5, sigma=10, C=0.1, trials=200, seed=3,
-                                progress=False)
+                                progress=False).to_json()
     assert r["mechanism"] == "dpsur" and r["path"] == "implementation-checked + mechanism"
     assert r["real_steps_disagreeing"] == 0
     assert r["normaliser_found"] == RA.SEPARATE_DRAW

@@ -37,7 +37,7 @@ def test_bundled_points_offline_clone(tmp_path, monkeypatch):
     name, root, source = D.resolve_dataset("mnist", KW["N"] + 1, 0, mode="quick")
     assert (name, root, source) == ("mnist", None, D.SOURCE_BUNDLED)
     store = _Store()
-    r = RA.audit_implementation("dpsur", "cnn-mnist", "mnist", points="bundled", cache=store, **KW)
+    r = RA.audit_implementation("dpsur", "cnn-mnist", "mnist", points="bundled", cache=store, **KW).to_json()
     inp = r["inputs"]
     assert set(inp) == KEYS
     assert inp["data"] == "bundled real points"
@@ -51,7 +51,7 @@ def test_bundled_points_offline_clone(tmp_path, monkeypatch):
     params = store.asked[0]
     assert params["data_root"] == f"bundled:mnist.npz:{info['sha256']}" and len(params["points_sha256"]) == 64
     assert r["points_sha256"] == params["points_sha256"]
-    again = RA.audit_implementation("dpsur", "cnn-mnist", "mnist", points="bundled", cache=store, **KW)
+    again = RA.audit_implementation("dpsur", "cnn-mnist", "mnist", points="bundled", cache=store, **KW).to_json()
     assert again["cached"] and again["inputs"] == inp
     assert not list((tmp_path / "empty").iterdir())  # nothing downloaded
 
@@ -59,14 +59,14 @@ def test_bundled_points_offline_clone(tmp_path, monkeypatch):
 def test_three_datasets_give_three_point_sets():
     shas = set()
     for name, model in (("mnist", "cnn-mnist"), ("fmnist", "cnn-mnist"), ("cifar10", "cnn-cifar10")):
-        r = RA.audit_implementation("dpsur", model, name, points="bundled", **KW)
+        r = RA.audit_implementation("dpsur", model, name, points="bundled", **KW).to_json()
         assert r["inputs"]["data"] == D.SOURCE_BUNDLED and r["inputs"]["data_detail"].startswith(D.DATASET_TITLES[name])
         shas.add(r["points_sha256"])
     assert len(shas) == 3
 
 
 def test_synthetic_only_by_name_and_labelled():
-    r = RA.audit_implementation("dpsur", "cnn-mnist", "synthetic", **KW)
+    r = RA.audit_implementation("dpsur", "cnn-mnist", "synthetic", **KW).to_json()
     assert r["inputs"]["data"] == "synthetic stand-in" and "not real data" in r["inputs"]["data_detail"]
 
 

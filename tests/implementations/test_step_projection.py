@@ -138,7 +138,7 @@ def test_a_call_reports_its_steps_apart_from_its_set_up_and_a_release_start():
 
 def test_the_full_mode_estimate_counts_full_modes_steps_and_calls():
     r = RA.audit_implementation("opacus-installed", "tiny", "synthetic", N=N, q=Q, sigma=SIGMA, C=C, trials=40, seed=2,
-                                mode="quick", check_trials=12, progress=False, cache=None, workers=1)
+                                mode="quick", check_trials=12, progress=False, cache=None, workers=1).to_json()
     chunk = RA.chunk_steps("opacus-installed", r["n"])
     want = r["seconds_per_step"] * 2 * 40 + r["seconds_per_call"] * 2 * -(-40 // chunk)
     assert r["seconds_per_call"] >= 0 and r["full_mode_estimate_s"] == pytest.approx(want, rel=1e-12)
