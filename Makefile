@@ -168,11 +168,14 @@ DATA_STAMP := build/data-stamp.txt
 DATA_ROOTS := $(or $(PAPERLIB_DATA),data) $(wildcard $(ROOT)/../shared/data)
 NB_GOALS := all figures book grade appendix book/notebooks/%
 ifneq ($(filter $(NB_GOALS),$(or $(MAKECMDGOALS),all)),)
-  # a dry run (make -n) reads the dependency files that exist and writes none (make remakes an included
-  # makefile even under -n)
+  # a dry run (make -n) reads the dependency files that exist and are current, and writes none (make
+  # remakes an included makefile even under -n)
   ifneq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
-    -include $(wildcard $(DEP_FILES))
+    -include $(shell $(PYTHON) -m paperlib.artifact.deps prune --dry-run $(wildcard $(DEP_FILES)))
   else
+    # a rule written before a module was deleted or renamed (a checkout updated by git pull) is deleted
+    # first, so make writes it again instead of stopping at the missing file
+    _PRUNED := $(shell $(PYTHON) -m paperlib.artifact.deps prune $(wildcard $(DEP_FILES)))
     -include $(DEP_FILES)
   endif
 endif

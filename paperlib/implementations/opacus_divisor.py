@@ -53,7 +53,7 @@ def fix_normaliser(optimizer, batch_size: int):
     it to ``int(len(dataset) * sample_rate)``, which depends on the dataset size (FEASGM;
     THEORY.md section 6); after this call the step releases ``(S_B + G) / batch_size`` on
     every dataset, the SGM output post-processed by a constant, so the SGM guarantee the
-    accountant reports holds for the normaliser (see the module docstring for the one
+    accountant reports holds for the normaliser (see :mod:`paperlib.practitioner.fix` for the one
     thing it does not change, the sampling rate).
 
     Call it once, right after ``make_private``, with the ``batch_size`` given to the

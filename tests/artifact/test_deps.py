@@ -120,3 +120,50 @@ def test_fingerprint_covers_the_computing_layers_only():
     assert {"fdp/tradeoff.py", "mechanisms/core.py", "audit/game.py", "implementations/runners.py",
             "resources/opacus_table2.json", "fdp/validation.py", "practitioner/check.py", "artifact/sweeps.py"} <= files
     assert not {"artifact/claims.py", "artifact/booktags.py", "artifact/notebook.py", "cli.py"} & files
+
+
+def test_a_module_deleted_since_the_rule_was_written_does_not_stop_make(tmp_path):
+    """A checkout updated by git pull keeps build/deps/NAME.d, which may name a module the update deleted
+    (artifact/figures.py became artifact/notebook.py): make must rewrite the rule, not stop with "No rule to
+    make target". Each library file is also written as a target without a recipe (gcc -MP); checked with make."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    out = tmp_path / "nb.d"
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert deps.main(["make", "notebooks/01_tradeoff_basics.py", "--target", "out.txt", "--out", str(out)]) == 0
+    finally:
+        os.chdir(cwd)
+    rule = out.read_text()
+    assert "\npaperlib/fdp/tradeoff.py:\n" in rule and "build/data-stamp.txt:" not in rule
+    gone = "paperlib/artifact/no_such_module.py"  # a prerequisite the update deleted
+    (tmp_path / "nb.d").write_text(rule.replace(" paperlib/fdp/tradeoff.py", f" {gone}")
+                                   .replace("\npaperlib/fdp/tradeoff.py:\n", f"\n{gone}:\n"))
+    (tmp_path / "Makefile").write_text(f"include nb.d\nout.txt:\n\t@echo built > $@\n")
+    for name in ("notebooks", "paperlib"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    r = subprocess.run(["make", "-s", "out.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and (tmp_path / "out.txt").read_text() == "built\n", r.stderr
+    (tmp_path / "nb.d").write_text(rule.replace(" paperlib/fdp/tradeoff.py", f" {gone}").split("\npaperlib/")[0] + "\n")
+    r = subprocess.run(["make", "-s", "out.txt"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "No rule to make target" in r.stderr  # the old form, without the empty targets
+
+
+def test_prune_deletes_a_rule_that_names_a_missing_file(tmp_path):
+    """``deps prune`` (run by make before it reads the rules): a rule naming a deleted module goes, a
+    current one stays."""
+    old = tmp_path / "old.d"
+    old.write_text("# generated\nbook/notebooks/a.ipynb old.d: notebooks/01_tradeoff_basics.py "
+                   "paperlib/artifact/figures.py paperlib/fdp/tradeoff.py\n")
+    new = tmp_path / "new.d"
+    new.write_text("# generated\nbook/notebooks/a.ipynb new.d: notebooks/01_tradeoff_basics.py "
+                   "paperlib/fdp/tradeoff.py build/data-stamp.txt\npaperlib/fdp/tradeoff.py:\n")
+    dry = subprocess.run([sys.executable, "-m", "paperlib.artifact.deps", "prune", "--dry-run", str(old), str(new)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.stdout.split() == [str(new)] and old.exists()  # make -n reads the current rules only
+    r = subprocess.run([sys.executable, "-m", "paperlib.artifact.deps", "prune", str(old), str(new),
+                        str(tmp_path / "absent.d")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "" and not old.exists() and new.exists()
