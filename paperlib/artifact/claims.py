@@ -195,8 +195,9 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
 
     Full mode runs the paper's trial count with every round a real step, so the substitutions of
     :data:`FULL_MODE_REMOVES` go; every other listed substitution stays; statements the run
-    could not settle may be settled either way. ``None`` for a full-mode run or a claim with
-    nothing to change.
+    could not settle may be settled either way when full mode changes the claim's trials or steps,
+    and stay unsettled when it does not (the same trials and seed give the same values). ``None``
+    for a full-mode run or a claim with nothing to change.
     """
     if mode in ("full", "n/a", "stored table"):
         return None
@@ -212,7 +213,10 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
         out.append(f"full mode removes the differences in {and_join(gone)} (it {and_join(how)})")
     if stay:
         out.append(f"the differences in {and_join(stay)} remain, so the verdict stays at most partly reproduced")
-    if unres:
+    if unres and not gone:  # the same trials and seed on the same points: full mode recomputes the same values
+        out.append(f"full mode runs these points with the same trials and seed, so it gives the same values: the "
+                   f"{unres} statement{'s' if unres > 1 else ''} this run could not settle stay unsettled")
+    elif unres:
         out.append(f"{unres} statement{'s' if unres > 1 else ''} this run could not settle may be settled either way "
                    "(a point whose estimate lies above its claim is expected to be certified; one at or below it is "
                    "not)")
@@ -383,11 +387,26 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+#: how the summary counts claims apart: the paper's claims checked by this run, the paper's claims read from
+#: data committed with the artifact (not recomputed by this build), and this artifact's own additions
+CLAIM_GROUPS = {"paper": "the paper's claims", "committed": "read from committed data", "ours": "our additions"}
+
+
+def claim_group(c: dict) -> str:
+    """The summary group of an evaluated claim (:data:`CLAIM_GROUPS`)."""
+    if c.get("beyond_paper"):
+        return "ours"
+    return "committed" if c.get("basis") else "paper"
+
+
 def grade(results_dir: str | Path | None = None) -> dict:
     """Evaluate every claim against *results_dir* (default :func:`provenance.results_dir`)."""
     rd = Path(results_dir) if results_dir is not None else pv.results_dir()
     claims = [c.evaluate(rd) for c in CLAIMS]
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    groups = {g: [c for c in claims if claim_group(c) == g] for g in CLAIM_GROUPS}
+    by_group = {g: {"claims": [c["id"] for c in cs], "counts": {v: sum(c["verdict"] == v for c in cs) for v in VERDICTS}}
+                for g, cs in groups.items()}
     findings = [{"claim": id_item(c), "text": t} for c in claims for t in c.get("findings", [])]
     commit, dirty = pv.git_commit()
     return _jsonable({
@@ -397,6 +416,7 @@ def grade(results_dir: str | Path | None = None) -> dict:
         "git_commit": commit,
         "git_dirty": dirty,
         "counts": counts,
+        "counts_by_group": by_group,
         "claims": claims,
         "findings": findings,
     })

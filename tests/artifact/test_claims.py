@@ -637,6 +637,25 @@ def test_missing_files_not_run(rd):
     assert g["counts"]["not run"] == 8
 
 
+def test_summary_counts_the_papers_claims_apart(rd):
+    """Issue 34: the summary counts the paper's claims apart from those read from committed data (C8 when this
+    build did not recompute the stored table) and from our additions (X1)."""
+    from paperlib.artifact.grading.render import summary_counts
+
+    g = cl.grade(rd)
+    groups = g["counts_by_group"]
+    assert groups["ours"]["claims"] == ["X1"] and "X1" not in groups["paper"]["claims"]
+    assert sum(sum(x["counts"].values()) for x in groups.values()) == len(g["claims"])
+    for c in g["claims"]:
+        c["basis"] = "from committed data" if c["id"] == "C8" else None
+    g["counts_by_group"] = {k: {"claims": [c["id"] for c in g["claims"] if cl.claim_group(c) == k],
+                                "counts": {v: sum(c["verdict"] == v for c in g["claims"] if cl.claim_group(c) == k)
+                                           for v in cl.VERDICTS}} for k in cl.CLAIM_GROUPS}
+    text = summary_counts(g)
+    assert text == ("the paper's claims (C1–C7): 6 not run, 1 not applicable; read from committed data (C8): "
+                    "1 not run; our additions (X1): 1 not run"), text
+
+
 def test_missing_keys_not_run(rd):
     _write(rd, "07_fig6_opacus_feasgm.json", {"error": None, "result": {"eps_lower": {}}})
     _write(rd, "09_multiround_summary.json", {"claim": {}})
@@ -703,7 +722,7 @@ def test_text_table_lists_sentence_then_substitutions(rd):
     k = next(i for i, line in enumerate(lines) if line.startswith("C3 "))
     assert lines[k].split()[3:5] == ["not", "reproduced"]
     assert lines[k + 1].strip().startswith("in short: ")
-    assert "partly reproduced" in lines[-1]
+    assert lines[-1].startswith("the paper's claims (C1–C8): 1 not reproduced") and "our additions (X1)" in lines[-1]
 
 
 def test_same_substitutions_in_every_view(rd):
@@ -869,6 +888,11 @@ def test_expected_full_says_which_substitutions_full_mode_removes():
     text = cl.expected_full("quick", [{"aspect": "split"}, {"aspect": "real steps"}], [])
     assert text == ("full mode removes the differences in split and real steps (it runs every round as a real step "
                     "and draws its points from the downloaded training split)")
+    # issue 34: C2 already runs the paper's trials with the same seed; full mode recomputes the same values
+    text = cl.expected_full("quick", [], [{"kind": "unresolved"}] * 6)
+    assert text == ("full mode runs these points with the same trials and seed, so it gives the same values: the 6 "
+                    "statements this run could not settle stay unsettled")
+    assert "either way" not in text
 
 
 # ---------------------------------------------------------------- reader's items (trends, typesetting, wording)
@@ -975,3 +999,45 @@ def test_unbounded_interval_ends_read_as_infinity():
 
     assert gs.fmt(_m.inf) == "∞" and gs.fmt(-_m.inf) == "−∞" and gs.fmt(0.1234) == "0.123"
     assert gs._two(_m.inf) == "∞" and gs._two(7.1949) == "7.19"
+
+
+def _counts_pt(fp, fn, claim=0.243, trials=4000):
+    """An audited point from its error counts (FPR = fp / (trials/2), FNR = fn / (trials/2)), with the
+    audit's own Clopper-Pearson intervals and Eq. 3 (paperlib.audit.stats)."""
+    from paperlib.audit import stats as S
+
+    nd = trials // 2
+    (a, b), (c, d) = S.clopper_pearson(fp, nd), S.clopper_pearson(fn, nd)
+    return {"eps_lower": float(S.eps_lower(b, d, 1e-5)), "eps_claimed": claim, "trials": trials,
+            "trials_D": nd, "trials_Dprime": trials - nd, "confidence": 0.95, "delta": 1e-5,
+            "fpr": fp / nd, "fnr": fn / nd, "fpr_ci": [a, b], "fnr_ci": [c, d],
+            "false_positives": fp, "false_negatives": fn}
+
+
+#: Table 5.1's ASGM q = 0.7 points (the quick run at seed 0: the normality distinguisher's error counts out
+#: of 2,000 + 2,000 trials); their eps_L, the table's column, are 0, 0.09, 0.44, 0.10, 0.40, 0.45
+TABLE_5_1 = ((1, 241, 1764), (10, 1888, 67), (30, 120, 1750), (100, 31, 1937), (1000, 18, 1944), (10000, 162, 1675))
+
+
+def test_a_trend_is_tested_over_all_points():
+    """Issue 34: a trend is read off every point, not only the two ends. Table 5.1's series, whose eps_L (lower
+    95 % ends) look non-monotone, has estimates 0, 0.51, 0.73, 0.71, 1.14, 0.70 whose intervals allow a rising
+    series (p about 0.56): the rise holds, and the detail says so. The same kind of up-and-down series with
+    intervals ten times narrower (100 times the trials) moves against the rise beyond them: it fails, though
+    its two ends would still show a rise."""
+    from paperlib.artifact.grading.stats import eps_interval, monotone_fit, trend
+
+    seq = [(n, _counts_pt(fp, fn)) for n, fp, fn in TABLE_5_1]
+    lows = [round(eps_interval(r)[0], 2) for _, r in seq]
+    assert lows == [0.0, 0.09, 0.44, 0.10, 0.40, 0.45]
+    m = trend(seq, +1, "n=")
+    assert m["status"] == "holds" and not m["fit"]["rejected"] and 0.3 < m["fit"]["p"] < 0.8
+    assert "all 6 points together are consistent with a rising series" in m["text"]
+    noisy = [(n, _counts_pt(fp * 100, fn * 100, trials=400_000)) for n, fp, fn in TABLE_5_1]
+    m = trend(noisy, +1, "n=")
+    assert m["evidence"] and m["fit"]["rejected"] and m["status"] == "fails"
+    assert any("move against it beyond their uncertainty" in a for a in m["against"])
+    # the fit itself against a hand computation: two points pooled by weight, one degree of freedom
+    fit = monotone_fit([(0.0, 1.0, 2 * 1.959963984540054), (0.0, 0.0, 2 * 1.959963984540054),
+                        (0.0, 3.0, 2 * 1.959963984540054)], +1)
+    assert fit["df"] == 1 and abs(fit["chi2"] - 0.5) < 1e-12  # (1 - 0.5)^2 + (0 - 0.5)^2 at se 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
+__all__ = ["summary_counts", "OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
@@ -221,10 +221,38 @@ def render_markdown(g: dict) -> str:
     fnd = g.get("findings") or []
     lines += [f"- {_md_escape(f['claim'])}: {_md(f['text'])}" for f in fnd] or ["- none in this run"]
     lines.append("")
-    n = g["counts"]
-    lines.append("Summary: " + ", ".join(f"{n.get(v, 0)} {v}" for v in n) + ". "
+    lines.append("Summary: " + summary_counts(g) + ". "
                  f"Commit `{g['git_commit']}`{' (dirty)' if g.get('git_dirty') else ''}, {g['created_utc']}.")
     return "\n".join(lines) + "\n"
+
+
+def summary_counts(g: dict) -> str:
+    """The grade's counts, the paper's claims apart from those read from committed data and from our additions:
+    "the paper's claims (C1-C7): 2 reproduced, 4 partly reproduced, 1 not applicable; read from committed data
+    (C8): 1 reproduced; our additions (X1): 1 partly reproduced". Verdicts with no claim are left out; a grade
+    written before the groups existed gives its plain counts."""
+    from paperlib.artifact.claims import CLAIM_GROUPS
+
+    groups = g.get("counts_by_group")
+    if not groups:
+        return ", ".join(f"{g['counts'].get(v, 0)} {v}" for v in g["counts"])
+    out = []
+    for key, name in CLAIM_GROUPS.items():
+        grp = groups.get(key) or {}
+        ids = grp.get("claims") or []
+        if not ids:
+            continue
+        counts = ", ".join(f"{k} {v}" for v, k in (grp.get("counts") or {}).items() if k)
+        out.append(f"{name} ({_id_range(ids)}): {counts}")
+    return "; ".join(out)
+
+
+def _id_range(ids: list[str]) -> str:
+    """``["C1", ..., "C7"]`` as "C1-C7" when consecutive, else joined with commas."""
+    nums = [int(i[1:]) for i in ids if i[1:].isdigit()]
+    if len(ids) > 2 and len(nums) == len(ids) and len({i[0] for i in ids}) == 1 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"{ids[0]}–{ids[-1]}"
+    return ", ".join(ids)
 
 
 def chapter_grade(c: dict) -> str:
@@ -280,7 +308,6 @@ def render_text(g: dict) -> str:
         lines += ["-" * 110, "Findings of this artifact (not verdicts on the paper):"]
         for f in fnd:
             lines += _wrap(f"{f['claim']}:", typeset(f["text"]), "  ")
-    n = g["counts"]
     lines.append("-" * 110)
-    lines.append(", ".join(f"{n.get(v, 0)} {v}" for v in n) + f"  (read from {str(g['results_dir']).rstrip('/')}/)")
+    lines.append(summary_counts(g) + f"  (read from {str(g['results_dir']).rstrip('/')}/)")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from typing import Any
 
 from paperlib.audit import stats as _stats
 
-__all__ = ["VERDICTS", "PAPER_TRIALS", "PAPER_DISTINGUISHER", "eps_of", "eps_interval", "step_against",
+__all__ = ["VERDICTS", "PAPER_TRIALS", "PAPER_DISTINGUISHER", "TREND_LEVEL", "monotone_fit", "eps_of", "eps_interval", "step_against",
            "above_claim", "trend", "pair_text"]
 
 VERDICTS = ("reproduced", "partly reproduced", "not reproduced", "not run", "not applicable")
@@ -206,6 +206,49 @@ def _two(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:.2f}"
 
 
+#: level of the all-points test of a stated trend (:func:`monotone_fit`)
+TREND_LEVEL = 0.05
+#: the normal quantile that turns a 95 % interval into a standard error
+_Z95 = 1.959963984540054
+
+
+def monotone_fit(points: list[tuple[float, float, float]], direction: int) -> dict:
+    """Are all the points together consistent with a series that moves only in *direction*?
+
+    *points*: ``(eps_L, eps_hat, eps_U)`` per point, in order of x (:func:`eps_interval`). Each point's
+    estimate ``eps_hat`` gets the standard error ``(eps_U - eps_L) / (2 z_0.975)`` of its 95 % interval
+    (a point with an unbounded interval or estimate, at the ceiling of its trial counts, carries no weight).
+    The weighted monotone (isotonic, pool-adjacent-violators) fit in *direction* is compared with the
+    estimates: ``chi2 = sum (eps_hat - fit)^2 / se^2`` on ``df`` = the weighted points minus the fit's
+    distinct levels (at least 1; a conservative reference for the chi-bar-squared law of this statistic,
+    Robertson, Wright, Dykstra 1988). ``rejected``: ``p < TREND_LEVEL``, the points move against
+    *direction* beyond their uncertainty somewhere in the series, not only between two of them.
+    Returns ``{"chi2", "df", "p", "rejected", "weighted", "estimates"}``.
+    """
+    from scipy import stats as sps
+
+    blocks = []  # [sum w*y, sum w, count], pooled while they violate the direction
+    ys = []
+    for lo, est, hi in points:
+        se = (hi - lo) / (2 * _Z95) if math.isfinite(hi) and math.isfinite(est) else math.inf
+        if not (se > 0 and math.isfinite(se)):
+            continue
+        w, y = 1.0 / se ** 2, est * direction  # fit a non-decreasing series of direction * eps_hat
+        ys.append((y, w))
+        blocks.append([w * y, w, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            wy, ww, c = blocks.pop()
+            blocks[-1][0] += wy
+            blocks[-1][1] += ww
+            blocks[-1][2] += c
+    fit = [b[0] / b[1] for b in blocks for _ in range(b[2])]
+    chi2 = float(sum(w * (y - f) ** 2 for (y, w), f in zip(ys, fit)))
+    df = max(len(ys) - len(blocks), 1)
+    pval = float(sps.chi2.sf(chi2, df))
+    return {"chi2": chi2, "df": df, "p": pval, "rejected": bool(len(ys) >= 3 and pval < TREND_LEVEL),
+            "weighted": len(ys), "estimates": [est for _, est, _ in points]}
+
+
 def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     """Is there evidence that eps_L moves in *direction* (+1 rises, -1 falls) along ``[(x, rec)]``
     (x ascending)?
@@ -214,12 +257,16 @@ def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     last point's eps_U below the first point's eps_L): the two Clopper-Pearson intervals do not
     overlap. A significant move against it is a later point whose eps_U is below an earlier
     point's eps_L (for a rise; for a fall a later eps_L above an earlier eps_U), for any two
-    points, not only neighbours. ``status``: ``"fails"`` with a significant move against,
-    ``"holds"`` with evidence and none against, ``"unresolved"`` with neither (the intervals
-    cannot tell a rise from a flat or non-monotone series). Also returned: ``"against"`` (texts of
-    the significant moves against), ``"within"`` (neighbouring steps against the direction that
-    are within the intervals), ``"strict"`` (eps_L never moves against it), ``"text"`` (the
-    evidence, or its absence, in words). *label* names x in the texts ("n=", "N=").
+    points, not only neighbours. All the points are also tested together (:func:`monotone_fit`: the
+    weighted monotone fit of the estimates, rejected at :data:`TREND_LEVEL`), so that a noisy series
+    that moves up and down beyond its uncertainty fails even when no two intervals are disjoint.
+    ``status``: ``"fails"`` with a significant move against or the monotone fit rejected, ``"holds"``
+    with evidence and neither, ``"unresolved"`` otherwise (the intervals cannot tell a rise from a
+    flat or non-monotone series). Also returned: ``"against"`` (texts of the significant moves
+    against), ``"within"`` (neighbouring steps against the direction that are within the
+    intervals), ``"strict"`` (eps_L never moves against it), ``"fit"`` (:func:`monotone_fit`'s
+    result), ``"text"`` (the evidence, or its absence, and the all-points test, in words). *label*
+    names x in the texts ("n=", "N=").
     """
     iv = [(f"{x:,}" if isinstance(x, int) else f"{x:g}" if isinstance(x, float) else x, eps_interval(r), ceiling(r))
           for x, r in seq]
@@ -243,9 +290,18 @@ def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     for (xa, (la, _, ua), _), (xb, (lb, _, ub), _) in zip(iv, iv[1:]):
         if step_against((la, ua), (lb, ub), direction) == "within":
             within.append(f"{label}{xa}->{label}{xb}: {pair_text(la, lb, ceil)}")
+    fit = monotone_fit([i for _, i, _ in iv], direction) if len(iv) >= 3 else None
+    if fit is not None:
+        move = "rising" if direction > 0 else "falling"
+        text += (f"; all {len(iv)} points together {'are not' if fit['rejected'] else 'are'} consistent with a "
+                 f"{move} series (weighted monotone fit of the estimates, chi-square {fit['chi2']:.2f} on "
+                 f"{fit['df']} df, p = {fit['p']:.2g})")
+        if fit["rejected"]:
+            against.append(f"the estimates {', '.join(_two(e) for e in fit['estimates'])} move against it beyond "
+                           f"their uncertainty (p = {fit['p']:.2g} < {TREND_LEVEL:g})")
     status = "fails" if against else "holds" if evidence else "unresolved"
     return {"status": status, "evidence": evidence, "against": against, "within": within,
-            "strict": not within and not against, "text": text}
+            "strict": not within and not against, "fit": fit, "text": text}
 
 
 def dist_recs(res: dict) -> dict[str, dict]:
