@@ -133,9 +133,11 @@ glue("nb06_check_trials", f"{CHECK_TRIALS}" if CHECK_TRIALS else "every", displa
 # Five real points per dataset, drawn with `SEED`. Where the full dataset is in the data
 # folder (`data/` or `$PAPERLIB_DATA`; `full` mode downloads it), they are drawn from its
 # training split, as in the paper. Otherwise they are drawn, by the same rule, from the ten
-# real test images per dataset that ship with the package (`paperlib/resources/points/`,
-# checksummed on load; MNIST under CC BY-SA 3.0, Fashion-MNIST under MIT, CIFAR-10 after
-# Krizhevsky 2009: see `DATA-LICENSE.md`). Every result records which (table below).
+# real images per dataset that ship with the package: MNIST training images, as in the paper,
+# and Fashion-MNIST and CIFAR-10 test images, since no training images of those two could be
+# shipped. The grade lists that split as a difference. The images are checksummed on load.
+# MNIST is under CC BY-SA 3.0, Fashion-MNIST under MIT, and CIFAR-10 follows Krizhevsky
+# (2009); the data licence page says more. Every result records its points (table below).
 
 
 # %%

@@ -547,6 +547,10 @@ FULL_TRAIN_SIZE = {"mnist": 60_000, "fmnist": 60_000, "cifar10": 50_000}
 _BUNDLE_FILES = {"mnist": ("mnist.npz", "mnist_sample.npz", "MNIST"),
                  "fmnist": ("fmnist.npz", "fashion_mnist_sample.npz", "Fashion-MNIST"),
                  "cifar10": ("cifar10.npz", "cifar10_sample.npz", "CIFAR-10")}
+#: the official split each bundle's points come from: MNIST's from the training split, as the paper's audits
+#: (the sample holds training images 0-99); Fashion-MNIST's and CIFAR-10's from the test split (their samples
+#: hold no real training image), which their audits list as a difference from the paper
+BUNDLE_SPLIT = {"mnist": "train", "fmnist": "test", "cifar10": "test"}
 DATASET_TITLES = {k: v[2] for k, v in _BUNDLE_FILES.items()} | {"synthetic": "synthetic stand-in"}
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -569,7 +573,7 @@ def _sha256(path: Path) -> str:
 #: that both agree and that :func:`build_bundle` reproduces them). Regenerating the bundle
 #: means updating these values in the same commit.
 BUNDLE_SHA256 = {
-    "mnist.npz": "8ff741a7cddcca6f925b789109aa30c499db5b751f67a53d5302c2dfdd282670",
+    "mnist.npz": "bf8352313dc75c31781f0f277694bdc0bd0c9249e2fc38109c23e94ce8abf43d",
     "fmnist.npz": "f92232b788a7b491e676b260033d7bacebce51e4980b96acc924e578b4cc8caa",
     "cifar10.npz": "a9e1e35e6753bbe3813c95682d297747d385aba71cd8e823845f2bd4df765b38",
 }
@@ -601,8 +605,8 @@ def _bundle_arrays(name: str, path: Path) -> dict:
     if idx.dtype != np.int64 or idx.shape != (BUNDLE_SIZE,) or int(idx.min()) < 0 \
             or len(np.unique(idx)) != BUNDLE_SIZE:
         raise bad(f"holds indices {idx.dtype} {idx.shape}, expected {BUNDLE_SIZE} distinct int64 indices >= 0")
-    if split.shape != () or split.dtype.kind != "U" or str(split) != "test":
-        raise bad(f"holds split {split!r}, expected 'test'")
+    if split.shape != () or split.dtype.kind != "U" or str(split) != BUNDLE_SPLIT[name]:
+        raise bad(f"holds split {split!r}, expected {BUNDLE_SPLIT[name]!r}")
     return out
 
 
@@ -613,10 +617,10 @@ def bundle_info(name: str, folder: str | os.PathLike | None = None) -> dict:
     and a checksum file changed together are still refused) before it is read
     (``np.load(..., allow_pickle=False)``); then its arrays are checked: ``pixels`` uint8
     ``[K, H, W]`` (CIFAR-10 ``[K, H, W, C]``), ``labels`` uint8 ``[K]`` in 0-9, ``indices``
-    ``K`` distinct int64 ``>= 0``, ``split`` ``"test"``, ``K =`` :data:`BUNDLE_SIZE`.
+    ``K`` distinct int64 ``>= 0``, ``split`` as :data:`BUNDLE_SPLIT`, ``K =`` :data:`BUNDLE_SIZE`.
     ``folder``: another folder to read the files from (default :func:`bundle_dir`); the
-    same hashes apply. Returns ``{"pixels", "labels", "indices", "split": "test", "sha256":
-    hex, "file": name}``.
+    same hashes apply. Returns ``{"pixels", "labels", "indices", "split", "sha256": hex,
+    "file": name}``.
 
     Raises :class:`DatasetUnavailable` (one line naming the file) when the file is
     missing, does not match its hash, or does not hold what it should.
@@ -681,10 +685,10 @@ def _write_npz(path: Path, arrays: dict) -> None:
 def build_bundle(source: str | os.PathLike, out: str | os.PathLike | None = None) -> dict[str, str]:
     """Regenerate the bundled points from the real samples in ``source`` (``shared/data``).
 
-    Rule: for each dataset the sample's test split (MNIST test images 0-999, Fashion-MNIST
-    test images 0-199, CIFAR-10 test images 0-999) is permuted with
-    ``numpy.random.default_rng(BUNDLE_SEED)``; the first :data:`BUNDLE_SIZE` positions,
-    sorted by their index in the official test split, are kept. Writes ``<name>.npz``
+    Rule: for each dataset the sample's images of the split in :data:`BUNDLE_SPLIT` (MNIST
+    training images 0-99, Fashion-MNIST test images 0-199, CIFAR-10 test images 0-999) are
+    permuted with ``numpy.random.default_rng(BUNDLE_SEED)``; the first :data:`BUNDLE_SIZE`
+    positions, sorted by their index in that official split, are kept. Writes ``<name>.npz``
     (``pixels``, ``labels``, ``indices``, ``split``) and ``SHA256SUMS`` into ``out``
     (default :func:`bundle_dir`); the same input gives the same bytes. Returns the
     checksums.
@@ -696,11 +700,15 @@ def build_bundle(source: str | os.PathLike, out: str | os.PathLike | None = None
     out.mkdir(parents=True, exist_ok=True)
     sums = {}
     for name, (fname, sample, _) in _BUNDLE_FILES.items():
+        split = BUNDLE_SPLIT[name]
         with np.load(source / sample, allow_pickle=False) as z:
-            images, labels, idx = z["images"], z["labels"], z["test_indices"]
+            if split == "train":
+                images, labels, idx = z["train_images"], z["train_labels"], z["train_indices"]
+            else:
+                images, labels, idx = z["images"], z["labels"], z["test_indices"]
         pos = np.sort(np.random.default_rng(BUNDLE_SEED).permutation(len(labels))[:BUNDLE_SIZE])
         _write_npz(out / fname, {"pixels": images[pos].astype(np.uint8), "labels": labels[pos].astype(np.uint8),
-                                 "indices": idx[pos].astype(np.int64), "split": np.array("test")})
+                                 "indices": idx[pos].astype(np.int64), "split": np.array(split)})
         sums[fname] = _sha256(out / fname)
     (out / "SHA256SUMS").write_text("".join(f"{h}  {f}\n" for f, h in sums.items()), encoding="ascii")
     return sums

@@ -164,7 +164,7 @@ def test_every_aspect_has_plain_words():
            "fidelity": [{"aspect": "split"}, {"aspect": "real steps"}], "reasons": []}
     s = render.plain_sentence(rec)
     assert s == ("Programs leak more than promised. Nothing measured contradicts it, but the run differs from the "
-                 "paper's setting in 2 ways (images the model was not trained on, in place of training images; part of the "
+                 "paper's setting in 2 ways (real test-split images where the paper took training images; part of the "
                  "training steps simulated instead of run by the program).")
 
 

@@ -348,7 +348,7 @@ def test_bundle_checksums_and_contents():
     assert (folder / "README.md").is_file()
     for name in BUNDLE_NAMES:
         b = D.bundle_info(name)
-        assert b["sha256"] == sums[b["file"]] and b["split"] == "test"
+        assert b["sha256"] == sums[b["file"]] and b["split"] == {"mnist": "train"}.get(name, "test")
         assert len(b["labels"]) == D.BUNDLE_SIZE >= 5
         assert b["pixels"].dtype == np.uint8 and float(b["pixels"].std()) > 20  # real images, not blank
         assert len(set(b["indices"].tolist())) == D.BUNDLE_SIZE
@@ -422,10 +422,25 @@ def test_bundle_points_are_the_sample_images_at_their_indices():
     srcs = {"mnist": "mnist_sample.npz", "fmnist": "fashion_mnist_sample.npz", "cifar10": "cifar10_sample.npz"}
     for name, f in srcs.items():
         b = D.bundle_info(name)
+        pre = "train_" if b["split"] == "train" else ""
         with np.load(SHARED / f, allow_pickle=False) as z:
-            pos = np.searchsorted(z["test_indices"], b["indices"])
-            np.testing.assert_array_equal(z["images"][pos], b["pixels"])
-            np.testing.assert_array_equal(z["labels"][pos], b["labels"])
+            pos = np.searchsorted(z[f"{pre or 'test_'}indices"], b["indices"])
+            np.testing.assert_array_equal(z[f"{pre}images"][pos], b["pixels"])
+            np.testing.assert_array_equal(z[f"{pre}labels"][pos], b["labels"])
+
+
+def test_mnist_bundle_holds_official_training_images():
+    """Issue 34: MNIST's bundled points are training images, as the paper's audits drew them: the bytes at
+    their indices of the official training files (idx format, read here without paperlib's reader)."""
+    raw = SHARED / "MNIST" / "raw"
+    if not (raw / "train-images-idx3-ubyte").is_file():
+        pytest.skip("no MNIST training files beside the repository (../shared/data/MNIST/raw)")
+    img = np.frombuffer((raw / "train-images-idx3-ubyte").read_bytes()[16:], dtype=np.uint8).reshape(-1, 28, 28)
+    lab = np.frombuffer((raw / "train-labels-idx1-ubyte").read_bytes()[8:], dtype=np.uint8)
+    b = D.bundle_info("mnist")
+    assert b["split"] == "train" and int(b["indices"].max()) < len(lab)
+    np.testing.assert_array_equal(img[b["indices"]], b["pixels"])
+    np.testing.assert_array_equal(lab[b["indices"]], b["labels"])
 
 
 # ------------------------------------------------------------------ resolve_points: used as given or refused

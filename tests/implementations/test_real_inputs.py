@@ -42,7 +42,7 @@ def test_bundled_points_offline_clone(tmp_path, monkeypatch):
     assert set(inp) == KEYS
     assert inp["data"] == "bundled real points"
     _, _, info = D.load_bundled("mnist", 5, 0)
-    assert inp["data_detail"] == ("MNIST test split, indices " + ", ".join(map(str, info["indices"]))
+    assert inp["data_detail"] == ("MNIST train split, indices " + ", ".join(map(str, info["indices"]))
                                   + " (bundled, sha256 ok)")
     assert inp["real_rounds"] == 2 * KW["check_trials"] and inp["rounds"] == 2 * KW["trials"]
     assert inp["code_as_paper"] is False and "re-implementation" in inp["code"]

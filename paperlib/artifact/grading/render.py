@@ -103,7 +103,7 @@ def _count(k: int, one: str, many: str | None = None) -> str:
 #: understands (the plain sentence names the aspects so; the detail below it gives the numbers).
 PLAIN_ASPECT = {
     "data": "made-up data in place of real images",
-    "split": "images the model was not trained on, in place of training images",
+    "split": "real test-split images where the paper took training images",
     "model": "another model than the one the paper used",
     "release": "another version of the software",
     "code path": "a rebuilt or different program in place of the one the paper tested",
