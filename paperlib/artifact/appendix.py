@@ -656,6 +656,8 @@ def _experiments_lines(ctx: dict, book: bool) -> list[str]:
             for c in cl:
                 L.append(f"- **Supports {_esc(_claims.id_item(c))}. Expected:** {_esc(_claims.typeset(c.paper))}. "
                          f"**Tolerance:** {_esc(_claims.typeset(c.tolerance))}.")
+                cmds = ((ctx["verdict"].get(c.id) or {}).get("values") or {}).get("commands") or {}
+                L += [f"  - {_esc(label)}: `{cmd}`" for label, cmd in cmds.items()]  # each graded row, as a command
         else:
             L.append("- **Expected:** the notebook runs to the end; its in-line checks (assertions against "
                      "closed forms, Monte Carlo or published numbers) pass. It supports the book's explanation, "

@@ -553,7 +553,7 @@ def _fix(d, p_fixed=0.45, p_release=0.0, p_fixed_paper=None, g_fixed=0.174, inpu
 def test_fix_claim_is_beyond_the_paper_and_listed_so(rd, tmp_path):
     c = _claim("X1")
     assert c.beyond_paper and c.notebook == "11_the_fix" and c.files == ("11_fix_audit.json",)
-    assert not any(x.beyond_paper for x in cl.CLAIMS if x.id != "X1")
+    assert not any(x.beyond_paper for x in cl.CLAIMS if not x.id.startswith("X"))
     assert cl.item_label(c) == "the fix (our addition)" and cl.id_item(c) == "X1 (the fix; our addition)"
     assert cl.item_label(_claim("C6")) == "Fig. 6"
     _fix(rd)
@@ -631,10 +631,10 @@ def test_missing_files_not_run(rd):
     g = cl.grade()
     by = {c["id"]: c for c in g["claims"]}
     assert by["C1"]["verdict"] == "not applicable"
-    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "X1"):
+    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "X1", "X2"):
         assert by[cid]["verdict"] == "not run", by[cid]
         assert "missing" in by[cid]["reason"]
-    assert g["counts"]["not run"] == 8
+    assert g["counts"]["not run"] == 9
 
 
 def test_summary_counts_the_papers_claims_apart(rd):
@@ -644,7 +644,7 @@ def test_summary_counts_the_papers_claims_apart(rd):
 
     g = cl.grade(rd)
     groups = g["counts_by_group"]
-    assert groups["ours"]["claims"] == ["X1"] and "X1" not in groups["paper"]["claims"]
+    assert groups["ours"]["claims"] == ["X1", "X2"] and "X1" not in groups["paper"]["claims"]
     assert sum(sum(x["counts"].values()) for x in groups.values()) == len(g["claims"])
     for c in g["claims"]:
         c["basis"] = "from committed data" if c["id"] == "C8" else None
@@ -653,7 +653,7 @@ def test_summary_counts_the_papers_claims_apart(rd):
                                            for v in cl.VERDICTS}} for k in cl.CLAIM_GROUPS}
     text = summary_counts(g)
     assert text == ("the paper's claims (C1–C7): 6 not run, 1 not applicable; read from committed data (C8): "
-                    "1 not run; our additions (X1): 1 not run"), text
+                    "1 not run; our additions (X1, X2): 2 not run"), text
 
 
 def test_missing_keys_not_run(rd):
@@ -672,7 +672,7 @@ def test_main_writes_grade_json_and_page(rd, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "C2" in out and "not reproduced" in out
     g = json.loads((rd / "grade.json").read_text())  # strict JSON
-    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["X1"]  # X1: beyond the paper
+    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["X1", "X2"]  # X1, X2: beyond the paper
     # the reason comes right after the verdict in each record
     assert all(list(c)[:4] == ["id", "item", "verdict", "reason"] for c in g["claims"])
     assert set(g["counts"]) == set(cl.VERDICTS) and "partly reproduced" in cl.VERDICTS
@@ -722,7 +722,7 @@ def test_text_table_lists_sentence_then_substitutions(rd):
     k = next(i for i, line in enumerate(lines) if line.startswith("C3 "))
     assert lines[k].split()[3:5] == ["not", "reproduced"]
     assert lines[k + 1].strip().startswith("in short: ")
-    assert lines[-1].startswith("the paper's claims (C1–C8): 1 not reproduced") and "our additions (X1)" in lines[-1]
+    assert lines[-1].startswith("the paper's claims (C1–C8): 1 not reproduced") and "our additions (X1, X2)" in lines[-1]
 
 
 def test_same_substitutions_in_every_view(rd):
@@ -1041,3 +1041,43 @@ def test_a_trend_is_tested_over_all_points():
     fit = monotone_fit([(0.0, 1.0, 2 * 1.959963984540054), (0.0, 0.0, 2 * 1.959963984540054),
                         (0.0, 3.0, 2 * 1.959963984540054)], +1)
     assert fit["df"] == 1 and abs(fit["chi2"] - 0.5) < 1e-12  # (1 - 0.5)^2 + (0 - 0.5)^2 at se 1
+
+
+def _practitioner_rows(**change):
+    """Chapter 10's rows as notebook 10 stores them (numbers of the quick run), with ``change`` per family."""
+    rows = [("asgm", "Opacus 0.12–0.13 (ASGM)", "refuted", 1.16, 4.22, 4.18, "0.13.0", 240),
+            ("easgm", "Opacus 0.14–0.15 (EASGM)", "refuted", 0.922, 2.12, 1.22, "0.15.0", 240),
+            ("feasgm-differ", "Opacus 1.x, batch 240 (FEASGM)", "refuted", 0.844, None, float("inf"), "1.6.0", 240),
+            ("feasgm-agree", "Opacus 1.x, batch 239 (FEASGM)", "stands", 0.840, 0.830, 0.8296, "1.6.0", 239),
+            ("dpsur", "DPSUR (its own rule)", "holds", 3.0, 2.77, 2.75, None, 256)]
+    out, reports = [], []
+    for fam, label, verdict, claimed, cert, forced, version, batch in rows:
+        verdict = change.get(fam, verdict)
+        key = ["σ 1.3, 15 epochs" if fam != "dpsur" else "DPSUR's defaults", fam]
+        out.append({"family": fam, "label": label, "setting": key[0], "verdict": verdict, "claimed": claimed,
+                    "certified": cert, "forced": forced, "verdicts": {"removal": verdict, "addition": verdict},
+                    "key": key})
+        inputs = {"implementation": "dpsur" if fam == "dpsur" else "opacus", "opacus_version": version,
+                  "dataset_size": 60_000, "batch_size": batch, "epochs": None if fam == "dpsur" else 15,
+                  "steps": 25_543 if fam == "dpsur" else None, "noise_multiplier": 1.3, "n_params": 26_010,
+                  "delta": 1e-5}
+        reports.append({"key": key, "report": {"inputs": inputs}})
+    return {"rows": out, "reports": reports}
+
+
+def test_chapter_10_runs_are_graded_as_our_addition(rd):
+    """Issue 34: chapter 10's findings are a graded claim of ours (X2): each family's verdict on both
+    neighbours, the forced epsilon above the claim where refuted, each row's command; a family whose verdict
+    differs from the expected one fails it. DPSUR's two chapters are reconciled in a finding."""
+    params = {"mode": "quick", "dpsur": {"dataset_size": 60_000, "batch_size": 256}}
+    _write(rd, "10_practitioners.json", _practitioner_rows(), params)
+    r = _claim("X2").evaluate(rd)
+    assert r["verdict"] == "reproduced" and r["beyond_paper"], r
+    assert len(r["findings"]) == 4 and "no finite ε" in r["findings"][2] and "about 6 %" in r["findings"][3]
+    cmd = r["values"]["commands"]["Opacus 0.12–0.13 (ASGM)"]
+    assert cmd == ("python -m paperlib check --opacus-version 0.13.0 --dataset-size 60000 --batch-size 240 "
+                   "--epochs 15 --noise-multiplier 1.3 --params 26010 --delta 1e-05")
+    assert r["values"]["commands"]["DPSUR (its own rule)"].startswith("python -m paperlib check --implementation dpsur")
+    _write(rd, "10_practitioners.json", _practitioner_rows(**{"feasgm-agree": "refuted"}), params)
+    bad = _claim("X2").evaluate(rd)
+    assert bad["verdict"] == "not reproduced" and any(p["verdict"] == "not reproduced" for p in bad["parts"])

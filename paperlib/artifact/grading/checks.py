@@ -11,6 +11,7 @@ against the paper, kept apart from the verdict on the paper's statements.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from paperlib.artifact.grading.setting import (NOT_AUDITED, SETTINGS, not_audited, run_of_audit, runs_of_sweep,
@@ -989,3 +990,97 @@ def check_fix(rd: Path) -> dict:
                        "eps_guarantee_fixed": g_fix, "opacus": fixed.get("version"),
                        "batch_size": fixed.get("batch_size"), "inputs": inp or None},
             "measured": _fix_measured(fixed, data, inp, e_fix, e_rel, c)}
+
+
+# ---------------------------------------------------------------- X2: chapter 10, the released code at published settings
+#: X2's expected verdict per release family at the settings of Opacus's MNIST example (chapter 10): the
+#: findings of "An answer for every neighbour" (THEORY.md §11), each the verdict on both neighbours
+PRACTITIONER_EXPECTED = {"asgm": "refuted", "easgm": "refuted", "feasgm-differ": "refuted",
+                         "feasgm-agree": "stands", "dpsur": "holds"}
+
+
+def practitioner_command(inputs: dict) -> str:
+    """The ``python -m paperlib check`` command that gives a chapter 10 row (from its report's ``inputs``)."""
+    if inputs.get("implementation") == "dpsur":
+        head = "--implementation dpsur"
+    else:
+        head = f"--opacus-version {inputs.get('opacus_version')}"
+    size = (f"--batch-size {inputs['batch_size']}" if inputs.get("batch_size") else
+            f"--sample-rate {inputs.get('sample_rate'):g}")
+    length = f"--steps {inputs['steps']}" if inputs.get("steps") else f"--epochs {inputs.get('epochs')}"
+    return (f"python -m paperlib check {head} --dataset-size {inputs.get('dataset_size')} {size} {length} "
+            f"--noise-multiplier {inputs.get('noise_multiplier'):g} --params {inputs.get('n_params')} "
+            f"--delta {inputs.get('delta'):g}")
+
+
+def _practitioner_part(row: dict, report: dict) -> tuple[dict, str | None]:
+    """One family's statement of X2 and, where the claim is refuted, its finding."""
+    want = PRACTITIONER_EXPECTED.get(row.get("family"))
+    claimed, forced, cert = (num(row.get("claimed"), "claimed"), row.get("forced"), row.get("certified"))
+    got, verdicts = row.get("verdict"), row.get("verdicts") or {}
+    cmd = practitioner_command(report.get("inputs") or {})
+    if want == "refuted":  # a named attack forces more than the claim, on both neighbours
+        f = num(forced, "forced")
+        ok = got == "refuted" and set(verdicts.values()) == {"refuted"} and f > claimed
+        detail = f"{_forced_words(f)} where the release claims {claimed:.3g}; verdicts {verdicts}"
+    else:  # the claim stands (SGM applies) or holds (certified at most the claim)
+        c = num(cert, "certified")
+        ok = got == want and set(verdicts.values()) == {want} and c <= claimed * (1 + 1e-9)
+        detail = f"certified ε {c:.3g} at most the claimed {claimed:.3g}; verdicts {verdicts}"
+    name = f"{row.get('label')} at {row.get('setting')}: the claim {want}"
+    found = None
+    if ok and want == "refuted":
+        found = (f"{row.get('label')} at the settings of Opacus's MNIST example, {row.get('setting')}, claims "
+                 f"ε = {claimed:.3g}; {_forced_words(num(forced, 'forced'))}. The appendix gives the command")
+    return part(name, ok if want else None, detail), found, cmd
+
+
+def _forced_words(f: float) -> str:
+    """What the attack forces, in words: an epsilon, or no finite one where the update counts differ."""
+    if math.isinf(f):
+        return "the neighbours take different numbers of updates, so counting them tells the two apart: no finite ε"
+    return f"a named attack forces ε ≥ {fmt_eps(f)}"
+
+
+def fmt_eps(x: float) -> str:
+    """An epsilon in a sentence: three significant digits, thousands grouped, ∞ for an unbounded one."""
+    if math.isinf(x):
+        return "∞"
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def check_practitioners(rd: Path) -> dict:
+    """X2 (chapter 10, beyond the paper): the released code's claims at the settings of Opacus's MNIST
+    example. Reads ``10_practitioners.json`` (notebook ``10_practitioners``): each row's family, verdicts on
+    both neighbours, claimed, certified and forced epsilon, and its report's inputs (the command). Graded per
+    family against :data:`PRACTITIONER_EXPECTED`: a refuted claim needs the forced epsilon above the claimed one
+    on both neighbours; a claim that stands or holds needs the certified epsilon at most the claimed one.
+    Exact computations (no trials): no substitution. The findings list each refutation with its command."""
+    name = "10_practitioners.json"
+    data, params, mode = load_result(rd, name)
+    rows = data.get("rows") if isinstance(data.get("rows"), list) else []
+    reports = {tuple(r.get("key") or ()): r.get("report") or {} for r in data.get("reports") or []
+               if isinstance(r, dict)}
+    if not rows:
+        raise NotRun(f"{name} has no rows")
+    parts, findings, commands = [], [], {}
+    for row in rows:
+        p, found, commands[str(row.get("label"))] = _practitioner_part(row, reports.get(tuple(row.get("key") or ()), {}))
+        parts.append(p)
+        if found:
+            findings.append(found)
+    dpsur = next((r for r in rows if r.get("family") == "dpsur"), None)
+    ds = params.get("dpsur") or {}
+    if dpsur is not None and ds.get("dataset_size") and ds.get("batch_size"):
+        spread = 100.0 / math.sqrt(float(ds["batch_size"]))  # the draw's standard deviation over its mean
+        findings.append(
+            f"DPSUR's rule holds at {int(ds['dataset_size']):,} records: certified ε "
+            f"{num(dpsur.get('certified'), 'certified'):.3g} against the claimed {num(dpsur.get('claimed'), 'claimed'):.3g}. "
+            "Chapter 6 audits the same rule on 4 records. There its divisor, the size of a separate random draw, "
+            f"changes by a large factor from round to round; here it changes by about {spread:.0f} %. So the two "
+            "chapters do not contradict each other")
+    measured = "; ".join(f"{r.get('label')}: {r.get('verdict')}, claimed {num(r.get('claimed'), 'claimed'):.3g}, "
+                         f"forced {fmt_eps(num(r.get('forced'), 'forced'))}" for r in rows)
+    return {"mode": mode, "parts": parts, "fidelity": [], "findings": findings, "measured": measured,
+            "values": {"rows": [{k: r.get(k) for k in ("family", "setting", "verdict", "claimed", "certified",
+                                                        "forced")} for r in rows], "commands": commands}}
