@@ -104,10 +104,12 @@ def main() -> int:
             print(f"{impl:17s} skipped: {why[:90]}", flush=True)
             continue
         calls, args, shared = _calls(impl, model, chunks, steps)
-        kw = dict(reduce=RA.reduce_chunk, reduce_args=args, shared=shared)
+        kw = dict(reduce=RA.reduce_chunk, reduce_args=args, shared=shared, step_options=RA.step_options)
         # steady state on both sides: every process has run one chunk and its reduction (imports, memory)
-        parallel.warm(calls[0], workers=1, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared)
-        parallel.warm(calls[0], workers=WORKERS_B, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared)
+        parallel.warm(calls[0], workers=1, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared,
+                      step_options=RA.step_options)
+        parallel.warm(calls[0], workers=WORKERS_B, reduce=RA.reduce_chunk, reduce_arg=args[0], shared=shared,
+                      step_options=RA.step_options)
         times1, timesk, equal = [], [], True
         for _ in range(REPEATS):  # the two sides interleaved; the least time of each (timeit's rule)
             t0 = time.perf_counter()

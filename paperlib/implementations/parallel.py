@@ -34,7 +34,7 @@ step check, a few rows). ``run_chunks(..., reduce=f, reduce_args=..., shared=...
 applies ``f`` where the chunk ran, so only its result travels back; ``shared`` (large
 read-only inputs such as the gradients and the basis) is sent to each worker once
 (``Client.scatter(broadcast=True)``), not with every chunk. A reduction may also ask the steps to
-be reduced as they are taken (``f.step_options``, :func:`run_reduced`): the real audits' Opacus
+be reduced as they are taken (``run_chunks(..., step_options=g)``, :func:`run_reduced`): the real audits' Opacus
 steps are projected in the loop of steps (:class:`paperlib.implementations.opacus_step.StepProjection`),
 so the whole updates never leave it. Worker processes of the local
 cluster keep freed memory instead of trimming it back to the system after every call
@@ -143,17 +143,16 @@ def run_chunk(call: dict) -> dict:
         return runners.run_steps(**call)
 
 
-def run_reduced(call: dict, reduce, args, shared) -> dict:
+def run_reduced(call: dict, reduce, args, shared, step_options=None) -> dict:
     """One chunk and its reduction, ``reduce(runners.run_steps(**call), args, shared)``, on one
     thread (runs in a worker or in process; ``reduce`` must be a module-level function). A
-    reduction that needs less than the whole updates says so with a function
-    ``reduce.step_options(args, shared) -> dict`` of extra ``run_steps`` keywords (such as
-    ``project``: the updates reduced at each step, where it runs), merged into the call here, where
-    ``shared`` has arrived."""
+    reduction that needs less than the whole updates comes with ``step_options(args, shared) ->
+    dict``, a module-level function giving extra ``run_steps`` keywords (such as ``project``: the
+    updates reduced at each step, where it runs), merged into the call here, where ``shared`` has
+    arrived."""
     from paperlib.implementations import runners
 
-    options = getattr(reduce, "step_options", None)
-    extra = options(args, shared) if options is not None else {}
+    extra = step_options(args, shared) if step_options is not None else {}
     with one_thread():
         return reduce(runners.run_steps(**call, **extra), args, shared)
 
@@ -224,7 +223,7 @@ def _remote_client(address: str):
 
 
 def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None, reduce=None, reduce_arg=None,
-         shared=None) -> int:
+         shared=None, step_options=None) -> int:
     """Run ``call`` once on every worker (in process for one worker), so each has imported
     torch, Opacus and any old release (and, with ``reduce``, its reduction with ``reduce_arg``
     and ``shared`` has run once: the
@@ -232,7 +231,8 @@ def warm(call: dict, *, workers: int | None = None, scheduler: str | None = None
     number of workers warmed (benchmarks and ``bench/device_check.py``)."""
     address = resolve_scheduler(scheduler, dask_config=False)
     w = resolve_workers(workers)
-    fn, args = (run_chunk, (call,)) if reduce is None else (run_reduced, (call, reduce, reduce_arg, shared))
+    fn, args = ((run_chunk, (call,)) if reduce is None else
+                (run_reduced, (call, reduce, reduce_arg, shared, step_options)))
     if address is None and w == 1:
         fn(*args)
         return 1
@@ -255,7 +255,7 @@ def close_cluster() -> None:
 
 
 def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: str | None = None,
-               bar=None, reduce=None, reduce_args=None, shared=None) -> Iterator[dict]:
+               bar=None, reduce=None, reduce_args=None, shared=None, step_options=None) -> Iterator[dict]:
     """Run each ``call`` (keyword arguments of :func:`runners.run_steps`) and yield the results in order.
 
     ``workers``/``scheduler``: where they run (module docstring; resolved by
@@ -264,7 +264,8 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
     function ``reduce(result, reduce_args[i], shared) -> dict`` applied to call ``i``'s result
     where it ran (:func:`run_reduced`), so only what it returns comes back; ``reduce_args`` (one
     small picklable object per call) and ``shared`` (one read-only object, sent to each worker
-    once) go with it. An exception of a call (``ValueError``, ``ReleaseNotAvailable``, ...) is
+    once) go with it; ``step_options`` (:func:`run_reduced`) asks the steps themselves for less than the
+    whole updates. An exception of a call (``ValueError``, ``ReleaseNotAvailable``, ...) is
     raised here, the calls still queued are cancelled. The results do not depend on
     ``workers`` or ``scheduler``: each call (and its reduction) runs on one thread, with the seed
     its dict gives.
@@ -278,7 +279,8 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
     w = resolve_workers(workers)
     if address is None and (w == 1 or len(calls) <= 1):
         for i, call in enumerate(calls):  # in process: no Dask
-            out = run_chunk(call) if reduce is None else run_reduced(call, reduce, reduce_args[i], shared)
+            out = (run_chunk(call) if reduce is None else
+                   run_reduced(call, reduce, reduce_args[i], shared, step_options))
             if bar is not None:
                 bar.update(int(call["trials"]))
             yield out
@@ -305,7 +307,7 @@ def run_chunks(calls: Iterable[dict], *, workers: int | None = None, scheduler: 
         for i, call in enumerate(calls):
             # pure=False: equal calls are run again, never shared (each holds its own seed anyway)
             fut = (client.submit(run_chunk, call, pure=False) if reduce is None else
-                   client.submit(run_reduced, call, reduce, reduce_args[i], shared_f, pure=False))
+                   client.submit(run_reduced, call, reduce, reduce_args[i], shared_f, step_options, pure=False))
             pending.append((call, fut))
             if len(pending) >= window:
                 yield take()

@@ -540,7 +540,7 @@ def reduce_shared(grads, N: int, C: float, basis=None) -> dict:
 
 def step_options(args: dict, shared: dict) -> dict:
     """The keywords :func:`runners.run_steps` gets for a chunk reduced by :func:`reduce_chunk`
-    (``parallel.run_reduced`` asks ``reduce_chunk.step_options``): ``project`` (each step projected
+    (passed with :func:`reduce_chunk` to ``parallel.run_chunks``): ``project`` (each step projected
     where it ran, :class:`opacus_step.StepProjection`: on D on ``basis`` and ``basis_D`` side by side, on
     D' on ``basis``; scaled by ``args["scale"]``; the first ``args["keep"]`` updates kept whole). None
     for ``"dpsur"``, whose replayed check needs every update whole."""
@@ -572,7 +572,7 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
 
     ``out`` holds either the ``(m, n)`` updates (``"dpsur"``) or, for the Opacus implementations,
     their projection made where the steps ran (``out["projected"]``, asked for by
-    :func:`step_options`, which ``parallel.run_reduced`` reads off ``reduce_chunk.step_options``):
+    :func:`step_options`, which ``parallel.run_chunks`` passes to the steps):
     the same quantities, without carrying the updates out of the step loop.
 
     Returns ``{"coords", "residual"}`` (:func:`project_outputs` of the scaled updates),
@@ -611,7 +611,6 @@ def reduce_chunk(out: dict, args: dict, shared: dict) -> dict:
     return red
 
 
-reduce_chunk.step_options = step_options  # what run_steps computes for it at the step (parallel.run_reduced)
 
 
 def normaliser_found(mechanism, normaliser: dict, steps_check: dict) -> str:
@@ -835,7 +834,7 @@ class _RealSteps:
         blocks = {ds: [] for ds in counts}
         for (ds, index, part, done, m), out in zip(labels, parallel.run_chunks(
                 calls, workers=self.workers, scheduler=self.scheduler, bar=self.bar, reduce=reduce_chunk,
-                reduce_args=args, shared=self.shared)):
+                reduce_args=args, shared=self.shared, step_options=step_options)):
             self._record(ds, done, m, out)
             blocks[ds].append({"coords": out["coords"], "residual": out["residual"]})
         return {ds: _concat(b) for ds, b in blocks.items()}

@@ -130,9 +130,10 @@ def _reduce_inputs(calls):
 def test_reduced_chunks_are_the_same_on_the_cluster_and_equal_the_reduction_here(local_cluster):
     calls = [dict(c, model_seed=0) for c in _calls("opacus-installed", k=4, m=3)]  # D uses the first N points
     shared, args = _reduce_inputs(calls)
-    here = list(parallel.run_chunks(calls, workers=1, reduce=RA.reduce_chunk, reduce_args=args, shared=shared))
+    here = list(parallel.run_chunks(calls, workers=1, reduce=RA.reduce_chunk, reduce_args=args, shared=shared,
+                                step_options=RA.step_options))
     there = list(parallel.run_chunks(calls, scheduler=local_cluster.scheduler_address, reduce=RA.reduce_chunk,
-                                     reduce_args=args, shared=shared))
+                                     reduce_args=args, shared=shared, step_options=RA.step_options))
     raw = [parallel.run_chunk(c) for c in calls]
     for h, t, r in zip(here, there, raw):
         assert all(np.array_equal(h[k], t[k]) for k in ("coords", "residual", "first"))

@@ -65,7 +65,7 @@ def test_steps_projected_where_they_ran_reduce_as_the_whole_updates_do(impl, ds)
     call, args = _chunk(impl, X, y, ds, shared, n)
     out = runners.run_steps(**call, **RA.step_options(args, shared))
     assert out["updates"] is None and out["projected"]["coords"].shape == (M, N + 1 + (N if ds == "D" else 0))
-    projected = parallel.run_reduced(call, RA.reduce_chunk, args, shared)  # the audit's path
+    projected = parallel.run_reduced(call, RA.reduce_chunk, args, shared, RA.step_options)  # the audit's path
     raw = runners.run_steps(**call)
     whole = RA.reduce_chunk(raw, args, shared)  # the reduction of every update, after the steps
     _same_reduction(projected, whole)
@@ -88,7 +88,7 @@ def test_each_audit_is_projected_on_its_own_basis_in_the_same_processes():
             shared, n = _shared(X, y)
             for ds in ("D", "D'"):
                 call, args = _chunk(impl, X, y, ds, shared, n, keep=0)
-                _same_reduction(parallel.run_reduced(call, RA.reduce_chunk, args, shared),
+                _same_reduction(parallel.run_reduced(call, RA.reduce_chunk, args, shared, RA.step_options),
                                 RA.reduce_chunk(runners.run_steps(**call), args, shared))
 
 
