@@ -9,6 +9,8 @@
 #   make grade    grade every claim of the paper from results/ (results/grade.json, book/grade.md)
 #   make appendix artifact appendix: claims, experiments, commands, measured time and disk
 #                 (book/appendix.md and results/artifact_appendix.md)
+#   make dist     what a Zenodo upload takes (after make all): source archive of the commit, built book,
+#                 ARTIFACT-APPENDIX.md, .zenodo.json, SHA256SUMS, in dist/
 #   make bench    run bench/bench_*.py in turn
 #   make sync     pair notebooks/*.py <-> notebooks/*.ipynb (jupytext --sync)
 #   make lint     actionlint + zizmor (.github/workflows), hadolint (Dockerfile), cffconvert
@@ -180,7 +182,7 @@ ifneq ($(filter $(NB_GOALS),$(or $(MAKECMDGOALS),all)),)
   endif
 endif
 
-.PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade appendix \
+.PHONY: all figures book test bench sync clean distclean env env-check help FORCE grade appendix dist \
 	test-book browser-deps
 
 # After the book: record this run's total, rewrite the appendix with it, and refresh that
@@ -303,6 +305,11 @@ grade: figures | $(ENV_TARGET)
 # registry, the grade and the measured runs.
 appendix: grade | $(ENV_TARGET)
 	$(PY) -m paperlib.artifact.appendix
+
+# What a Zenodo upload takes (paperlib/artifact/dist.py): the commit's source archive, the built book,
+# the PETS-form appendix, .zenodo.json with this version and commit, and SHA256SUMS, in dist/.
+dist: | $(ENV_TARGET)
+	$(PY) -m paperlib.artifact.dist --root $(ROOT)
 
 # book/build_info.md (git-ignored, included by the landing page): which mode, device, seed and
 # commit built this book, and when.

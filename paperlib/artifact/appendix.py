@@ -286,6 +286,9 @@ def _access_lines(ctx: dict) -> list[str]:
     out.append("- **How to cite:** `CITATION.cff` (the artifact, and the paper as its reference); `.zenodo.json` "
                "holds the archive's metadata. URL and DOI above are read from `CITATION.cff`"
                + ("." if c["repository"] and c["doi"] else f"; {RELEASE_STEP}."))
+    from paperlib.artifact.dist import PUBLISH_STEPS
+
+    out.append("- **How to publish it (`make dist`):** " + " ".join(f"({i}) {s}." for i, s in enumerate(PUBLISH_STEPS, 1)))
     return out
 
 
