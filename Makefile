@@ -319,6 +319,7 @@ book: grade appendix | $(ENV_TARGET)
 	printf '%s\n' '```{admonition} How this copy of the book was built' ':class: note' \
 	  "\`make all MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED)\` at commit \`$$commit\`$${dirty:+ (with uncommitted changes)}, $$(date -u '+%Y-%m-%d %H:%M UTC'). Every figure's caption repeats its own mode and commit." \
 	  '```' > book/build_info.md
+	@$(PY) -m paperlib.artifact.site stage --root $(ROOT) --results $(or $(PAPERLIB_RESULTS),$(ROOT)/results) --out book/_extra
 	@echo "== building the book (jupyter-book, warnings are errors)"
 	@start=$$(date +%s); \
 	$(JB) build book -q -W -n --all; \
@@ -384,8 +385,9 @@ test-loaded: | $(ENV_TARGET)
 # notebooks are then re-executed from that results cache by nbval in `make test`).
 test-book: | $(ENV_TARGET)
 	@rm -rf $(TESTBOOK) && mkdir -p $(TESTBOOK)/book
-	@cp -R Makefile pyproject.toml requirements-lock.txt THEORY.md CITATION.cff notebooks paperlib $(TESTBOOK)/
-	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e notebooks -e grade.md -e appendix.md -e build_info.md) $(TESTBOOK)/book/
+	@cp -R Makefile pyproject.toml requirements-lock.txt README.md THEORY.md DATA-LICENSE.md LICENSE CITATION.cff \
+	  .zenodo.json notebooks paperlib tests $(TESTBOOK)/
+	@cd book && cp -R $$(ls -A | grep -v -x -e _build -e _extra -e notebooks -e grade.md -e appendix.md -e build_info.md) $(TESTBOOK)/book/
 	@echo "== building the test book (MODE=smoke) in $(TESTBOOK)"
 	@env -u MAKEFLAGS -u MFLAGS VIRTUAL_ENV=$(abspath $(BIN)/..) PAPERLIB_RESULTS=$(TESTBOOK)/results \
 	    PAPERLIB_FIGURES=$(TESTBOOK)/figures $(MAKE) --no-print-directory -C $(TESTBOOK) book MODE=smoke SEED=0 \

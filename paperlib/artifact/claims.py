@@ -158,7 +158,7 @@ class Claim:
         if self.check is None:
             return {"id": self.id, "item": self.item, "verdict": "not applicable",
                     "reason": "Fig. 1 is a diagram of the game", "summary": "nothing to measure", **base,
-                    "measured": "nothing to measure: drawn in the introduction (book/images/figure1_security_game.svg)",
+                    "measured": "nothing to measure: the game is drawn in the introduction",
                     "mode": "n/a", "fidelity": [], "findings": [], "parts": [], "values": {}}
         try:
             out = self.check(Path(results_dir))
