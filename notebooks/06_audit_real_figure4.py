@@ -347,9 +347,10 @@ _saved = save_result(
 # $N = 4$ and $N+1 = 5$ gives outputs of visibly different scale on $D$ and $D'$, whatever
 # the batch. For DPSUR's step (analysed as ASGM there) the paper finds the gap smaller, and larger at $q = 0.8$
 # than at $q = 0.7$; here it is larger at $q = 0.8$ in {glue:text}`nb06_asgm_up` of the {glue:text}`nb06_n_panels`
-# panels (optimal distinguisher). Chapter 10 finds DPSUR's claim holding over a whole run on
-# 60,000 records. That does not contradict this chapter: on 4 records the size of DPSUR's
-# separate draw changes by a large factor from round to round, on 60,000 by about 6 %. Where the normality distinguisher finds less, this is
+# panels (optimal distinguisher). The {doc}`chapter for practitioners <10_practitioners>` finds
+# DPSUR's claim holding over a whole run on a data set of MNIST's size. That does not contradict
+# this chapter: on a handful of records the size of DPSUR's separate draw changes by a large
+# factor from round to round, on tens of thousands by a few percent. Where the normality distinguisher finds less, this is
 # the price of its voting rule, not evidence of privacy: the optimal distinguisher bounds
 # what any test of the output can find. The largest $\varepsilon_L$ a run can certify is
 # limited by the number of trials (no errors at all gives {glue:text}`nb06_ceiling` with

@@ -350,9 +350,10 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # is certified at {glue:text}`nb10_dpsur_cert` (certified / forced =
 # {glue:text}`nb10_dpsur_ratio`): the certified value is {glue:text}`nb10_dpsur_cert_vs_claim`
 # the claim. Verdict: {glue:text}`nb10_dpsur_verdict`. {glue:text}`nb10_dpsur_act`
-# Chapter 6 finds the same rule leaking more than its one-round claim on 4 records. The two
-# results agree: on 4 records the size of the separate draw changes by a large factor from
-# round to round, while on 60,000 records it changes by about 6 %.
+# The {doc}`audits of real code <06_audit_real_figure4>` find the same rule leaking more than
+# its one-round claim on a handful of records. The two results agree: on a handful of records
+# the size of the separate draw changes by a large factor from round to round, while on this
+# data set it changes by a few percent.
 #
 # **The fix** for each family makes the update SGM's, so the claim's own analysis applies:
 # `loss_reduction='sum'` with the learning rate divided by the batch size (0.x), or

@@ -154,7 +154,8 @@ class Claim:
 
     def evaluate(self, results_dir: Path) -> dict:
         base = {"id": self.id, "item": self.item, "statement": self.statement, "paper": self.paper,
-                "plain": self.plain, "files": list(self.files), "beyond_paper": self.beyond_paper}
+                "plain": self.plain, "files": list(self.files), "beyond_paper": self.beyond_paper,
+                "notebook": self.notebook}
         if self.check is None:
             return {"id": self.id, "item": self.item, "verdict": "not applicable",
                     "reason": "Fig. 1 is a diagram of the game", "summary": "nothing to measure", **base,

@@ -273,7 +273,7 @@ def test_grade_page_json_appendix_and_terminal_agree(results, tmp_path):
     c6 = next(c for c in g["claims"] if c["id"] == "C6")
     subs = [f["reason"] for f in c6["fidelity"]]
     assert subs and c6["reason"] == "substituted: " + "; ".join(subs)
-    md_c6 = md.split("### C6 (Fig. 6)")[1].split("###")[0]
+    md_c6 = md.split(":::{dropdown} C6 (Fig. 6)")[1].split("\n:::\n")[0]
     app_c6 = app.split("- C6 (Fig. 6), ")[1].split("\n- C7")[0]
     text_c6 = text.split("\nC6 ")[1].split("\nC7 ")[0]
     for r in subs:

@@ -561,7 +561,7 @@ def test_fix_claim_is_beyond_the_paper_and_listed_so(rd, tmp_path):
     e1 = next(x for x in g["claims"] if x["id"] == "X1")
     assert e1["beyond_paper"] is True and cl.id_item(e1) == "X1 (the fix; our addition)"
     md = cl.render_markdown(g)
-    assert "- X1 (the fix; our addition), reproduced. " in md and "### X1 (the fix; our addition): reproduced" in md
+    assert "- X1 (the fix; our addition), reproduced. " in md and ":::{dropdown} X1 (the fix; our addition): reproduced" in md
     assert "C6 (Fig. 6) (our addition)" not in md
     text = cl.render_text(g)
     assert "our addition, beyond the paper" in text.split("\nX1 ")[1]
@@ -733,7 +733,7 @@ def test_same_substitutions_in_every_view(rd):
     subs = [f["reason"] for f in c4["fidelity"]]
     assert [f["aspect"] for f in c4["fidelity"]] == ["split", "real steps"]
     md, text = cl.render_markdown(g), cl.render_text(g)
-    md_c4 = md.split("### C4 (Fig. 4)")[1].split("###")[0]
+    md_c4 = md.split(":::{dropdown} C4 (Fig. 4)")[1].split("\n:::\n")[0]
     text_c4 = text.split("\nC4 ")[1].split("\nC5 ")[0]
     for r in subs:
         assert cl.typeset(r) in " ".join(text_c4.split()), r
@@ -848,7 +848,7 @@ def test_chapter_closes_with_the_grade_pages_list(rd):
     _fig4(rd, inputs=REAL_INPUTS | {"real_rounds": 30, "data_detail": "MNIST test split, 5 points"})
     rec = cl.require("C4", rd)
     md = cl.chapter_grade(rec)
-    page = cl.render_markdown(cl.grade(rd)).split("### C4 (Fig. 4)")[1].split("###")[0]
+    page = cl.render_markdown(cl.grade(rd)).split(":::{dropdown} C4 (Fig. 4)")[1].split("\n:::\n")[0]
     got = [line[2:] for line in md.splitlines() if line.startswith("- ")]
     want = [line[4:] for line in page.splitlines() if line.startswith("  - ")]
     assert got == want and len(got) == len(rec["fidelity"]) == 2
@@ -963,7 +963,7 @@ def test_fix_lists_the_split_it_ran_on(rd):
     assert ("substituted: split: points from the test split; this claim's setting: points of the training split"
             in r["reason"])
     assert "this claim's setting in 1 way" in cl.plain_sentence(r) and "paper's setting" not in cl.plain_sentence(r)
-    md = cl.render_markdown(cl.grade(rd)).split("### X1")[1].split("###")[0]
+    md = cl.render_markdown(cl.grade(rd)).split(":::{dropdown} X1")[1].split("\n:::\n")[0]
     assert "- Differs from this claim's setting:" in md and "Differs from the paper's setting" not in md
     assert "Differs from this claim's setting:" in cl.chapter_grade(r)
 
@@ -971,7 +971,7 @@ def test_fix_lists_the_split_it_ran_on(rd):
 def test_grade_page_typesets_for_readers(rd):
     _fig5(rd, 0.05)
     r = _claim("C5").evaluate(rd)
-    page = cl.render_markdown(cl.grade(rd)).split("### C5")[1].split("###")[0]
+    page = cl.render_markdown(cl.grade(rd)).split(":::{dropdown} C5")[1].split("\n:::\n")[0]
     for raw in ("f\\_upper", "f_upper", "sup(", "dFPR", "n=26010", "n=1485217", " - "):
         assert raw not in page, raw
     assert "the claim above the upper bound by more than 0.0001 somewhere" in page
