@@ -3,8 +3,9 @@
 Run by ``make figures`` on each notebook that papermill has executed, before the book
 renders it. The default-values cell (tag ``parameters``) is collapsed entirely
 (``hide-cell``: one click shows it), not removed: the visible code uses the names it
-defines, so every name stays on the page; papermill's ``injected-parameters`` cell below it
-shows the values actually used. Every other code cell gets ``hide-input``, so a reader
+defines, so every name stays on the page; papermill's ``injected-parameters`` cell, the values
+actually used, is appended to it (:func:`_merge_parameters`), so each chapter has one folded
+parameters cell. Every other code cell gets ``hide-input``, so a reader
 sees prose, figures and tables first and opens the code with one click, except a cell tagged
 ``edit-here`` (a cell the reader is asked to edit, e.g. chapter 10's "your run"): it stays open.
 
@@ -150,7 +151,7 @@ def tag_notebook(path: str | os.PathLike) -> int:
     nb = json.loads(path.read_text(encoding="utf-8"))
     # make tags papermill's temporary output (.NAME.tmp.ipynb) before renaming it to NAME.ipynb
     stem = path.stem[1:-4] if path.stem.startswith(".") and path.stem.endswith(".tmp") else path.stem
-    changed = 0
+    changed = _merge_parameters(nb.get("cells", []))
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "markdown":
             src = cell.get("source", "")
@@ -170,7 +171,7 @@ def tag_notebook(path: str | os.PathLike) -> int:
         if _strip_console(cell):
             changed += 1
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        if EDIT_TAG in tags:  # the reader is asked to edit it: never collapsed
+        if EDIT_TAG in tags or "remove-cell" in tags:  # the reader edits it, or it is not on the page
             continue
         want = "hide-cell" if "parameters" in tags else "hide-input"
         if "parameters" in tags and "remove-cell" in tags:  # tagged by an older booktags
@@ -185,6 +186,33 @@ def tag_notebook(path: str | os.PathLike) -> int:
         fh.write("\n")
     os.replace(tmp, path)
     return changed
+
+
+#: the line that separates a parameters cell's defaults from the values papermill injected for this run
+INJECTED_HEADER = "# Values used in this run (injected by papermill):"
+
+
+def _merge_parameters(cells: list) -> int:
+    """One parameters cell per chapter: papermill's ``injected-parameters`` cell (the values this run used)
+    is appended to the ``parameters`` cell below :data:`INJECTED_HEADER` and removed from the page
+    (``remove-cell``; it still runs in Jupyter), so a reader finds one folded cell. Returns 1 when it
+    merged, else 0 (no injected cell, or merged already)."""
+    params = next((c for c in cells if c.get("cell_type") == "code"
+                   and "parameters" in (c.get("metadata") or {}).get("tags", [])), None)
+    injected = next((c for c in cells if c.get("cell_type") == "code"
+                     and "injected-parameters" in (c.get("metadata") or {}).get("tags", [])), None)
+    if params is None or injected is None:
+        return 0
+    src = "".join(params["source"]) if isinstance(params.get("source"), list) else params.get("source", "")
+    if INJECTED_HEADER in src:
+        return 0
+    inj = "".join(injected["source"]) if isinstance(injected.get("source"), list) else injected.get("source", "")
+    body = "\n".join(line for line in inj.splitlines() if line.strip() and not line.startswith("# Parameters"))
+    params["source"] = src.rstrip("\n") + f"\n\n{INJECTED_HEADER}\n{body}\n"
+    tags = injected.setdefault("metadata", {}).setdefault("tags", [])
+    if "remove-cell" not in tags:
+        tags.append("remove-cell")
+    return 1
 
 
 def _vector_copies(source: str, dest: Path) -> dict[str, str]:

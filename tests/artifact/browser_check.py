@@ -40,7 +40,10 @@ per problem, each naming the page and the broken thing:
   text of over 40 characters in bold; from :data:`WIDE_VIEWPORT` (1,000 px) on, a figure that
   does not fit its column (it may scroll sideways on a phone only); a figure whose smallest text is below
   :data:`MIN_FIGURE_FONT_PT` (8 pt) at its displayed width (:func:`figure_font_problems`:
-  from the PNG's dpi and recorded smallest font, or the SVG's font sizes).
+  from the PNG's dpi and recorded smallest font, or the SVG's font sizes);
+* a figure or table caption whose text has less than :data:`MIN_CAPTION_CONTRAST` (4.5:1) contrast
+  against its background, and a grade page whose first 1,280 x 800 screen does not show every
+  claim's row of its table of verdicts (:func:`_check_readability`).
 
 It saves full-page screenshots ``index.png`` (the start page), ``figure_page.png`` (the
 first visited page with a loaded image in a cell output or figure) and, where those pages
@@ -626,6 +629,7 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
 
     for width in VIEWPORTS[1:]:
         problems += _check_layout_at(browser, root, layout_pages, width, shots)
+    problems += _check_readability(browser, root, layout_pages)
 
     # Links, checked once every visited page's ids are known.
     for name, page_path, links in page_links:
@@ -667,6 +671,67 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                         reported.add(key)
                         problems.append(f"{name}: broken anchor href={href!r}: "
                                         f"{_rel(t, root)} has no element with id {frag!r}")
+    return problems
+
+
+#: the least contrast of caption text against its background (WCAG 2.x, level AA for body text)
+MIN_CAPTION_CONTRAST = 4.5
+#: the first screen of the grade page, where every claim's verdict must be (CSS px)
+FIRST_SCREEN = (1280, 800)
+
+# Each figure and table caption's contrast ratio (WCAG relative luminance of its computed colour against the
+# first opaque background up its ancestors, white when none), and on the grade page the bottom of every row
+# of its first table.
+_READABILITY_JS = r"""
+() => {
+  const rgb = s => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = c => { const [r, g, b] = c.slice(0, 3).map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const bg = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c; } return [255, 255, 255]; };
+  const out = {captions: [], rows: []};
+  for (const el of document.querySelectorAll("article figcaption, article caption, article .caption-text")) {
+    if (!el.innerText.trim()) continue;
+    const a = lum(rgb(getComputedStyle(el).color)), b = lum(bg(el));
+    out.captions.push({text: el.innerText.trim().slice(0, 50), ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)});
+  }
+  const t = document.querySelector("article table");
+  if (t) for (const tr of t.querySelectorAll("tbody tr"))
+    out.rows.push({text: tr.innerText.trim().slice(0, 40), bottom: tr.getBoundingClientRect().bottom + window.scrollY});
+  return out;
+}
+"""
+
+
+def _check_readability(browser, root: Path, pages: list[tuple[str, Path]]) -> list[str]:
+    """Caption contrast on every page (at least :data:`MIN_CAPTION_CONTRAST`), and on the grade page every
+    claim's row within the first screen (:data:`FIRST_SCREEN`)."""
+    problems: list[str] = []
+    w, h = FIRST_SCREEN
+    context = browser.new_context(viewport={"width": w, "height": h}, java_script_enabled=True,
+                                  service_workers="block")
+    context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        for name, path in pages:
+            try:
+                page.goto(path.as_uri(), wait_until="load")
+                info = page.evaluate(_READABILITY_JS)
+            except Exception as exc:  # noqa: BLE001 - reported as a problem of this page
+                problems.append(f"{name}: readability not checked: {str(exc).splitlines()[0]}")
+                continue
+            for c in info["captions"]:
+                if c["ratio"] < MIN_CAPTION_CONTRAST:
+                    problems.append(f"{name}: caption {c['text']!r} has contrast {c['ratio']:.2f}:1, below "
+                                    f"{MIN_CAPTION_CONTRAST}:1")
+            if _rel(path, root) == "grade.html":
+                late = [r["text"] for r in info["rows"] if r["bottom"] > h]
+                if not info["rows"] or late:
+                    problems.append(f"{name}: the first {w}x{h} screen does not show every claim's verdict"
+                                    + (f" (below it: {'; '.join(late)})" if late else " (no table of claims)"))
+    finally:
+        context.close()
     return problems
 
 

@@ -17,7 +17,9 @@ def test_tags_parameters_collapsed_and_code_hidden(tmp_path):
     cells = json.loads(p.read_text())["cells"]
     assert "tags" not in cells[0]["metadata"]
     assert cells[1]["metadata"]["tags"] == ["parameters", "hide-cell"]  # collapsed, never removed
-    assert cells[2]["metadata"]["tags"] == ["injected-parameters", "hide-input"]
+    # one folded parameters cell per chapter (issue 34): the values used are appended, the injected cell goes
+    assert cells[1]["source"] == "MODE = 'quick'\n\n# Values used in this run (injected by papermill):\nMODE = 'smoke'\n"
+    assert cells[2]["metadata"]["tags"] == ["injected-parameters", "remove-cell"]
     assert cells[3]["metadata"]["tags"] == ["hide-input"]
     assert tag_notebook(p) == 0  # idempotent
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
