@@ -31,6 +31,8 @@ _EXPORTS = {
     "upper_bound": "paperlib.mechanisms.guarantees",
     "curve": "paperlib.mechanisms.curves",
     "sgm_claim_epsilon": "paperlib.mechanisms.claimed",
+    "Setting": "paperlib.mechanisms.setting",
+    "certified_guarantee": "paperlib.mechanisms.certified",
     "certified_interval": "paperlib.mechanisms.certified",
     "certified_for_training_set": "paperlib.mechanisms.certified",
     "check_run": "paperlib.practitioner.check",

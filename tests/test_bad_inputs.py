@@ -419,7 +419,36 @@ def _api_rows():
                                                               C=1.0, trials=100, scheduler="localhost:8786"),
          ValueError, "scheduler"),
         ("run-steps-device", lambda: step_device("tpu"), ValueError, "device"),
+        ("export-estimate", lambda: _one_round().to_dp_accounting("tight"), ValueError, "estimate"),
+        ("export-interval", lambda: _one_round().to_dp_accounting("pessimistic", -1e-3), ValueError,
+         "value_discretization_interval"),
+        ("dist-root", lambda: _dist_missing(), ValueError, "root"),
+        ("site-check-html_dir", lambda: _site_check_missing(), ValueError, "html_dir"),
     ]
+
+
+def _one_round():
+    from paperlib.mechanisms.multiround import sgm_claim_rounds
+
+    return sgm_claim_rounds(0.01, 1.0, rounds=1)
+
+
+def _dist_missing():
+    import tempfile
+
+    from paperlib.artifact.dist import build_dist
+
+    with tempfile.TemporaryDirectory() as d:
+        return build_dist(d)
+
+
+def _site_check_missing():
+    import tempfile
+
+    from paperlib.artifact.site import dead_references
+
+    with tempfile.TemporaryDirectory() as d:
+        return dead_references(d)
 
 
 API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guarantee-sigma-inf", "upper-n-zero",
@@ -432,7 +461,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "step-check-batch_sizes", "step-check-draws", "sampler-divisor_masks",
            "prose-relation-nan", "prose-relation-far",
            "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty",
-           "real-audit-workers", "real-audit-scheduler", "run-steps-device"]
+           "real-audit-workers", "real-audit-scheduler", "run-steps-device", "export-estimate", "export-interval",
+           "dist-root", "site-check-html_dir"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

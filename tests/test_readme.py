@@ -38,3 +38,18 @@ def test_cli_contract_keys_are_printed():
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     out = json.loads(r.stdout)
     assert promised - {"note", "claim", "null"} <= set(out), promised - set(out)  # a note only when eps is infinite
+
+
+def test_dp_accounting_example_composes_an_exported_round():
+    """README's "Use with dp_accounting and Opacus" block runs as written: 100 exported certified EASGM rounds
+    and dp_accounting's own SGM event compose to about 5.77, at least paperlib's own 100-round lower end."""
+    code = _block("Use with dp_accounting and Opacus")
+    assert len([ln for ln in code.splitlines() if ln.strip()]) <= 6
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr
+    eps = float(r.stdout.split()[0])
+    import paperlib as pl
+
+    lo, hi = pl.certified_guarantee(pl.Setting("easgm", 60_000, 0.004, 1.1, 26_010, rounds=100,
+                                               delta=1e-5)).epsilon_bounds(1e-5)
+    assert lo <= eps <= 1.05 * hi and abs(eps - 5.77) < 0.01, (eps, lo, hi)

@@ -84,7 +84,9 @@ from paperlib.artifact.grading.checks import (  # noqa: F401  (re-exported: the 
     table2_expected,
 )
 from paperlib.artifact.grading.render import (  # noqa: F401  (re-exported)
+    CLAIM_GROUPS,
     OUR_ADDITION,
+    claim_group,
     VERDICT_RULE,
     chapter_grade,
     headline,
@@ -400,18 +402,6 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     return x
-
-
-#: how the summary counts claims apart: the paper's claims checked by this run, the paper's claims read from
-#: data committed with the artifact (not recomputed by this build), and this artifact's own additions
-CLAIM_GROUPS = {"paper": "the paper's claims", "committed": "read from committed data", "ours": "our additions"}
-
-
-def claim_group(c: dict) -> str:
-    """The summary group of an evaluated claim (:data:`CLAIM_GROUPS`)."""
-    if c.get("beyond_paper"):
-        return "ours"
-    return "committed" if c.get("basis") else "paper"
 
 
 def grade(results_dir: str | Path | None = None) -> dict:

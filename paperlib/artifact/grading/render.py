@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["summary_counts", "reason_line", "OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
+__all__ = ["CLAIM_GROUPS", "claim_group", "summary_counts", "reason_line", "OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
 
 #: What follows the item of a claim beyond the paper wherever claims are listed.
@@ -260,13 +260,23 @@ def render_markdown(g: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: how the summary counts claims apart: the paper's claims checked by this run, the paper's claims read from
+#: data committed with the artifact (not recomputed by this build), and this artifact's own additions
+CLAIM_GROUPS = {"paper": "the paper's claims", "committed": "read from committed data", "ours": "our additions"}
+
+
+def claim_group(c: dict) -> str:
+    """The summary group of an evaluated claim (:data:`CLAIM_GROUPS`)."""
+    if c.get("beyond_paper"):
+        return "ours"
+    return "committed" if c.get("basis") else "paper"
+
+
 def summary_counts(g: dict) -> str:
     """The grade's counts, the paper's claims apart from those read from committed data and from our additions:
     "the paper's claims (C1-C7): 2 reproduced, 4 partly reproduced, 1 not applicable; read from committed data
     (C8): 1 reproduced; our additions (X1): 1 partly reproduced". Verdicts with no claim are left out; a grade
     written before the groups existed gives its plain counts."""
-    from paperlib.artifact.claims import CLAIM_GROUPS
-
     groups = g.get("counts_by_group")
     if not groups:
         return ", ".join(f"{g['counts'].get(v, 0)} {v}" for v in g["counts"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paperlib.fdp.pld.engine import (DEFAULT_MAX_LENGTH, DEFAULT_REL_TOL, EPS_SCALE_FLOOR, PLD_DELTA_FLOOR,
+from paperlib.fdp.pld.engine import (DEFAULT_MAX_LENGTH, export_pld, DEFAULT_REL_TOL, EPS_SCALE_FLOOR, PLD_DELTA_FLOOR,
                                      ROUND_TAIL, TRUNCATION, Engine, State, require_dp_accounting)
 from paperlib.fdp.pld.laws import RoundLaw, round_law_from_mixture
 from paperlib.fdp.tradeoff import TradeOff, TradeOffCurve, check_tradeoff, lower_convex_envelope
@@ -114,6 +114,32 @@ class PLDComposition(TradeOff):
 
     def _meta_update(self):
         self.meta.update(pld=self.accounting())
+
+    # ------------------------------------------------------------ interop
+    def to_dp_accounting(self, estimate: str = "pessimistic", value_discretization_interval: float | None = None):
+        """This composition as a dp_accounting ``PrivacyLossDistribution``, to compose with a user's other
+        events (``pld.compose(other)``) and query with dp_accounting's own methods.
+
+        ``estimate``: ``"pessimistic"`` (the upper end: its ``get_epsilon_for_delta`` is never below this
+        composition's true epsilon; connect-the-dots, Doroshenko et al. 2022) or ``"optimistic"`` (the lower
+        end: never above it; the merged-cell PMF with its losses moved down by the lower end's shift,
+        rounded down to the grid, which keeps it optimistic). ``pmf_remove`` holds the direction ``Q||P``
+        (the loss ``log q/p`` under ``Q``, the data set with the target as the first distribution, dp_accounting's
+        "remove" adjacency) and ``pmf_add`` the direction ``P||Q``. ``value_discretization_interval``: the grid
+        of the export (dp_accounting composes only PLDs of one interval: give your other events' interval;
+        a finer one also keeps the error small over many compositions); default this composition's grid step.
+
+        Raises ValueError naming ``estimate`` for another value, and for ``"optimistic"`` where the lower end
+        is more than a PMF (a mass subtracted after composition, or a hidden event's defect): compose the
+        one-round export in dp_accounting instead. ModuleNotFoundError naming the ``[accounting]`` extra
+        when dp_accounting is missing. Source: THEORY.md §11 (the engine's two ends).
+        """
+        if estimate not in ("pessimistic", "optimistic"):
+            raise ValueError(f"estimate must be 'pessimistic' or 'optimistic', got {estimate!r}")
+        if value_discretization_interval is None:
+            return export_pld(self._state(), estimate)
+        step = check_positive(value_discretization_interval, "value_discretization_interval")
+        return export_pld(self._engine.build(step), estimate)  # one pass on that grid; this composition's stays
 
     # ------------------------------------------------------------ profiles
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:

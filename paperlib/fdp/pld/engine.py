@@ -69,6 +69,28 @@ def pmf_arrays(pmf) -> tuple[int, np.ndarray]:
     return int(pmf._lower_loss), np.asarray(pmf._probs, dtype=float)
 
 
+def export_pld(state: "State", estimate: str):
+    """dp_accounting's ``PrivacyLossDistribution`` of one grid's composition (``PLDComposition.to_dp_accounting``):
+    the pessimistic PMFs as they are, or the optimistic ones with their losses moved down by the lower end's
+    shift (rounded down to the grid: still optimistic). ``pmf_remove`` is the ``Q||P`` direction, ``pmf_add``
+    ``P||Q``. ValueError where the lower end subtracts a mass after composing (no PMF carries it)."""
+    from dp_accounting.pld import pld_pmf, privacy_loss_distribution
+
+    if estimate == "pessimistic":
+        pmfs = {d: state.up[d].pmf for d in DIRECTIONS}
+    else:
+        if state.slack > 0 or state.defect:
+            raise ValueError("estimate: the optimistic end of this composition subtracts a mass after composing "
+                             "(truncation or a hidden event), which a PMF cannot carry; export the one-round "
+                             "composition and compose it in dp_accounting")
+        pmfs = {}
+        for d in DIRECTIONS:
+            i0, probs = pmf_arrays(state.low[d].pmf)
+            cells = math.ceil(state.shift[d] / state.step - 1e-12)  # losses moved down by at least the shift
+            pmfs[d] = pld_pmf.DensePLDPmf(state.step, i0 - cells, probs, state.low[d].inf, False)
+    return privacy_loss_distribution.PrivacyLossDistribution(pmfs["QP"], pmfs["PQ"])
+
+
 class _Pmf:
     """A composed PMF (dp_accounting ``DensePLDPmf``), queried through its public methods."""
 
