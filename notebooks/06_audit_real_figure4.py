@@ -66,9 +66,6 @@ MODE = "quick"
 DEVICE = "cpu"
 SEED = 0
 
-# %% [markdown]
-# ## Set-up
-
 # %%
 import time
 

@@ -44,9 +44,6 @@ MODE = "quick"
 DEVICE = "cpu"
 SEED = 0
 
-# %% [markdown]
-# ## Set-up
-
 # %%
 import time
 

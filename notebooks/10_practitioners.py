@@ -104,7 +104,7 @@ glue("nb10_mode", MODE, display=False)
 
 # %%
 SMOKE = pf.pick(MODE, smoke=True, quick=False, full=False)
-SETTINGS = pf.pick(MODE, smoke=[dict(MNIST_README_SETTINGS[0], epochs=1)], quick=list(MNIST_README_SETTINGS[:1]),
+SETTINGS = pf.pick(MODE, smoke=[dict(MNIST_README_SETTINGS[0], epochs=1, name="σ 1.3, 1 epoch")], quick=list(MNIST_README_SETTINGS[:1]),
                    full=list(MNIST_README_SETTINGS))
 DPSUR = pf.pick(MODE, smoke=dict(DPSUR_DEFAULTS, steps=300), quick=dict(DPSUR_DEFAULTS), full=dict(DPSUR_DEFAULTS))
 SKIP = ("asgm",) if SMOKE else ()  # the ASGM certificate costs about half a minute of CPU at any length

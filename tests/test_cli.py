@@ -247,8 +247,12 @@ def test_audit_implementation_choices_are_the_runners():
 def _fake_audit(seen):
     def audit(implementation, model, dataset, **kw):
         seen.append({"implementation": implementation, "dataset": dataset, **kw})
-        return {"implementation": implementation, "dataset": dataset, "mechanism": "x",
-                "inputs": {"data": "recorded"}}
+        from dataclasses import fields
+
+        from paperlib.implementations.real_audit import ImplementationAudit
+
+        return ImplementationAudit.from_json({f.name: None for f in fields(ImplementationAudit)} | {
+            "implementation": implementation, "dataset": dataset, "mechanism": "x", "inputs": {"data": "recorded"}})
     return audit
 
 

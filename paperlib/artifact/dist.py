@@ -22,12 +22,13 @@ out. Nothing here runs an experiment. The steps that publish the archive are in 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+
+from paperlib.implementations.opacus_code.wheels import sha256_file
 
 __all__ = ["PUBLISH_STEPS", "build_dist", "main"]
 
@@ -55,14 +56,6 @@ def _git(root: Path, *args: str) -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         raise DistError(f"root: {root} is not a git checkout with a commit ({type(exc).__name__}); make dist "
                         "archives a commit") from None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _version(root: Path) -> str:
@@ -123,7 +116,7 @@ def build_dist(root: str | Path, *, book_html: str | Path | None = None, appendi
     meta["version"] = version
     meta["notes"] = (str(meta.get("notes", "")).rstrip(". ") + f". Commit {full}.").lstrip(". ")
     (folder / ".zenodo.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    files = {p.name: _sha256(p) for p in sorted(folder.iterdir()) if p.name != "SHA256SUMS" and p.is_file()}
+    files = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.name != "SHA256SUMS" and p.is_file()}
     (folder / "SHA256SUMS").write_text("".join(f"{h}  {n}\n" for n, h in files.items()), encoding="ascii")
     return {"folder": str(folder), "files": files, "commit": full, "version": version, "notes": notes}
 

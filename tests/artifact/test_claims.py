@@ -1081,3 +1081,14 @@ def test_chapter_10_runs_are_graded_as_our_addition(rd):
     _write(rd, "10_practitioners.json", _practitioner_rows(**{"feasgm-agree": "refuted"}), params)
     bad = _claim("X2").evaluate(rd)
     assert bad["verdict"] == "not reproduced" and any(p["verdict"] == "not reproduced" for p in bad["parts"])
+    # a shorter run (smoke mode: 1 epoch, 300 DPSUR steps, no ASGM row) cannot contradict it: partly reproduced
+    short = {"mode": "smoke", "dpsur": {"dataset_size": 60_000, "batch_size": 256, "steps": 300},
+             "settings": [{"name": "σ 1.3, 15 epochs", "epochs": 1, "noise_multiplier": 1.3}]}
+    rows = _practitioner_rows(easgm="unresolved")
+    rows["rows"] = [r for r in rows["rows"] if r["family"] != "asgm"]
+    _write(rd, "10_practitioners.json", rows, short, mode="smoke")
+    r = _claim("X2").evaluate(rd)
+    assert r["verdict"] == "partly reproduced", r
+    assert {f["reason"] for f in r["fidelity"]} == {"1 epoch; the claim: 15",
+                                                     "DPSUR 300 steps; the claim: its default 25,543"}
+    assert any(p["name"].startswith("the ASGM family") and p["verdict"] == "partly reproduced" for p in r["parts"])
