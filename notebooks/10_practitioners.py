@@ -143,7 +143,7 @@ for s in SETTINGS:
         if fam.key not in SKIP:
             rows[(s["name"], fam.key)] = family_row(fam, {**MNIST, **s})
 rows[("dpsur", "dpsur")] = dpsur_row(DPSUR)
-readme_eps = {s["name"]: s["readme_epsilon"] for s in MNIST_README_SETTINGS}
+readme_eps = {s["name"]: s["readme_epsilon"] for s in SETTINGS}
 
 
 def verdict_cell(r):

@@ -296,7 +296,7 @@ CLAIMS: tuple[Claim, ...] = (
           "qualitative (Section 5.2): a generally decreasing trend in N for every q, both mechanisms; ASGM not "
           "monotone in N at q = 0.6 and 0.7; ASGM leakage generally increases with q",
           _checks.check_fig2, ("04_fig2_audit.json",), notebook="04_audit_figure2",
-          tolerance="each statement with the paper's normality distinguisher and the optimal one; a trend holds "
+          tolerance="each statement with the normality distinguisher rebuilt from the paper and the optimal one; a trend holds "
                     "when the 95% Clopper-Pearson intervals show it (a fall: eps_U at the last point below eps_L at "
                     "the first), is violated by a move against it beyond the intervals, and is partly reproduced "
                     "when they show neither; EASGM: falls in N for every q, no rise beyond the intervals between "
@@ -312,7 +312,7 @@ CLAIMS: tuple[Claim, ...] = (
           "qualitative (Section 5.2): eps_L rises with n; every audited curve below the claim; the distance "
           "remarkably larger from n >= 100", _checks.check_fig3, ("05_fig3_audit.json",),
           notebook="05_audit_figure3",
-          tolerance="each statement with the paper's normality distinguisher and the optimal one: eps_L (95% "
+          tolerance="each statement with the normality distinguisher rebuilt from the paper and the optimal one: eps_L (95% "
                     "lower bound) above the SGM claim at every n (a point below it that fewer trials than the "
                     "paper's 10,000 cannot resolve: partly reproduced); eps_L rises with n: eps_L at the largest n above "
                     "eps_U at the smallest (else partly reproduced), with no fall beyond the Clopper-Pearson "
@@ -326,7 +326,7 @@ CLAIMS: tuple[Claim, ...] = (
           "smaller for ASGM, and larger for ASGM at q = 0.8", _checks.check_fig4, ("06_fig4_real_audit.json",),
           notebook="06_audit_real_figure4",
           tolerance="on the paper's real data and code paths (else partly or not reproduced, reason first); each "
-                    "statement with the paper's normality distinguisher and the optimal one: every eps_L (95% lower "
+                    "statement with the normality distinguisher rebuilt from the paper and the optimal one: every eps_L (95% lower "
                     "bound) above its SGM claim; per panel the smallest EASGM gap above the largest ASGM gap, and "
                     "the ASGM gap at q = 0.8 above that at 0.7: shown when the one gap at eps_L is above the other "
                     "at eps_U, partly reproduced when the Clopper-Pearson intervals overlap, not reproduced when "
@@ -347,7 +347,7 @@ CLAIMS: tuple[Claim, ...] = (
           "claim.", "qualitative (Appendix A.3): eps_L above the claim", _checks.check_fig6, ("07_fig6_opacus_feasgm.json",),
           notebook="07_opacus_feasgm_figure6",
           tolerance="on the paper's real data and Opacus v1.0 (else partly or not reproduced, reason first); eps_L "
-                    "(95% lower bound) above the SGM claim with the paper's normality distinguisher and the optimal "
+                    "(95% lower bound) above the SGM claim with the normality distinguisher rebuilt from the paper and the optimal "
                     "one, and the installed Opacus step matches the FEASGM mechanism"),
     Claim("C7", "Fig. 7",
           "Over 200 rounds (|D| = 140,199, q = 0.005, sigma = 10) the FEASGM guarantee is weaker than the claim "
@@ -371,7 +371,7 @@ CLAIMS: tuple[Claim, ...] = (
           "not in the paper (our addition, chapter 11): the paper shows that the FEASGM release exceeds the claim "
           "(Appendix A.3) and audits no fix", _checks.check_fix, ("11_fix_audit.json",), notebook="11_the_fix",
           tolerance="on real data with every round a real step (else partly or not reproduced, reason first); with "
-                    "the paper's normality distinguisher and the optimal one: the fixed step's eps_L (95% lower "
+                    "the normality distinguisher rebuilt from the paper and the optimal one: the fixed step's eps_L (95% lower "
                     "bound) at most the SGM claim, the release's eps_L above it; the fixed step's guarantee "
                     f"epsilon equal to the claim's to a relative {FIX_GUARANTEE_RTOL:g}; both steps pass their "
                     "check against the mechanism they document",

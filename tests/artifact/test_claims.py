@@ -165,14 +165,14 @@ def test_fig2_asgm_monotone_at_06_07_is_not_the_paper(rd):
     r = _claim("C2").evaluate(rd)
     assert r["verdict"] == "partly reproduced"
     ps = _parts(r)
-    nm = ps["ASGM not monotone in N at q = 0.6, 0.7 (paper's normality distinguisher)"]
+    nm = ps["ASGM not monotone in N at q = 0.6, 0.7 (normality distinguisher rebuilt from the paper)"]
     assert nm["verdict"] == "partly reproduced" and "cannot resolve it" in nm["partial"]
     # the same flat series shows no fall either: "generally falls" is not established, not violated
-    gf = ps["ASGM eps_L generally falls as N grows, every q (paper's normality distinguisher)"]
+    gf = ps["ASGM eps_L generally falls as N grows, every q (normality distinguisher rebuilt from the paper)"]
     assert gf["verdict"] == "partly reproduced" and "no fall evidenced: q=0.7" in gf["detail"]
     # a rise within the intervals is no evidence of non-monotonicity; one beyond them is
     _fig2(rd, asg={0.6: (0.02, 0.1, 0.095, 0.12), 0.7: (0.02, 0.1, 0.05, 0.12)})
-    part = _parts(_claim("C2").evaluate(rd))["ASGM not monotone in N at q = 0.6, 0.7 (paper's normality distinguisher)"]
+    part = _parts(_claim("C2").evaluate(rd))["ASGM not monotone in N at q = 0.6, 0.7 (normality distinguisher rebuilt from the paper)"]
     assert part["verdict"] == "partly reproduced" and "q=0.6: no rise beyond" in part["detail"]
     assert "q=0.7: rises beyond the intervals, N=3->N=4" in part["detail"]
 
@@ -182,11 +182,11 @@ def test_fig2_statements_with_the_paper_distinguisher(rd):
     _fig2(rd, paper={("asgm", 0.9, 2): 0.4})  # ASGM no longer grows with q at N = 2 (beyond the intervals)
     r = _claim("C2").evaluate(rd)
     assert r["verdict"] == "not reproduced"
-    assert "ASGM eps_L generally grows with q, every N (paper's normality distinguisher)" in r["reason"]
+    assert "ASGM eps_L generally grows with q, every N (normality distinguisher rebuilt from the paper)" in r["reason"]
     # below the claim with the paper's distinguisher: info only (not a Fig. 2 statement)
     _fig2(rd, paper={("easgm", 0.005, 5): 0.499})
     r = _claim("C2").evaluate(rd)
-    info = _parts(r)["every point eps_L > SGM claim (paper's normality distinguisher)"]
+    info = _parts(r)["every point eps_L > SGM claim (normality distinguisher rebuilt from the paper)"]
     assert not info["graded"] and "below" in info["detail"]
 
 
@@ -250,13 +250,13 @@ def test_fig3_paper_distinguisher_below_claim_at_n100(rd):
     _fig3(rd, paper={"asgm": {100: 0.47}})
     r = _claim("C3").evaluate(rd)
     assert r["verdict"] == "not reproduced" and r["reason"].startswith("violated: ")
-    assert "ASGM q=0.7: eps_L > SGM claim at every n (paper's normality distinguisher)" in r["reason"]
-    assert "ASGM q=0.7: markedly above the claim from n >= 100 (paper's normality distinguisher)" in r["reason"]
+    assert "ASGM q=0.7: eps_L > SGM claim at every n (normality distinguisher rebuilt from the paper)" in r["reason"]
+    assert "ASGM q=0.7: markedly above the claim from n >= 100 (normality distinguisher rebuilt from the paper)" in r["reason"]
     # with 4,000 trials and a point estimate above the claim: quick mode cannot resolve it
     _fig3(rd, paper={"asgm": {1: 0.42, 10: 0.42, 30: 0.42, 100: 0.42, 1000: 0.1, 10000: 0.05}}, trials=4000)
     r = _claim("C3").evaluate(rd)
     assert r["verdict"] == "partly reproduced", r["reason"]
-    assert r["reason"].startswith("unresolved: ASGM q=0.7: eps_L > SGM claim at every n (paper's normality")
+    assert r["reason"].startswith("unresolved: ASGM q=0.7: eps_L > SGM claim at every n (normality distinguisher rebuilt")
     assert "quick mode cannot resolve n=100" in r["reason"]
     # the optimal distinguisher (our addition) grades the same statements
     _fig3(rd, optimal={"easgm": {1000: 0.49, 10000: 0.49}})
@@ -340,7 +340,7 @@ def test_fig4_statements_can_fail(rd, dpsur):
     _fig4(rd, paper={("asgm", 0.7): 0.47}, dpsur=dpsur)  # below the claim with the paper's distinguisher
     r = _claim("C4").evaluate(rd)
     assert r["verdict"] == "not reproduced"
-    assert "every point eps_L > SGM claim (paper's normality distinguisher)" in r["reason"]
+    assert "every point eps_L > SGM claim (normality distinguisher rebuilt from the paper)" in r["reason"]
 
 
 @pytest.mark.parametrize("inputs, verdict, reason", [
@@ -453,7 +453,7 @@ def test_fig6(rd, dpfeta_model):
     assert _claim("C6").evaluate(rd)["verdict"] == "not reproduced"
     _fig6(rd, p_paper=0.47)  # below the claim with the paper's distinguisher only
     r = _claim("C6").evaluate(rd)
-    assert r["verdict"] == "not reproduced" and "paper's normality distinguisher" in r["reason"]
+    assert r["verdict"] == "not reproduced" and "normality distinguisher rebuilt from the paper" in r["reason"]
     _write(rd, "07_fig6_opacus_feasgm.json", {"dataset": "mnist", "error": "no opacus", "result": None})
     assert _claim("C6").evaluate(rd)["verdict"] == "not run"
 
@@ -582,8 +582,8 @@ def test_fix_reproduced_where_the_statements_hold(rd):
 
 
 @pytest.mark.parametrize("kw, statement", [
-    ({"p_fixed": 0.0}, "fixed step: eps_L within the SGM claim (paper's normality distinguisher)"),
-    ({"p_fixed": 0.45, "p_fixed_paper": 0.02}, "fixed step: eps_L within the SGM claim (paper's normality"),
+    ({"p_fixed": 0.0}, "fixed step: eps_L within the SGM claim (normality distinguisher rebuilt from the paper)"),
+    ({"p_fixed": 0.45, "p_fixed_paper": 0.02}, "fixed step: eps_L within the SGM claim (normality distinguisher rebuilt"),
     ({"p_release": 0.47}, "release as shipped: eps_L above the SGM claim"),
     ({"g_fixed": 0.2}, "fixed step's guarantee equals the SGM claim"),
     ({"check_fixed": False}, "fixed step matches the SGM"),
@@ -902,13 +902,13 @@ def test_fig3_finding_keeps_unresolved_small_n_apart(rd):
     the finding (the grade page listed only n=1 while Table 5.2 also showed n=10 under the claim)."""
     _fig3(rd, paper={"asgm": {1: 0.5, 10: 0.42}}, trials=4000)
     r = _claim("C3").evaluate(rd)
-    f = next(x for x in r["findings"] if x.startswith("ASGM q=0.7: our rebuilt normality distinguisher"))
+    f = next(x for x in r["findings"] if x.startswith("ASGM q=0.7: the normality distinguisher rebuilt from the paper"))
     assert "does not certify leakage above the claim at n=1 (" in f
     tail = f.split("; unresolved at this run's trials, and not part of this finding: ")[1]
     assert tail.startswith("n=10: ") and "point estimate" in tail and "at 4,000 trials" in tail
     assert "n=1:" not in tail and "n=30" not in tail
     _fig3(rd, paper={"asgm": {1: 0.5}}, trials=4000)
-    f = next(x for x in _claim("C3").evaluate(rd)["findings"] if x.startswith("ASGM q=0.7: our rebuilt"))
+    f = next(x for x in _claim("C3").evaluate(rd)["findings"] if x.startswith("ASGM q=0.7: the normality distinguisher rebuilt"))
     assert "unresolved" not in f
 
 
@@ -918,7 +918,7 @@ def test_rises_needs_evidence_of_a_rise(rd):
     flat = {1: 0.29, 10: 0.285, 30: 0.28, 100: 0.29, 1000: 0.285, 10000: 0.283}
     _fig3(rd, paper={"asgm": flat}, trials=4000)
     r = _claim("C3").evaluate(rd)
-    p = _parts(r)["ASGM q=0.7: eps_L rises with n (paper's normality distinguisher)"]
+    p = _parts(r)["ASGM q=0.7: eps_L rises with n (normality distinguisher rebuilt from the paper)"]
     assert p["ok"] is True and p["verdict"] == "partly reproduced", p
     assert p["detail"].startswith("no rise beyond the intervals from n=1 to n=10,000: eps_L at n=10,000")
     assert "falls within them: n=30->n=100" in p["detail"]
@@ -926,11 +926,11 @@ def test_rises_needs_evidence_of_a_rise(rd):
     # a slow fall, every step within the intervals but the first and last points apart: violated
     slow = {1: 0.05, 10: 0.08, 30: 0.11, 100: 0.14, 1000: 0.17, 10000: 0.20}
     _fig3(rd, paper={"asgm": slow})
-    p = _parts(_claim("C3").evaluate(rd))["ASGM q=0.7: eps_L rises with n (paper's normality distinguisher)"]
+    p = _parts(_claim("C3").evaluate(rd))["ASGM q=0.7: eps_L rises with n (normality distinguisher rebuilt from the paper)"]
     assert p["verdict"] == "not reproduced" and "falls beyond the intervals: n=1->n=" in p["detail"]
     # the evidence: the last point's eps_L above the first point's eps_U
     _fig3(rd)
-    p = _parts(_claim("C3").evaluate(rd))["ASGM q=0.7: eps_L rises with n (paper's normality distinguisher)"]
+    p = _parts(_claim("C3").evaluate(rd))["ASGM q=0.7: eps_L rises with n (normality distinguisher rebuilt from the paper)"]
     assert p["verdict"] == "reproduced" and p["detail"].startswith("a rise beyond the intervals from n=1 to n=10,000")
 
 

@@ -104,7 +104,7 @@ def _fig2_above_claim(recs: dict) -> tuple[list[dict], list[str]]:
         parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad and not unres,
                            detail + " (info: the paper's text does not state it for Fig. 2)", graded=False))
         if bad:
-            who = "our rebuilt normality distinguisher" if dist == "paper" else "the optimal distinguisher"
+            who = f"the {DIST_LABEL['paper']}" if dist == "paper" else "the optimal distinguisher"
             findings.append(f"{who} does not certify leakage above the SGM claim at {len(bad)} of {len(st)} points "
                             f"({', '.join(b.split(':')[0] for b in bad)}); the paper states only trends for this "
                             "figure")
@@ -306,8 +306,8 @@ def _fig3_above(seq: list, tag: str, lab: str, dist: str) -> tuple[dict, list[st
     unres = [f"n={n}: {t}" for n, (v, t) in st if v == "unresolved"]
     findings = []
     if small:
-        findings.append(f"{tag}: our rebuilt {'normality' if dist == 'paper' else 'optimal'} "
-                        f"distinguisher does not certify leakage above the claim at "
+        findings.append(f"{tag}: the {DIST_LABEL['paper'] if dist == 'paper' else 'optimal distinguisher'} "
+                        f"does not certify leakage above the claim at "
                         + ", ".join(x.split(':')[0] for x in small)
                         + f" (n chosen by this book; the paper lists no n values and states a marked gap "
                           f"only from n >= {FIG3_MARKED_N})"

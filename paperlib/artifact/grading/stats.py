@@ -32,7 +32,9 @@ PAPER_TRIALS = 10_000
 #: uniformly random bit when both or neither pass).
 PAPER_DISTINGUISHER = "normality[chi2,weighted]"
 #: How the parts' names say which distinguisher graded them.
-DIST_LABEL = {"paper": "paper's normality distinguisher", "optimal": "optimal distinguisher, our addition"}
+#: the one name of each distinguisher in statements and findings alike: the paper's normality distinguisher is
+#: rebuilt from its description (the paper's Appendix C is lost), so it is never called "the paper's" as is
+DIST_LABEL = {"paper": "normality distinguisher rebuilt from the paper", "optimal": "optimal distinguisher, our addition"}
 
 
 class NotRun(Exception):
