@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -228,13 +229,44 @@ def _release_server(version: str, target: Path, env: dict) -> tuple[subprocess.P
 _BASIS_FILES: dict = {}
 
 
+#: the folders of projection bases, one per process: ``<tmp>/paperlib-bases-<pid>-<random>``
+BASIS_PREFIX = "paperlib-bases-"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_basis_folders(tmp: str | os.PathLike | None = None) -> int:
+    """Delete the basis folders of processes that have ended without their exit handler (a Dask worker is
+    terminated at shutdown, so its ``atexit`` never runs; each folder may hold hundreds of MB). Returns how
+    many it deleted. A folder of a live process, or one whose name holds no process id, is kept."""
+    import shutil
+
+    gone = 0
+    for d in Path(tmp or tempfile.gettempdir()).glob(f"{BASIS_PREFIX}*-*"):
+        pid = d.name[len(BASIS_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            gone += 1
+    return gone
+
+
 def _basis_file(project: dict) -> str:
     """``project``'s basis as a ``.npy`` file a release subprocess can load (written once per key and
-    process; the files of at most two keys are kept, one audit's D and D')."""
+    process; the files of at most two keys are kept, one audit's D and D'). The folder is this process's
+    (deleted at exit); folders left by processes that ended without exiting are deleted first."""
     import shutil
 
     if "dir" not in _BASIS_FILES:
-        _BASIS_FILES["dir"] = tempfile.mkdtemp(prefix="paperlib-bases-")
+        remove_stale_basis_folders()
+        _BASIS_FILES["dir"] = tempfile.mkdtemp(prefix=f"{BASIS_PREFIX}{os.getpid()}-")
         _BASIS_FILES["keys"] = []
         import atexit
 

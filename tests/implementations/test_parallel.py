@@ -341,3 +341,18 @@ def test_a_scheduler_address_nobody_answers_is_one_line_after_the_timeout(monkey
     with pytest.raises(ParameterError, match="^DASK_SCHEDULER: no Dask scheduler answered at tcp://127.0.0.1:9 within 2 s"):
         P._remote_client("tcp://127.0.0.1:9")
     assert time.perf_counter() - t0 < 60  # a hang guard, not a timing target
+
+
+def test_stale_basis_folders_of_ended_processes_are_removed(tmp_path):
+    """A Dask worker terminated at shutdown never runs its exit handler, so its basis folder (up to hundreds
+    of MB) stayed in the temporary folder; the next process that writes a basis deletes the folders of ended
+    processes and keeps those of live ones."""
+    import subprocess
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process that has ended
+    for name in (f"paperlib-bases-{dead}-abc", f"paperlib-bases-{os.getpid()}-def", "paperlib-bases-old"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "b.npy").write_bytes(b"x")
+    assert release_server.remove_stale_basis_folders(tmp_path) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"paperlib-bases-{os.getpid()}-def", "paperlib-bases-old"]
