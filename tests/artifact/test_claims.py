@@ -353,7 +353,7 @@ def test_fig4_statements_can_fail(rd, dpsur):
      "substituted: real steps: 30 of 10,000 rounds ran as real implementation steps"),
     (None, "partly reproduced", "substituted: data: inputs not recorded (6/6 points)"),
     (REAL_INPUTS | {"data_detail": "MNIST test split, 5 points"}, "partly reproduced",
-     "substituted: split: points from the test split; the paper: points of the training split"),
+     "substituted: split: MNIST points from the test split; the paper: points of the training split"),
 ])
 def test_fig4_inputs_decide_the_verdict(rd, inputs, verdict, reason):
     _fig4(rd, inputs=inputs)
@@ -960,7 +960,7 @@ def test_fix_lists_the_split_it_ran_on(rd):
     _fix(rd, inputs=FIX_INPUTS | {"data_detail": "MNIST test split, indices 203, 396, 827, 857"})
     r = _claim("X1").evaluate(rd)
     assert r["verdict"] == "partly reproduced"
-    assert ("substituted: split: points from the test split; this claim's setting: points of the training split"
+    assert ("substituted: split: MNIST points from the test split; this claim's setting: points of the training split"
             in r["reason"])
     assert "this claim's setting in 1 way" in cl.plain_sentence(r) and "paper's setting" not in cl.plain_sentence(r)
     md = cl.render_markdown(cl.grade(rd)).split(":::{dropdown} X1")[1].split("\n:::\n")[0]

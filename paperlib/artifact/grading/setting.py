@@ -215,8 +215,9 @@ def _one(setting: Setting, run: dict) -> list[tuple[str, ...]]:
     if setting.split and run.get("inputs") is not None and data != "synthetic stand-in":
         sp = run.get("split")
         if sp != setting.split:
+            panel = _PANEL_TITLE.get(str(run.get("panel") or "").lower(), "")
             out.append(("split", "partly reproduced",
-                        (f"points from the {sp} split" if sp else "split not recorded")
+                        (f"{panel + ' ' if panel else ''}points from the {sp} split" if sp else "split not recorded")
                         + f"; {setting.ref}: points of the {'training' if setting.split == 'train' else setting.split} "
                           "split (members of the data set it trains on)"))
     if setting.models and run.get("model") is not None:
@@ -281,6 +282,10 @@ def not_audited(points: list[tuple[str, str]], total: int) -> list[dict]:
              "points": f"{len(ws)}/{total}",
              "reason": f"model: {', '.join(ws)}: not audited ({reason}) ({len(ws)}/{total} points)"}
             for reason, ws in groups.items()]
+
+
+#: a panel's data set in a sentence (so a substituted split names the panels it concerns)
+_PANEL_TITLE = {"mnist": "MNIST", "fmnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
 
 
 def substitutions(setting: Setting | None, runs: list[dict]) -> list[dict]:
