@@ -669,7 +669,10 @@ def audit_implementation(implementation: str, model: str, dataset: str, *, N: in
         name = "real_audit_" + cache.key(params)
         hit = cache.load(name, params)
         if isinstance(hit, dict):
-            return ImplementationAudit.from_json(dict(hit, cached=True))
+            try:
+                return ImplementationAudit.from_json(dict(hit, cached=True))
+            except TypeError:  # a stored audit of another layout (fields missing): computed again, never half-read
+                pass
     from paperlib.implementations import runners
 
     grads = np.asarray(runners.per_example_gradients(model, X, y, seed=s["seed"]), dtype=np.float64)  # theta_0

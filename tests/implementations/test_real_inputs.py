@@ -86,3 +86,13 @@ def test_audit_inputs_code(impl, version, as_paper, word):
                           real_rounds=10, rounds=10)
     assert inp["code_as_paper"] is as_paper and word in inp["code"]
     assert inp["paper_code"] == BY_NAME[impl].paper_code and bool(BY_NAME[impl].as_paper) is as_paper
+
+
+def test_a_stored_audit_of_another_layout_is_computed_again():
+    """A cached audit that lacks fields of :class:`ImplementationAudit` (written by another version) is a miss:
+    the audit runs and stores the whole record, never a half-read one."""
+    store = _Store()
+    store.load = lambda name, params: {"implementation": "dpsur", "eps_lower": {}}  # fields missing
+    r = RA.audit_implementation("dpsur", "cnn-mnist", "synthetic", cache=store, **KW)
+    assert not r.cached and r.n > 0 and r.eps_claimed > 0
+    assert store.saved and set(next(iter(store.saved.values()))) >= {"eps_lower", "inputs", "step_check"}
