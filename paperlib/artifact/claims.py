@@ -218,7 +218,8 @@ def expected_full(mode: str, fidelity: list[dict], reasons: list[dict]) -> str |
         out.append(f"the differences in {and_join(stay)} remain, so the verdict stays at most partly reproduced")
     if unres and not gone:  # the same trials and seed on the same points: full mode recomputes the same values
         out.append(f"full mode runs these points with the same trials and seed, so it gives the same values: the "
-                   f"{unres} statement{'s' if unres > 1 else ''} this run could not settle stay unsettled")
+                   f"{unres} statement{'s' if unres > 1 else ''} this run could not settle "
+                   f"{'stay' if unres > 1 else 'stays'} unsettled")
     elif unres:
         out.append(f"{unres} statement{'s' if unres > 1 else ''} this run could not settle may be settled either way "
                    "(a point whose estimate lies above its claim is expected to be certified; one at or below it is "

@@ -1026,11 +1026,11 @@ def _practitioner_part(row: dict, report: dict, at_claim: bool = True) -> tuple[
     if want == "refuted":  # a named attack forces more than the claim, on both neighbours
         f = num(forced, "forced")
         ok = got == "refuted" and set(verdicts.values()) == {"refuted"} and f > claimed
-        detail = f"{_forced_words(f)} where the release claims {claimed:.3g}; verdicts {verdicts}"
+        detail = f"{_forced_words(f)} where the release claims {claimed:.3g}; {_verdict_words(verdicts)}"
     else:  # the claim stands (SGM applies) or holds (certified at most the claim)
         c = num(cert, "certified")
         ok = got == want and set(verdicts.values()) == {want} and c <= claimed * (1 + 1e-9)
-        detail = f"certified ε {c:.3g} at most the claimed {claimed:.3g}; verdicts {verdicts}"
+        detail = f"certified ε {c:.3g} at most the claimed {claimed:.3g}; {_verdict_words(verdicts)}"
     name = f"{row.get('label')} at {row.get('setting')}: the claim {want}"
     found = None
     if not at_claim:
@@ -1038,8 +1038,14 @@ def _practitioner_part(row: dict, report: dict, at_claim: bool = True) -> tuple[
                      f"the verdict is {got}"), None, cmd)
     if ok and want == "refuted":
         found = (f"{row.get('label')} at the settings of Opacus's MNIST example, {row.get('setting')}, claims "
-                 f"ε = {claimed:.3g}; {_forced_words(num(forced, 'forced'))}. The appendix gives the command")
+                 f"ε = {claimed:.3g}; {_forced_words(num(forced, 'forced'))}. Its check command is in the "
+                 "appendix.")
     return part(name, ok if want else None, detail), found, cmd
+
+
+def _verdict_words(verdicts: dict) -> str:
+    """The verdict on each neighbour in words: "removal refuted, addition refuted"."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items(), key=lambda kv: kv[0] != "removal"))
 
 
 def _forced_words(f: float) -> str:
