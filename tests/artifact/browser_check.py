@@ -43,7 +43,8 @@ per problem, each naming the page and the broken thing:
   from the PNG's dpi and recorded smallest font, or the SVG's font sizes);
 * a figure or table caption whose text has less than :data:`MIN_CAPTION_CONTRAST` (4.5:1) contrast
   against its background, and a grade page whose first 1,280 x 800 screen does not show every
-  claim's row of its table of verdicts (:func:`_check_readability`).
+  claim's row of its table of verdicts (:func:`_check_readability`);
+* at 390 px, a menu button that does not open the sidebar (:func:`_check_sidebar_on_a_phone`).
 
 It saves full-page screenshots ``index.png`` (the start page), ``figure_page.png`` (the
 first visited page with a loaded image in a cell output or figure) and, where those pages
@@ -630,6 +631,7 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
     for width in VIEWPORTS[1:]:
         problems += _check_layout_at(browser, root, layout_pages, width, shots)
     problems += _check_readability(browser, root, layout_pages)
+    problems += _check_sidebar_on_a_phone(browser, root)
 
     # Links, checked once every visited page's ids are known.
     for name, page_path, links in page_links:
@@ -701,6 +703,33 @@ _READABILITY_JS = r"""
   return out;
 }
 """
+
+
+def _check_sidebar_on_a_phone(browser, root: Path) -> list[str]:
+    """At 390 px the chapters are reached through the sidebar: the visible menu button must open it (with the
+    pinned themes it did nothing, pydata-sphinx-theme issue #2451; ``book/_static/paperlib.js`` relays it)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=True,
+                                  service_workers="block")
+    context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    try:
+        page.goto((root / "intro.html").as_uri() if (root / "intro.html").is_file() else (root / "index.html").as_uri(),
+                  wait_until="load")
+        visible = [b for b in page.query_selector_all(".primary-toggle") if b.is_visible()]
+        if not visible:
+            return ["intro.html (at 390 px): no visible button opens the sidebar"]
+        visible[0].click()
+        page.wait_for_timeout(500)
+        opened = page.evaluate("() => { const d = document.querySelector('dialog#pst-primary-sidebar-modal');"
+                               " const s = document.querySelector('#pst-primary-sidebar');"
+                               " return !!(d && d.open) || !!(s && s.getBoundingClientRect().width > 0 &&"
+                               " s.getBoundingClientRect().left >= 0); }")
+        return [] if opened else ["intro.html (at 390 px): the menu button does not open the sidebar"]
+    except Exception as exc:  # noqa: BLE001 - reported as a problem
+        return [f"intro.html (at 390 px): the menu button could not be checked: {str(exc).splitlines()[0]}"]
+    finally:
+        context.close()
 
 
 def _check_readability(browser, root: Path, pages: list[tuple[str, Path]]) -> list[str]:
