@@ -716,7 +716,10 @@ def _check_sidebar_on_a_phone(browser, root: Path) -> list[str]:
     try:
         page.goto((root / "intro.html").as_uri() if (root / "intro.html").is_file() else (root / "index.html").as_uri(),
                   wait_until="load")
-        visible = [b for b in page.query_selector_all(".primary-toggle") if b.is_visible()]
+        toggles = page.query_selector_all(".primary-toggle")
+        if not toggles:  # a site without the theme's sidebar menu (the checker's own test pages)
+            return []
+        visible = [b for b in toggles if b.is_visible()]
         if not visible:
             return ["intro.html (at 390 px): no visible button opens the sidebar"]
         visible[0].click()
