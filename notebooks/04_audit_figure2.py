@@ -271,8 +271,7 @@ for row, (mech, qs) in enumerate((("easgm", Q_EASGM), ("asgm", Q_ASGM))):
         if col == 0:
             ax.set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0, 0].get_legend_handles_labels()
-if off["low"] or off["high"]:
-    handles.append(plotting.offscale_handle(label=r"off scale (▼ $\varepsilon_L = 0$, ▲ ∞)"))
+handles += plotting.offscale_handles(off)
 fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "04_fig2_theory", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "n": N_DIM,
                                        "sigma": SIGMA, "C": C, "delta": DELTA})

@@ -208,8 +208,7 @@ for ax, (mech, q) in zip(axes, SETTINGS):
     ax.set_xlabel("output dimension n")
 axes[0].set_ylabel(r"$\varepsilon$ at $\delta = 10^{-5}$")
 handles, labels = axes[0].get_legend_handles_labels()
-if off["low"] or off["high"]:
-    handles.append(plotting.offscale_handle(label=r"off scale (▼ $\varepsilon_L = 0$, ▲ ∞)"))
+handles += plotting.offscale_handles(off)
 fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
 pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE, "trials": TRIALS, "N": N_SET,
                                     "sigma": SIGMA, "C": C, "delta": DELTA, "n": N_DIMS})

@@ -243,7 +243,7 @@ SHORT = {"DPSGD-HF / DP-FETA / PrivImage": "all 3", "DPSGD-HF": "HF", "DP-FETA":
 # a log ε axis (the EASGM claims, of order 0.001, are not drawn at 0 as on a linear or symlog one); each
 # audit is a marker, an audit that certifies nothing (ε_L = 0) an off-scale ▼ at the bottom edge
 STYLE = {OPT: ("optimal distinguisher", 0), NORM: ("normality distinguisher", 1)}
-pos = [CEILING]
+pos, off = [CEILING], {"low": 0, "high": 0}
 for ax, name in zip(axes, DATASETS):
     pts = [row for row in rows if row["panel"] == name]
     x = np.arange(len(pts))
@@ -251,7 +251,8 @@ for ax, name in zip(axes, DATASETS):
         vals = [row["result"].eps_lower[lab] if row["result"] else np.nan for row in pts]
         pos += [v for v in vals if np.isfinite(v) and v > 0]
         col, mk = plotting.series_style(k)
-        plotting.plot_log_series(ax, x + (k - 0.5) * 0.3, vals, color=col, marker=mk, markersize=6.5, label=text)
+        r = plotting.plot_log_series(ax, x + (k - 0.5) * 0.3, vals, color=col, marker=mk, markersize=6.5, label=text)
+        off = {key: off[key] + r[key] for key in off}
     claims = [row["result"].eps_claimed if row["result"] else np.nan for row in pts]
     pos += [v for v in claims if np.isfinite(v) and v > 0]
     ax.hlines(claims, x - 0.42, x + 0.42, colors=plotting.COLORS["sgm_claim"], linewidth=2, label="SGM claim")
@@ -267,7 +268,7 @@ for ax, name in zip(axes, DATASETS):
 axes[0].set_ylim(min(pos) / 3, CEILING * 2)
 axes[0].set_ylabel(r"audited $\varepsilon_L$ ($\delta = 10^{-5}$)")
 handles, labels = axes[0].get_legend_handles_labels()
-handles.append(plotting.offscale_handle(label=r"$\varepsilon_L = 0$ (off scale)"))
+handles += plotting.offscale_handles(off)
 plotting.figure_legend(fig, handles, ncol=2)
 REAL = all(src in (DS.SOURCE_FULL, DS.SOURCE_BUNDLED) for _, _, src in SOURCES.values())
 fig.suptitle(f"One DP-SGD step on {N + 1} {'real ' if REAL else ''}points per dataset, |D| = {N}, C = {C}, "

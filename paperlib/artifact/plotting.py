@@ -192,6 +192,22 @@ def offscale_handle(color: str = "#555555", *, label: str = "off scale (ε = 0: 
     return Line2D([], [], color=color, marker="v", linestyle="none", markersize=6, label=label)
 
 
+def offscale_handles(off: dict, color: str = "#555555", *, what: str = r"$\varepsilon_L$") -> list:
+    """Legend handles for only the off-scale markers that were drawn: ``off`` is the sum of
+    :func:`plot_log_series`'s returns (``{"low": k, "high": m}``); ▼ for values at 0 (``what = 0``), ▲ for
+    infinite ones; an empty list when neither occurred (a legend never lists a marker the figure lacks)."""
+    from matplotlib.lines import Line2D
+
+    out = []
+    if off.get("low"):
+        out.append(Line2D([], [], color=color, marker="v", linestyle="none", markersize=6,
+                          label=f"{what} = 0 (off scale)"))
+    if off.get("high"):
+        out.append(Line2D([], [], color=color, marker="^", linestyle="none", markersize=6,
+                          label="∞ (off scale)"))
+    return out
+
+
 def plot_log_series(ax, x, y, *, color: str, marker: str = "o", label: str | None = None,
                     line: bool = False, axis: str = "y", **kw) -> dict:
     """Plot ``y`` against ``x`` on a log ``axis`` (``"y"`` or ``"x"``), off-scale values marked.

@@ -491,3 +491,14 @@ def test_sequential_colors_step_clearly_in_lightness_and_hue():
     assert _closest_pair([plotting.SERIES_COLORS[0], plotting.SERIES_COLORS[5]], "normal") > 0  # sanity
     with pytest.raises(ValueError):
         plotting.sequential_colors(0)
+
+
+def test_offscale_legend_lists_only_the_markers_drawn():
+    """Issue 34: a legend listed "▲ ∞" where no infinite value was drawn; the handles follow the counts."""
+    from paperlib.artifact import plotting
+
+    assert plotting.offscale_handles({"low": 0, "high": 0}) == []
+    low = plotting.offscale_handles({"low": 2, "high": 0})
+    assert [h.get_marker() for h in low] == ["v"] and "= 0" in low[0].get_label()
+    both = plotting.offscale_handles({"low": 1, "high": 3})
+    assert [h.get_marker() for h in both] == ["v", "^"] and "∞" in both[1].get_label()
