@@ -419,14 +419,15 @@ def dpsur_provenance(result: Mapping[str, Any] | None = None) -> str:
     :func:`compare_with_source`, or ``None`` (only the re-implementation ran):
 
     * ``"DPSUR's own step at commit d738b38 (downloaded, sha256 verified)"``;
-    * ``"paperlib's re-implementation of DPSUR's step (commit d738b38, <file:line>)"``,
+    * ``"paperlib's re-implementation of DPSUR's step, line by line from its code at commit d738b38"`` (the
+      lines it follows are :data:`REIMPLEMENTATION_LINES`, kept apart as a source, never in the sentence),
       followed by ``"; checked against DPSUR's own step ... : agrees"`` (or ``": DISAGREES"``)
       when a comparison ran.
     """
     commit = _short((result or {}).get("commit") or pinned()["commit"])
     if result is not None and result.get("ran") == "source" and "agreed" not in result:
         return f"DPSUR's own step at commit {commit} ({result.get('how', 'local copy')}, sha256 verified)"
-    text = f"paperlib's re-implementation of DPSUR's step (commit {commit}, {REIMPLEMENTATION_LINES})"
+    text = f"paperlib's re-implementation of DPSUR's step, line by line from its code at commit {commit}"
     if result is not None and "agreed" in result:
         text += (f"; checked against DPSUR's own step at commit {commit} ({result.get('how', 'local copy')}, "
                  f"sha256 verified): {'agrees' if result['agreed'] else 'DISAGREES'}")
@@ -436,13 +437,17 @@ def dpsur_provenance(result: Mapping[str, Any] | None = None) -> str:
 def dpsur_inputs(result: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The ``code`` fields of an audit result's ``inputs`` for a DPSUR point.
 
-    ``result`` as for :func:`dpsur_provenance`. ``code_as_paper`` is ``True`` only when the
+    ``result`` as for :func:`dpsur_provenance`; ``code_lines``: the lines of DPSUR's code the
+    re-implementation follows, where it ran. ``code_as_paper`` is ``True`` only when the
     audited updates came from DPSUR's own step (``result["ran"] == "source"`` and no
     comparison dict); ``paper_code`` names what the paper audited."""
     own = result is not None and result.get("ran") == "source" and "agreed" not in result
     pin = pinned()
-    return {"code": dpsur_provenance(result), "code_as_paper": bool(own),
-            "paper_code": f"DPSUR's own code ({pin['repository']}; pinned here at commit {_short(pin['commit'])})"}
+    out = {"code": dpsur_provenance(result), "code_as_paper": bool(own),
+           "paper_code": f"DPSUR's own code ({pin['repository']}; pinned here at commit {_short(pin['commit'])})"}
+    if not own:  # the source of the re-implementation: the lines of DPSUR's code it follows
+        out["code_lines"] = REIMPLEMENTATION_LINES
+    return out
 
 
 # ---------------------------------------------------------------------------- for the runners

@@ -1093,12 +1093,14 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
             detail = detail.replace("(full dataset in the data folder)",
                                     f"(a data folder of {(drawn or {}).get('n', '?')} images, not the full split)")
     v = str(version) if version is not None else "unknown"
+    lines = None
     if implementation == "dpsur":
-        from paperlib.implementations.dpsur_source import dpsur_provenance
+        from paperlib.implementations.dpsur_source import REIMPLEMENTATION_LINES, dpsur_provenance
 
         code = (dpsur_provenance() if v == "paperlib"
                 else f"DPSUR's own step ({v}, pinned source sha256-verified, run in a subprocess)")
         as_paper = v != "paperlib"
+        lines = REIMPLEMENTATION_LINES if v == "paperlib" else None
     elif implementation == "opacus-installed":
         code, as_paper = f"Opacus {v} DPOptimizer step (the installed release)", False
     elif BY_NAME[implementation].as_paper:
@@ -1107,6 +1109,9 @@ def audit_inputs(implementation: str, dataset: str, *, version, bundle=None, dra
         as_paper = True
     else:  # a variant the paper did not run (e.g. paperlib's fix)
         code, as_paper = f"{implementation} (Opacus {v})", False
-    return {"data": data, "data_detail": detail, "code": code, "code_as_paper": bool(as_paper),
-            "paper_code": BY_NAME[implementation].paper_code or "none (not in the paper)",
-            "real_rounds": int(real_rounds), "rounds": int(rounds)}
+    out = {"data": data, "data_detail": detail, "code": code, "code_as_paper": bool(as_paper),
+           "paper_code": BY_NAME[implementation].paper_code or "none (not in the paper)",
+           "real_rounds": int(real_rounds), "rounds": int(rounds)}
+    if lines:  # the source of a re-implementation: the lines it follows, apart from the sentence
+        out["code_lines"] = lines
+    return out

@@ -149,9 +149,10 @@ def test_provenance_says_which_ran():
     short = COMMIT[:7]
     txt = S.dpsur_provenance()
     assert txt.startswith("paperlib's re-implementation of DPSUR's step") and short in txt
-    assert "algorithm/DPSUR.py:" in txt and "data/util/sampling.py:16-21" in txt
+    assert "algorithm/DPSUR.py:" not in txt and "(" not in txt  # a sentence; the lines are a source apart
     inp = S.dpsur_inputs()
     assert inp["code"] == txt and inp["code_as_paper"] is False and "JeffffffFu/DPSUR" in inp["paper_code"]
+    assert "algorithm/DPSUR.py:" in inp["code_lines"] and "data/util/sampling.py:16-21" in inp["code_lines"]
     own = {"ran": "source", "commit": COMMIT, "how": "downloaded"}
     assert S.dpsur_provenance(own) == f"DPSUR's own step at commit {short} (downloaded, sha256 verified)"
     assert S.dpsur_inputs(own)["code_as_paper"] is True

@@ -39,7 +39,8 @@ def test_bundled_points_offline_clone(tmp_path, monkeypatch):
     store = _Store()
     r = RA.audit_implementation("dpsur", "cnn-mnist", "mnist", points="bundled", cache=store, **KW).to_json()
     inp = r["inputs"]
-    assert set(inp) == KEYS
+    # DPSUR's step here is paperlib's re-implementation: the lines of DPSUR's code it follows, as a source
+    assert set(inp) == KEYS | {"code_lines"} and "algorithm/DPSUR.py:" in inp["code_lines"]
     assert inp["data"] == "bundled real points"
     _, _, info = D.load_bundled("mnist", 5, 0)
     assert inp["data_detail"] == ("MNIST train split, indices " + ", ".join(map(str, info["indices"]))
