@@ -50,8 +50,8 @@
 # (Eq. 3, following {cite}`nasr2023tight`), compared with the SGM claim.
 #
 # **Modes.** In `full` mode every round — calibration and counted, on $D$ and on $D'$ — is
-# one step of the implementation. In `quick` and `smoke` mode only the first
-# `CHECK_TRIALS` steps per dataset come from the implementation; every one of them must
+# one step of the implementation. In `quick` and `smoke` mode only the first steps per
+# dataset come from the implementation (table below: how many); every one of them must
 # divide as the substituted mechanism does for its batch (for DPSUR, its own rule, with
 # its draws replayed: divisor and update), and together they must pass a
 # Kolmogorov-Smirnov check (every projected coordinate and the residual norm, against the
