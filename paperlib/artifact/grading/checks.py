@@ -1079,10 +1079,12 @@ def check_practitioners(rd: Path) -> dict:
     parts, findings, commands, fidelity = [], [], {}, []
     settings = {s_.get("name"): s_ for s_ in params.get("settings") or [] if isinstance(s_, dict)}
     steps = (params.get("dpsur") or {}).get("steps")
+    dpsur = None  # DPSUR's row, found by the implementation its report ran
     for row in rows:
         rep = reports.get(tuple(row.get("key") or ()), {})
         inputs = rep.get("inputs") or {}
         if inputs.get("implementation") == "dpsur":
+            dpsur = row
             at = steps in (None, PRACTITIONER_SETTING["dpsur_steps"])
             off = f"DPSUR {steps or 0:,} steps; the claim: its default {PRACTITIONER_SETTING['dpsur_steps']:,}"
         else:
@@ -1101,8 +1103,6 @@ def check_practitioners(rd: Path) -> dict:
         if not any(r.get("family") == fam for r in rows):
             parts.append(part(f"the {fam.upper()} family: the claim {want}", True, "not run in this mode",
                               partial="not run in this mode"))
-    dpsur = next((r for r in rows if (reports.get(tuple(r.get("key") or ())) or {}).get("inputs", {})
-                  .get("implementation") == "dpsur"), None)
     ds = params.get("dpsur") or {}
     if dpsur is not None and ds.get("dataset_size") and ds.get("batch_size"):
         spread = 100.0 / math.sqrt(float(ds["batch_size"]))  # the draw's standard deviation over its mean
