@@ -26,9 +26,9 @@
 # to the diagonal $\beta = 1 - \alpha$ (random guessing).
 #
 # We draw the three trade-off functions that appear everywhere in the paper
-# {cite}`wang2026rethinking` — the Gaussian curve $G_\mu$, the identity $\mathrm{Id}$
-# and the $(\varepsilon,\delta)$ curve $f_{\varepsilon,\delta}$ — convert curves into
-# privacy profiles $\delta(\varepsilon)$ and back, and then look at the guarantee that
+# {cite}`wang2026rethinking`: the Gaussian curve $G_\mu$, the identity $\mathrm{Id}$
+# and the $(\varepsilon,\delta)$ curve $f_{\varepsilon,\delta}$. We convert curves into
+# privacy profiles $\delta(\varepsilon)$ and back. We then look at the guarantee that
 # every DP-SGD analysis quotes: the subsampled Gaussian mechanism (SGM) curve of
 # {cite}`bu2020deep`. The next chapters compare the mechanisms that DP-SGD code
 # actually runs against exactly this curve. The formulas are collected in the
@@ -42,11 +42,11 @@ SEED = 0
 # %% [markdown]
 # ## Set-up
 #
-# `MODE` only changes grid sizes here: every quantity in this chapter has a closed form
+# `MODE` only changes grid sizes here. Every quantity in this chapter has a closed form
 # or is computed to a stated tolerance, so the quick mode and the full mode print the
-# same numbers (quick uses coarser grids for the numerical checks; smoke coarser still).
-# `DEVICE` is unused (everything is a few milliseconds of NumPy) and `SEED` is unused
-# (nothing is random).
+# same numbers. The quick mode uses coarser grids for the numerical checks, and the smoke
+# mode coarser still. `DEVICE` is unused, since everything is a few milliseconds of NumPy.
+# `SEED` is unused too, since nothing is random.
 
 # %%
 import math
@@ -282,9 +282,9 @@ glue("nb01_mu_demo", f"{1 / sigma_demo:g}", display=False)
 glue("nb01_demo_tol", f"{sym_tol:.0e}", display=False)
 glue("nb01_demo_checks",
      f"On the {alpha.size} grid values of α, paperlib's f_q differs from q·G + (1−q)·Id by at most "
-     f"{err_formula:.1e}; C_q lies below both f_q and its inverse (the smallest gap, {gap_min:.0e}, is "
-     f"zero within the chord error {sym_tol:.0e} of the curves); C_q equals its own inverse to "
-     f"{asym:.0e}; and f_q and its inverse differ by up to {np.max(np.abs(claim(alpha) - inv(alpha))):.3f}.",
+     f"{err_formula:.1e}. C_q lies below both f_q and its inverse: the smallest gap, {gap_min:.0e}, is "
+     f"zero within the chord error {sym_tol:.0e} of the curves. C_q equals its own inverse to "
+     f"{asym:.0e}, and f_q and its inverse differ by up to {np.max(np.abs(claim(alpha) - inv(alpha))):.3f}.",
      display=False)
 assert err_formula < 1e-6 and gap_min > -1e-7 and asym < 1e-5
 
@@ -303,12 +303,12 @@ pf.show_figure(fig, "01_sgm_claim", {"mode": MODE, "seed": SEED, "q": q_demo, "s
 # :name: fig-01-sgm-claim
 #
 # The SGM claim for $q$ = {glue:text}`nb01_q_demo`, $\sigma$ = {glue:text}`nb01_sigma_demo`: $f_q$ (black solid), its
-# inverse $f_q^{-1}$ (black dotted), their symmetrised lower envelope $C_q$ (wide grey
-# band; it follows $f_q$ for small $\alpha$, $f_q^{-1}$ for large $\alpha$, and
-# bridges the two with a straight piece across the diagonal) and, for reference, the
-# unsubsampled $G_{1/\sigma}$, here $G_\mu$ with $\mu$ = {glue:text}`nb01_mu_demo` (thin blue). $f_q$ starts at $(0,1)$ with the steep
-# slope of $G_{1/\sigma}$ and ends along the line of slope $-(1-q)$; its inverse does the
-# opposite. Exact curves (chord error below {glue:text}`nb01_demo_tol`).
+# inverse $f_q^{-1}$ (black dotted) and their symmetrised lower envelope $C_q$ (wide grey
+# band). For reference, the thin blue line is the unsubsampled $G_{1/\sigma}$, here $G_\mu$
+# with $\mu$ = {glue:text}`nb01_mu_demo`. The envelope $C_q$ follows $f_q$ for small $\alpha$ and
+# $f_q^{-1}$ for large $\alpha$, and bridges the two with a straight piece across the diagonal.
+# The curve $f_q$ starts at $(0,1)$ with the steep slope of $G_{1/\sigma}$ and ends along the
+# line of slope $-(1-q)$; its inverse does the opposite. Exact curves (chord error below {glue:text}`nb01_demo_tol`).
 # ```
 #
 # {glue:text}`nb01_demo_checks`

@@ -54,11 +54,10 @@ SEED = 0
 # same in every mode. What the mode changes is the Monte Carlo: this run ({glue:text}`nb02_mode`
 # mode) draws {glue:text}`nb02_trials` outputs per hypothesis and case and reads the simulated
 # curves at {glue:text}`nb02_ngrid` values of $\alpha$. The full mode draws ten times the quick
-# mode's draws on a finer grid, and the smoke mode a hundredth of them (its checks then only
-# have a wide statistical band to respect); the `pf.pick` line of the code below lists the
-# three. `SEED` seeds
-# the simulations; `DEVICE` is unused (the simulation is a few NumPy vectors, see
-# below).
+# mode's draws on a finer grid, and the smoke mode a hundredth of them. The smoke mode's checks
+# then only have a wide statistical band to respect. The `pf.pick` line of the code below lists
+# the three. `SEED` seeds the simulations. `DEVICE` is unused, since the simulation is a few
+# NumPy vectors (see below).
 
 # %%
 import math
@@ -379,11 +378,11 @@ pf.markdown_table(["mechanism", "N", "q", "σ", "n", "β guarantee", "β sim. re
 # The table reads every curve at FPR $\alpha = 0.1$ and gives the $\varepsilon$ of the
 # guarantee and of the claim at $\delta = 10^{-5}$ (from the exact privacy profiles,
 # both orders of the pair; `THEORY.md` §1). The simulated values carry a DKW band of
-# ±{glue:text}`nb02_dkw` (in $\alpha$ and in $\beta$). {glue:text}`nb02_eps_guar_text`,
-# even where the curve at $\alpha = 0.1$ does not look extreme: because of the variance shrink the log-likelihood ratio
-# $\log(dP/dQ)$ is unbounded — an output far out in the tails is far likelier under the
-# wider $D$-side distribution than under the narrower $D'$-side one — so the profile
-# $\delta(\varepsilon)$ decays only like a chi-square tail. The claim's $\varepsilon$
+# ±{glue:text}`nb02_dkw` (in $\alpha$ and in $\beta$). {glue:text}`nb02_eps_guar_text`.
+# This holds even where the curve at $\alpha = 0.1$ does not look extreme. Because of the
+# variance shrink, the log-likelihood ratio $\log(dP/dQ)$ is unbounded: an output far out in
+# the tails is far likelier under the wider $D$-side distribution than under the narrower
+# $D'$-side one. So the profile $\delta(\varepsilon)$ decays only like a chi-square tail. The claim's $\varepsilon$
 # describes a different mechanism.
 
 # %%

@@ -17,13 +17,13 @@
 # # The paper's Figure 5: upper bounds for the real models
 #
 # The guarantees of the previous chapter are mixtures over all batch sizes, and they
-# become expensive when the dataset is large. For the paper's question — *can the real
-# mechanism be as private as the SGM claim says?* — an upper bound on the guarantee is
-# enough: if even the upper bound lies below the claimed curve, then the guarantee does
+# become expensive when the dataset is large. The paper's question is: *can the real
+# mechanism be as private as the SGM claim says?* For it, an upper bound on the guarantee is
+# enough. If even the upper bound lies below the claimed curve, then the guarantee does
 # too, and the claim is not justified for the mechanism that is run. This chapter
 # regenerates the paper's Figure 5 {cite}`wang2026rethinking`, which draws such upper bounds for
-# the model sizes of four published DP-SGD systems, compares them with the exact
-# guarantees where those are affordable, and sets the exact bound beside the
+# the model sizes of four published DP-SGD systems. It compares them with the exact
+# guarantees where those are affordable. It also sets the exact bound beside the
 # central-limit approximation through which the paper draws it.
 
 # %% tags=["parameters"]
@@ -130,14 +130,17 @@ for k, v in {"mode": MODE, "seed": SEED, "tolg": f"{TOL_G:g}", "nclt": N_CLT, "t
 # `asgm_upper_bound` evaluate exactly this; no approximation is involved, even at
 # $n = 1{,}485{,}217$.
 #
-# The settings are those of the paper's Figure 5: EASGM with $q = 0.005$, ASGM with $q = 0.7$,
-# $\sigma = 10$, the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF
-# {cite}`tramer2021differentially` and DPSUR {cite}`fu2024dpsur`) and $n = 1{,}485{,}217$
-# (PrivImage {cite}`li2024privimage` and DP-FETA {cite}`li2025feta`), and
-# $N = |D| \in \{1, 4, 999, 59{,}999\}$ — the last being the full 60,000-example
-# training set with one example held out. (DPSUR is the ASGM system, the others use
-# EASGM through Opacus 0.15; the ASGM bound at $n = 1{,}485{,}217$ is drawn for
-# completeness.)
+# The settings are those of the paper's Figure 5:
+#
+# - EASGM with $q = 0.005$, ASGM with $q = 0.7$, and $\sigma = 10$;
+# - the two model sizes $n = 26{,}010$ (the MNIST/FMNIST CNN of DPSGD-HF
+#   {cite}`tramer2021differentially` and DPSUR {cite}`fu2024dpsur`) and $n = 1{,}485{,}217$
+#   (PrivImage {cite}`li2024privimage` and DP-FETA {cite}`li2025feta`);
+# - $N = |D| \in \{1, 4, 999, 59{,}999\}$, the last being the full 60,000-example
+#   training set with one example held out.
+#
+# DPSUR is the ASGM system; the others use EASGM through Opacus 0.15. The ASGM bound at
+# $n = 1{,}485{,}217$ is drawn for completeness.
 
 # %%
 def compute_bounds():
@@ -292,15 +295,19 @@ pf.show_figure(fig, "03_figure5", {"mode": MODE, "seed": SEED, "N": NS, "n": N_P
 # better than a coin; a small value means it can flag the presence of the example at
 # a small false-alarm rate while missing it only half of the time.
 #
-# Besides the exact read-out we list the one obtained from the CLT curve through which
-# the paper draws its bounds (section 4 below; for ASGM the CLT curve replaces the
-# chi-square part of Eq. 14), the read-out of the exact guarantee where it was computed,
-# the largest vertical distance $\sup_\alpha (f_q(\alpha) - \bar f(\alpha))$ between
-# claim and bound, and $\varepsilon$ at $\delta = 10^{-5}$. Because $\bar f$ lies above
-# the guarantee, its $\varepsilon$ is a *lower* bound on the guarantee's $\varepsilon$
-# (∞ means that $\delta(\varepsilon)$ is still 1 at $\varepsilon$ =
-# {glue:text}`nb03_eps_max`, the largest $\varepsilon$ the library searches: the two
-# outputs are, numerically, never confused).
+# Besides the exact read-out we list:
+#
+# - the read-out of the CLT curve through which the paper draws its bounds (section 4
+#   below; for ASGM the CLT curve replaces the chi-square part of Eq. 14);
+# - the read-out of the exact guarantee where it was computed;
+# - the largest vertical distance $\sup_\alpha (f_q(\alpha) - \bar f(\alpha))$ between
+#   claim and bound;
+# - $\varepsilon$ at $\delta = 10^{-5}$.
+#
+# Because $\bar f$ lies above the guarantee, its $\varepsilon$ is a *lower* bound on the
+# guarantee's $\varepsilon$. An ∞ means that $\delta(\varepsilon)$ is still 1 at
+# $\varepsilon$ = {glue:text}`nb03_eps_max`, the largest $\varepsilon$ the library searches:
+# the two outputs are, numerically, never confused.
 
 # %%
 a_clt = np.linspace(0.0, 1.0, N_CLT)
@@ -323,17 +330,20 @@ for mech in ("easgm", "asgm"):
                           "eps_upper": ub["eps"], "eps_claim": c["eps"]})
 show_table(rows, ["mech.", "n", "N", "FPR f̄", "FPR CLT", "FPR exact", "FPR claim", "sup(claim − f̄)", "ε of f̄",
                   "ε claim"], name="03_readout", digits=4,
-           caption="Read-out at FNR 0.5: the FPR of the exact upper bound f̄, of its CLT approximation, of the "
-                   "exact guarantee (where computed) and of the SGM claim; the largest amount by which the claim "
-                   "exceeds f̄; and the ε at δ = 1e-5 of f̄ and of the claim.")
+           caption="Read-out at FNR 0.5. The columns give the FPR of the exact upper bound f̄, of its CLT "
+                   "approximation, of the exact guarantee where computed, and of the SGM claim. Then come the "
+                   "largest amount by which the claim exceeds f̄, and the ε at δ = 1e-5 of f̄ and of the claim.")
 
 # %% [markdown]
-# The checks below encode what the paper reads from the figure: some bounds reach FNR
-# 0.5 at an FPR below 0.2 while both claims need an FPR above 0.4; for $N \le 999$ every
-# bound lies clearly below its claim somewhere; at $N = 59{,}999$ the EASGM bounds are
-# still below the claim, while the ASGM bound is close to it — in fact slightly *above*
-# it, so for the full dataset Eq. 14 no longer shows that DPSUR's claim fails. (The exact
-# ASGM guarantee for that case is computed in full mode only. {glue:text}`nb03_dpsur_full`)
+# The checks below encode what the paper reads from the figure:
+#
+# - some bounds reach FNR 0.5 at an FPR below 0.2, while both claims need an FPR above 0.4;
+# - for $N \le 999$ every bound lies clearly below its claim somewhere;
+# - at $N = 59{,}999$ the EASGM bounds are still below the claim, while the ASGM bound is
+#   close to it. It is in fact slightly *above* it, so for the full dataset Eq. 14 no longer
+#   shows that DPSUR's claim fails. The exact ASGM guarantee for that case is computed in
+#   full mode only. {glue:text}`nb03_dpsur_full`
+#
 # The EASGM bound grows with $N$
 # and shrinks with $n$ (Lemmas 3.14, 3.15), while the ASGM bound is not monotone in $N$
 # (the two terms of Eq. 14 pull in opposite directions). They are asserted, so a change
@@ -475,13 +485,13 @@ pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR
 # (at most {glue:text}`nb03_gamma_max`) at these dimensions, so the Berry–Esseen term is not the
 # issue. The gap comes from the symmetrisation: $\bar f^*$ is noticeably weaker than
 # $f^*$, and the CLT's $\mu$ is correspondingly smaller than the effective separation of
-# the exact test. For $N = 999$ and $n = 1{,}485{,}217$ the difference is large (the
+# the exact test. For $N = 999$ and $n = 1{,}485{,}217$ the difference is large: the
 # exact bound reaches FNR 0.5 at an FPR of {glue:text}`nb03_fpr_exact_big`, the CLT curve only at
-# {glue:text}`nb03_fpr_clt_big`),
-# for $N = 59{,}999$ both are close to the diagonal — at $n = 26{,}010$ the Berry–Esseen
-# term $\gamma$ even exceeds the whole effect, so the CLT curve reaches the diagonal at
-# $\alpha = 0.5$ and says nothing there — and for $N \le 4$ both sit on the axes. The paper's conclusions survive either way — the CLT curve is itself an upper
-# bound — but the exact curves show that the real guarantees are weaker than the
+# {glue:text}`nb03_fpr_clt_big`. For $N = 59{,}999$ both are close to the diagonal. At
+# $n = 26{,}010$ the Berry–Esseen term $\gamma$ even exceeds the whole effect, so the CLT
+# curve reaches the diagonal at $\alpha = 0.5$ and says nothing there. For $N \le 4$ both
+# sit on the axes. The paper's conclusions survive either way, since the CLT curve is itself
+# an upper bound. But the exact curves show that the real guarantees are weaker than the
 # paper's Figure 5 suggests.
 
 # %% [markdown]
@@ -493,10 +503,13 @@ pf.markdown_table(["n", "N", "μ (CLT)", "γ (CLT)", "max (CLT − exact)", "FPR
 # on top of a shrink only helps the adversary). **Theorem 3.5:** for
 # $\sigma_2 \le \sigma_1 \le 1$, $T(N(0,1), N(0,\sigma_2^2)) \le T(N(0,1), N(0,\sigma_1^2))$
 # (a stronger shrink is easier to detect). From them follow the monotonicity lemmas:
-# the EASGM bound $\bar f$ gets *lower* (better for the adversary) as $N$
-# decreases (**Lemma 3.14**: $s = N/(N+1)$ moves away from 1), as the number of
-# parameters $n$ grows (**Lemma 3.15**: more coordinates carry the same shrink), and the
-# ASGM bound falls as $q$ grows (**Lemma 3.16**: more weight on the informative part).
+#
+# - the EASGM bound $\bar f$ gets *lower* (better for the adversary) as $N$
+#   decreases (**Lemma 3.14**: $s = N/(N+1)$ moves away from 1);
+# - it also gets lower as the number of parameters $n$ grows (**Lemma 3.15**: more
+#   coordinates carry the same shrink);
+# - the ASGM bound falls as $q$ grows (**Lemma 3.16**: more weight on the informative part).
+#
 # The ASGM bound is *not* monotone in $N$: its weight $q - q(1-q)^N$ grows with $N$
 # while the scale test it weights gets weaker.
 #

@@ -43,6 +43,13 @@
 # $\varepsilon_L$ above the SGM claim's $\varepsilon$ is therefore evidence that the
 # claim does not hold for the mechanism as it is run.
 #
+# **Which axis.** The paper's Section 5.1 names the privacy profile $\delta(\varepsilon)$ at a fixed
+# $\varepsilon$ as its metric, but it never says which $\varepsilon$. The captions of its Figures 3 and 4
+# report $\varepsilon$ at $\delta = 10^{-5}$ instead, and the caption of its Figure 2 is lost from our copy.
+# So the book plots $\varepsilon_L$ at $\delta = 10^{-5}$ in every audit chapter, the axis of the captions
+# that survive. The same error counts give $\delta$ at any fixed $\varepsilon$ by Eq. 3, but the paper
+# names no $\varepsilon$ to read it at.
+#
 # **The data.** Worst-case synthetic gradients (`THEORY.md` §6): all $N$ records of $D$
 # have clipped gradient $C u$ and the added record has $-C u$ (here $u = e_1$).
 #
@@ -50,9 +57,9 @@
 # missing from our copy, so both are rebuilt from Section 4 and `THEORY.md` §9
 # (`paperlib.audit.distinguishers`):
 #
-# - *the paper's normality distinguisher*: for each component pair
-#   $(P_B^i, Q_B^i)$ — a batch $B$ of $D$, with ($i=1$) or without ($i=0$) the added
-#   record — standardise the output under each side, $z = (x-\text{mean})/\text{std}$,
+# - *the paper's normality distinguisher*: take each component pair $(P_B^i, Q_B^i)$, for a
+#   batch $B$ of $D$ with ($i=1$) or without ($i=0$) the added record. Standardise the
+#   output under each side, $z = (x-\text{mean})/\text{std}$. Then
 #   test each standardised vector for "i.i.d. $N(0,1)$", and vote for $D$ if only the
 #   $P$-standardised vector passes, for $D'$ if only the $Q$ one passes, and flip a
 #   coin otherwise. The share of votes for $D'$ (weighted by the pairs' probabilities)
@@ -78,11 +85,11 @@ SEED = 0
 # %% [markdown]
 # ## Set-up
 #
-# At $n = 100$ a round costs microseconds, so every mode except `smoke` already uses the
-# paper's 10,000 counted trials per point (plus as many calibration rounds); this run
-# ({glue:text}`nb04_mode` mode) uses {glue:text}`nb04_trials`. `full` in addition runs the
-# comparison of normality tests (Section 5) at every $N$ instead of $N = 3$ only. `smoke`
-# uses a few hundred trials: it exercises the code, its numbers mean little.
+# At $n = 100$ a round costs microseconds, so every mode except the smoke mode already uses
+# the paper's 10,000 counted trials per point, plus as many calibration rounds. This run
+# ({glue:text}`nb04_mode` mode) uses {glue:text}`nb04_trials`. The full mode in addition runs the
+# comparison of normality tests (Section 5) at every $N$ instead of $N = 3$ only. The smoke
+# mode uses a few hundred trials: it exercises the code, and its numbers mean little.
 
 # %%
 import math
@@ -228,10 +235,10 @@ pf.show_figure(fig, "04_fig2_audit", {"mode": MODE, "seed": SEED, "device": DEVI
 # The paper's Figure 2, regenerated. Audited $\varepsilon_L$ at $\delta = 10^{-5}$
 # against the dataset size $N$, for EASGM (top) and ASGM (bottom), with the paper's
 # normality distinguisher (left) and the optimal one (right). One colour per sampling
-# rate $q$; the dotted line of the same colour is the $\varepsilon$ the SGM analysis
-# claims at that $q$ ({glue:text}`nb04_claim_range`), and the dashed grey line is
+# rate $q$. The dotted line of the same colour is the $\varepsilon$ the SGM analysis
+# claims at that $q$ ({glue:text}`nb04_claim_range`). The dashed grey line is
 # the largest $\varepsilon_L$ that {glue:text}`nb04_trials` trials can certify at all
-# ({glue:text}`nb04_ceiling`, reached only with no error of either kind). Every point
+# ({glue:text}`nb04_ceiling`); it is reached only with no error of either kind. Every point
 # above its dotted line is a demonstrated violation of the SGM claim. Synthetic
 # worst-case data, $n = 100$, $\sigma = 10$, $C = 0.1$; device {glue:text}`nb04_device`,
 # 95% Clopper-Pearson intervals, threshold chosen on as many separate calibration
@@ -345,11 +352,11 @@ else:
 # the 5% error of the intervals). The paper's normality distinguisher
 # finds a violation at {glue:text}`nb04_norm_above` points; the table above lists any
 # point where it does not. {glue:text}`nb04_norm_below_where` Where there are such points,
-# the reason is structural, not a lack of leakage: there, most
-# of the evidence sits in a rare event (the added record sampled into a small batch),
-# and the per-pair votes partly cancel — under $D$ with $k$ records sampled, the
-# $D'$-side component with $k-1$ records plus the added one has exactly the same noise
-# scale $\sigma C/k$, so its pair votes for $D'$ while the pair of $k$ votes for $D$. The
+# the reason is structural, not a lack of leakage. There, most of the evidence sits in a
+# rare event (the added record sampled into a small batch), and the per-pair votes partly
+# cancel. Under $D$ with $k$ records sampled, the $D'$-side component with $k-1$ records
+# plus the added one has exactly the same noise scale $\sigma C/k$. So its pair votes for
+# $D'$, while the pair of $k$ votes for $D$. The
 # optimal distinguisher weighs all components at once and has no such problem: it
 # certifies a clear violation at the same points (see the table). The normality
 # distinguisher's $\varepsilon_L$ there is small but positive in expectation, so more
@@ -366,18 +373,22 @@ else:
 # effect the paper reports, ASGM's non-monotonicity in $N$ at $q = 0.6$ and $0.7$, is of
 # the size of the run-to-run spread of $\varepsilon_L$ at {glue:text}`nb04_trials`
 # trials, so a single seed can neither confirm nor refute it. How large that spread is
-# can be read from the table of section 5, which re-audits some of the same settings
+# can be read from the table of section 5. That table re-audits some of the same settings
 # with other seeds: {glue:text}`nb04_rerun_spread`
 #
 # ## 5. Which normality test, which aggregation
 #
 # The copy of the paper does not say which normality test the distinguisher uses or
-# how the votes are aggregated. We compare three tests — the chi-square test of
-# $\lVert z\rVert^2$ (default), Kolmogorov-Smirnov against $N(0,1)$, and D'Agostino-Pearson
-# $K^2$ (`scipy.stats.normaltest`) — each with probability-weighted and plain majority
-# aggregation, on the same rounds. $K^2$ tests the *shape* of the empirical distribution
-# and is blind to location and scale: it cannot see the scale change that drives
-# EASGM's leakage, and it is included to show how much the choice matters. The last two
+# how the votes are aggregated. We compare three tests, each with probability-weighted and
+# plain majority aggregation, on the same rounds:
+#
+# - the chi-square test of $\lVert z\rVert^2$ (the default);
+# - Kolmogorov-Smirnov against $N(0,1)$;
+# - D'Agostino-Pearson $K^2$ (`scipy.stats.normaltest`).
+#
+# The $K^2$ test looks at the *shape* of the empirical distribution and is blind to
+# location and scale. It cannot see the scale change that drives EASGM's leakage; it is
+# included to show how much the choice matters. The last two
 # normality columns replace the fair coin of an undecided pair by half a vote each way
 # (`ties="half"`, the coin's expectation), which is not the paper's rule.
 
@@ -409,22 +420,25 @@ _rec = next(rec for rec in sens if rec["point"] == _p)
 _k1, _k2 = (round(min(r["fpr"], r["fnr"]) * (TRIALS // 2)) for r in (OPT[_key], _rec["results"]["optimal"]))
 show_table(rows, ["setting", "ε SGM claim"] + [_heads[k] for k in SPECS], name="04_normality_tests",
            caption="ε_L at δ = 1e-5 for each normality test and aggregation, and the optimal distinguisher, "
-                   "on the same rounds. χ²: chi-square test of ‖z‖²; KS: Kolmogorov-Smirnov; K²: "
+                   "on the same rounds. Columns: χ², the chi-square test of ‖z‖²; KS: Kolmogorov-Smirnov; K²: "
                    "D'Agostino-Pearson; w: probability-weighted votes; m: majority; ½: an undecided pair counts "
                    "half a vote each way instead of a coin.",
            formats={"ε SGM claim": ".3f", **{_heads[k]: eps_cell for k in SPECS}})
 glue("nb04_tab_tests", number_of("04_normality_tests"), display=False)
 glue("nb04_rerun_spread",
-     "both sweeps seed point i of their own list with SeedSequence([SEED, i]), so a setting gets different "
+     "both sweeps seed point i of their own list from the run's seed and i, so a setting gets different "
      "rounds in the two. The optimal distinguisher's ε_L differs between them by "
-     # differences of the values as the tables print them (2 decimals), so that the text and the tables agree
-     + ", ".join(f"{abs(round(a, 2) - round(b, 2)):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})"
-                 for p, a, b in _diffs)
+     # differences of the values as the tables print them (2 decimals), so that the text and the tables agree;
+     # listed one by one for a few settings, as a range for many (full mode) so that the sentence stays short
+     + (prose.and_join(f"{abs(round(a, 2) - round(b, 2)):.2f} ({p['mechanism'].upper()}, q = {p['q']:g}, N = {p['N']})"
+                                  for p, a, b in _diffs) if len(_diffs) <= 4 else
+        f"{min(abs(round(a, 2) - round(b, 2)) for p, a, b in _diffs):.2f} to "
+        f"{max(abs(round(a, 2) - round(b, 2)) for p, a, b in _diffs):.2f} across the {len(_diffs)} settings")
      + f". The largest, {_a:.2f} in Table {number_of('04_audits')} against {_b:.2f} in Table "
      + f"{number_of('04_normality_tests')}, comes from the error "
      + f"of the rarer kind: the first ε_L rests on {_k1} such errors among {TRIALS // 2:,} rounds, the second on "
-     + f"{_k2}. ε_L is the logarithm of the Clopper-Pearson limit of that count, so where the count is small two "
-     + "runs differ by much more than at the other settings listed.", display=False)
+     + f"{_k2}. Each ε_L is the logarithm of the Clopper-Pearson limit of that count. So where the count is "
+     + "small, two runs differ by much more than at the other settings listed.", display=False)
 # weighted against majority aggregation on EASGM, per test, against the re-audit spread there
 _TEST_NAMES = {"chi2": "chi-square", "ks": "Kolmogorov-Smirnov", "normaltest": "K²"}
 _easgm = [rec for rec in sens if rec["point"]["mechanism"] == "easgm"]
@@ -454,11 +468,15 @@ glue("nb04_agg_vs_spread", "On EASGM weighted and majority aggregation differ "
 #
 # Two runs of the same setting differ (section 5 compares the same settings under other
 # seeds), so one representative point of Figure 2 is audited again at three seeds derived
-# from `SEED`: {glue:text}`nb04_spread_seeds`. The point is {glue:text}`nb04_spread_point`,
-# chosen because its optimal $\varepsilon_L$ is well below the certification ceiling (a
-# point at the ceiling has no errors to vary and would show a spread of zero), because it
-# is one of the settings section 5 re-audits, and because ASGM's $q = 0.7$ is where the
-# paper reports non-monotonicity in $N$; one audit costs a fraction of a second. Seed
+# from `SEED`: {glue:text}`nb04_spread_seeds`. The point is {glue:text}`nb04_spread_point`.
+# It was chosen for three reasons:
+#
+# - its optimal $\varepsilon_L$ is well below the certification ceiling; a point at the
+#   ceiling has no errors to vary and would show a spread of zero;
+# - it is one of the settings section 5 re-audits;
+# - ASGM's $q = 0.7$ is where the paper reports non-monotonicity in $N$.
+#
+# One audit costs a fraction of a second. Seed
 # `SEED` reproduces the figure's point exactly (`sweeps.audit_point`, the same rounds as
 # `audit_sweep`), the others re-draw every round.
 
@@ -488,9 +506,9 @@ _n_above = sum(e > _c for e in spread["eps"][NORMALITY])
 glue("nb04_spread_text",
      f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L ranges from "
      f"{spread['min']['optimal']:.2f} to {spread['max']['optimal']:.2f} (a spread of "
-     f"{spread['range']['optimal']:.2f}) and the normality distinguisher's from {spread['min'][NORMALITY]:.2f} "
-     f"to {spread['max'][NORMALITY]:.2f} (a spread of {spread['range'][NORMALITY]:.2f}), against the SGM claim "
-     f"of {_c:.3f}; the normality distinguisher clears the claim at {_n_above} of the {len(SPREAD_SEEDS)} seeds.",
+     f"{spread['range']['optimal']:.2f}). The normality distinguisher's ranges from {spread['min'][NORMALITY]:.2f} "
+     f"to {spread['max'][NORMALITY]:.2f} (a spread of {spread['range'][NORMALITY]:.2f}). The SGM claim is "
+     f"{_c:.3f}, and the normality distinguisher clears it at {_n_above} of the {len(SPREAD_SEEDS)} seeds.",
      display=False)
 
 # %% [markdown]

@@ -20,10 +20,10 @@
 # $n$ grows: the noise on $D$ and on $D'$ is divided by different numbers, so the two
 # outputs differ in scale in every one of the $n$ coordinates, and the evidence adds
 # up. This chapter checks that an auditor can actually collect that evidence. It
-# repeats the game of the previous chapter (tight-auditing setting of
-# {cite}`annamalai2024nearly`, one round, white-box adversary, threshold chosen on
-# separate calibration rounds, 95% Clopper-Pearson intervals {cite}`clopper1934use` and the lower bound
-# $\varepsilon_L$ of {cite}`nasr2023tight`) with $|D| = N = 4$, $|D'| = 5$,
+# repeats the game of the previous chapter: the tight-auditing setting of
+# {cite}`annamalai2024nearly`, one round and a white-box adversary. The threshold is chosen on
+# separate calibration rounds, with 95% Clopper-Pearson intervals {cite}`clopper1934use` and the lower bound
+# $\varepsilon_L$ of {cite}`nasr2023tight`. The game runs with $|D| = N = 4$, $|D'| = 5$,
 # $\sigma = 10$, $C = 0.1$, $\delta = 10^{-5}$, worst-case synthetic gradients, and
 # varies $n$.
 #
@@ -217,11 +217,11 @@ pf.show_figure(fig, "05_eps_vs_n", {"mode": MODE, "seed": SEED, "device": DEVICE
 # ```{glue:figure} 05_eps_vs_n
 # :name: fig-05-eps-vs-n
 #
-# The audits of {numref}`fig-05-fig3-audit` as numbers: $\varepsilon_L$ (pink; filled
-# circles: optimal distinguisher, hollow circles: normality distinguisher, triangles:
-# normality votes with undecided pairs counted as half a vote) against $n$, with the SGM
-# claim (black), the $\varepsilon$ of the corrected guarantee (blue) and the largest
-# $\varepsilon_L$ the number of trials can certify (grey, {glue:text}`nb05_ceiling`). The
+# The audits of {numref}`fig-05-fig3-audit` as numbers: $\varepsilon_L$ (pink) against $n$.
+# Filled circles are the optimal distinguisher, hollow circles the normality distinguisher,
+# and triangles the normality votes with undecided pairs counted as half a vote. The SGM
+# claim is black, the $\varepsilon$ of the corrected guarantee blue, and the largest
+# $\varepsilon_L$ the number of trials can certify grey ({glue:text}`nb05_ceiling`). The
 # vertical axis is logarithmic; values it cannot show are marked at its edges in the
 # series colour: an infinite guarantee as ▲ at the top, $\varepsilon_L = 0$ as ▼ at the
 # bottom. Device {glue:text}`nb05_device`, {glue:text}`nb05_trials`
@@ -299,19 +299,19 @@ else:
     print("Every audit lies above the SGM claim.")
 
 # %% [markdown]
-# **Reading the results.** {glue:text}`nb05_reading` The audited curves move towards the origin as $n$ grows,
-# and from $n = 100$ on the optimal audits of ASGM {glue:text}`nb05_asgm_big_n`, those of EASGM at $q = 0.05$
-# {glue:text}`nb05_easgm_big_n` (the ceiling is the largest $\varepsilon_L$ these trial counts can
-# certify).
+# **Reading the results.** {glue:text}`nb05_reading` The audited curves move towards the origin
+# as $n$ grows. From $n = 100$ on, the optimal audits of ASGM {glue:text}`nb05_asgm_big_n`.
+# Those of EASGM at $q = 0.05$ {glue:text}`nb05_easgm_big_n`. The ceiling is the largest
+# $\varepsilon_L$ these trial counts can certify.
 #
 # Below $n = 100$ a point under the claim is expected and does not contradict the
-# paper: at $n = 1$ and $10$ the scale difference acts on only a few coordinates, and a
+# paper. At $n = 1$ and $10$ the scale difference acts on only a few coordinates. A
 # leakage of a few tenths of a unit of $\varepsilon$ needs far more than a few thousand
 # trials to be certified at 95% confidence. With the tiny EASGM claims
 # ({glue:text}`nb05_claim_easgm`) any certified $\varepsilon_L > 0$ is already a
-# violation; ASGM's claim ({glue:text}`nb05_claim_asgm`) is {glue:text}`nb05_asgm_vs_easgm_claim`
-# EASGM's, and its leakage sits in the rare event that
-# the added record is sampled, so its low-$n$ points are the last to cross.
+# violation. ASGM's claim ({glue:text}`nb05_claim_asgm`) is {glue:text}`nb05_asgm_vs_easgm_claim`
+# EASGM's. Its leakage sits in the rare event that the added record is sampled, so its
+# low-$n$ points are the last to cross.
 #
 # The normality distinguisher gains little from $n$ on ASGM, unlike the optimal one. For
 # large $n$ each chi-square test is sharp: it passes exactly when the output's noise
@@ -337,9 +337,9 @@ else:
 #
 # One representative point of the paper's Figure 3 is audited again at three seeds derived from
 # `SEED` ({glue:text}`nb05_spread_seeds`): {glue:text}`nb05_spread_point`. It is the point
-# where the paper's normality distinguisher is graded against the claim in C3 and where a
-# single run can fall on either side of it, its optimal $\varepsilon_L$ is below the
-# certification ceiling (so it can vary), and one audit costs a fraction of a second. Seed
+# where the paper's normality distinguisher is graded against the claim in C3, and where a
+# single run can fall on either side of it. Its optimal $\varepsilon_L$ is below the
+# certification ceiling, so it can vary. One audit costs a fraction of a second. Seed
 # `SEED` reproduces the figure's point exactly (`sweeps.audit_point`, the same rounds as
 # `audit_sweep`); the others re-draw every round.
 
@@ -371,10 +371,10 @@ _n_above = sum(e > _c for e in spread["eps"][NORMALITY])
 glue("nb05_spread_text",
      f"Across the {len(SPREAD_SEEDS)} seeds the optimal distinguisher's ε_L ranges from "
      f"{spread['min']['optimal']:.2f} to {spread['max']['optimal']:.2f} (a spread of "
-     f"{spread['range']['optimal']:.2f}) and the rebuilt normality distinguisher's from "
+     f"{spread['range']['optimal']:.2f}). The rebuilt normality distinguisher's ranges from "
      f"{spread['min'][NORMALITY]:.2f} to {spread['max'][NORMALITY]:.2f} (a spread of "
-     f"{spread['range'][NORMALITY]:.2f}), against the SGM claim of {_c:.3f}: the normality distinguisher clears "
-     f"the claim at {_n_above} of the {len(SPREAD_SEEDS)} seeds. The optimal distinguisher's smallest margin "
+     f"{spread['range'][NORMALITY]:.2f}). The SGM claim is {_c:.3f}, and the normality distinguisher clears "
+     f"it at {_n_above} of the {len(SPREAD_SEEDS)} seeds. The optimal distinguisher's smallest margin "
      f"over the claim, {spread['min']['optimal'] - _c:.2f}, is "
      + ("larger" if spread["min"]["optimal"] - _c > spread["range"]["optimal"] else "not larger")
      + " than its spread.", display=False)

@@ -18,11 +18,11 @@
 #
 # Chapters 4 and 5 audited the mechanisms on synthetic worst-case gradients. Here the
 # rounds come from the code that practitioners run, as in Section 5.1 of
-# {cite}`wang2026rethinking`: five random points of a real dataset (MNIST, Fashion-MNIST,
-# CIFAR-10; one panel each) form $D'$, the first four form $D$ ($|D| = 4$), the model sits
-# at fixed, known parameters $\theta_0$, and one DP-SGD step with $C = 0.1$, $\sigma = 10$
-# and learning rate 1 is taken; its output is the normalised noisy gradient
-# $(\theta_0 - \theta_1)/\mathrm{lr}$.
+# {cite}`wang2026rethinking`. Five random points of a real dataset form $D'$, and the
+# first four form $D$ ($|D| = 4$). Each dataset has its own panel: MNIST, Fashion-MNIST and
+# CIFAR-10. The model sits at fixed, known parameters $\theta_0$, and one DP-SGD step with
+# $C = 0.1$, $\sigma = 10$ and learning rate 1 is taken. Its output is the normalised noisy
+# gradient $(\theta_0 - \theta_1)/\mathrm{lr}$.
 #
 # **What is audited.** DPSGD-HF, DP-FETA and PrivImage are described in their papers as
 # EASGM (division by the expected batch size $Nq$), so — like the paper — we run their
@@ -30,17 +30,25 @@
 # $Nq$, at $q = 0.005$ and $q = 0.5$. The three methods share this code path and differ
 # only in the model. DPSGD-HF runs the Tramèr-Boneh CNN (`cnn-mnist`, 26,010 parameters;
 # `cnn-cifar10` on CIFAR-10). DP-FETA and PrivImage run their own denoisers, rebuilt
-# from their public code (`dpfeta-mnist`, 1,485,217 parameters; `privimage-mnist`, {glue:text}`nb06_privimage_n`;
-# on CIFAR-10 `privimage-cifar10`, {glue:text}`nb06_privimage_cifar_n`, from the configuration PrivImage's
-# README trains CIFAR-10 with), on the panels where this mode audits them ({glue:text}`nb06_model_panels`);
-# elsewhere the CNN stands for all three, and the grade lists that as a substitution. DP-FETA's code
+# from their public code: `dpfeta-mnist` has 1,485,217 parameters and `privimage-mnist`
+# {glue:text}`nb06_privimage_n`. On CIFAR-10, `privimage-cifar10` has
+# {glue:text}`nb06_privimage_cifar_n`; it follows the configuration with which PrivImage's
+# README trains CIFAR-10. The panels on which this mode audits the denoisers are:
+# {glue:text}`nb06_model_panels`. Elsewhere the CNN stands for all three methods, and the
+# grade lists that as a substitution. DP-FETA's code
 # has no CIFAR-10 configuration at all, so its CIFAR-10 bar is not audited: the table says so rather
-# than lend it another model. Table {glue:text}`nb06_tab_audits` names the model of every audit. DPSUR writes its own step, which
-# the paper analyses as ASGM: it divides by a batch size, but one taken from a separate
-# Poisson draw of the data loader just before the batch it divides
-# (`algorithm/DPSUR.py:145-146` at the commit we pin), and it takes no step on an empty batch. We run
-# that step (here: {glue:text}`nb06_dpsur_code`) on the same models at $q = 0.7$ and
-# $q = 0.8$.
+# than lend it another model. Table {glue:text}`nb06_tab_audits` names the model of every audit.
+#
+# DPSUR writes its own step, which the paper analyses as ASGM. It divides by a batch size,
+# but one taken from a separate Poisson draw of the data loader just before the batch it
+# divides, and it takes no step on an empty batch. We run that step on the same models at
+# $q = 0.7$ and $q = 0.8$. In this run the step is {glue:text}`nb06_dpsur_code`.
+#
+# ````{dropdown} Sources
+# ```{glue:md} nb06_dpsur_sources
+# :format: myst
+# ```
+# ````
 #
 # **The game** is that of the previous chapters, white box: the adversary knows every
 # per-example gradient at $\theta_0$, hence every Gaussian component of both output
@@ -51,13 +59,13 @@
 #
 # **Modes.** In `full` mode every round — calibration and counted, on $D$ and on $D'$ — is
 # one step of the implementation. In `quick` and `smoke` mode only the first steps per
-# dataset come from the implementation (table below: how many); every one of them must
-# divide as the substituted mechanism does for its batch (for DPSUR, its own rule, with
-# its draws replayed: divisor and update), and together they must pass a
-# Kolmogorov-Smirnov check (every projected coordinate and the residual norm, against the
-# batched mechanism with the same gradients, Bonferroni at family level
-# {glue:text}`nb06_check_level`) before the remaining rounds are drawn from the batched
-# mechanism fed with those gradients
+# dataset come from the implementation; the table below says how many. Every one of them
+# must divide as the substituted mechanism does for its batch. For DPSUR that is its own
+# rule, with its draws replayed, and both the divisor and the update are compared. Together
+# the steps must then pass a Kolmogorov-Smirnov check against the batched mechanism with
+# the same gradients. It tests every projected coordinate and the residual norm, with a
+# Bonferroni correction at family level {glue:text}`nb06_check_level`. Only then are the
+# remaining rounds drawn from the batched mechanism fed with those gradients
 # (`paperlib.implementations.real_audit`). The normaliser each implementation actually used
 # is also read off its steps.
 
@@ -210,8 +218,8 @@ for row in rows:
 show_table(table, {"panel": "panel", "method": "method [model]", "q": "q", "normaliser": "normaliser found",
                    "eps": "ε_L optimal / normality", "claim": "ε SGM claim", "real": "real steps / rounds"},
            name="06_fig4_audits", caption="Audited ε_L (δ = 1e-5) of one step per implementation and point, with "
-           "the optimal and the normality distinguisher, against the SGM claim; \"separate draw |B'|\": DPSUR's "
-           "divisor, the size of a separate Poisson draw; the last column counts the rounds that were real "
+           "the optimal and the normality distinguisher, against the SGM claim. \"separate draw |B'|\": DPSUR's "
+           "divisor, the size of a separate Poisson draw. The last column counts the rounds that were real "
            "implementation steps.",
            formats={"claim": ".3g", "q": "g"})  # significant digits: a claim of 0.000925 is not "0.001"
 glue("nb06_tab_audits", number_of("06_fig4_audits"), display=False)
@@ -325,7 +333,16 @@ glue("nb06_full_hours", f"{est / 3600:.1f}", display=False)
 glue("nb06_asgm_up", f"{asgm_up}", display=False)
 glue("nb06_n_panels", f"{len(DATASETS)}", display=False)
 glue("nb06_dpsur_code", next((row["result"].inputs["code"] for row in done if row["impl"] == "dpsur"),
-                             "not run"), display=False)
+                             "not audited"), display=False)
+# the files and lines behind the DPSUR paragraph: a list for its "Sources" dropdown, never in the sentence
+_dpsur_lines = next((row["result"].inputs["code_lines"] for row in done
+                     if row["impl"] == "dpsur" and row["result"].inputs.get("code_lines")), None)
+_sources = ["DPSUR's divisor, the size of a separate Poisson draw of the data loader just before the batch it "
+            "divides, at the pinned commit: `algorithm/DPSUR.py:145-146`"]
+if _dpsur_lines:
+    _sources.append("the lines of DPSUR's code that paperlib's re-implementation follows:\n"
+                    + "\n".join(f"  - `{part.strip()}`" for part in _dpsur_lines.split(";")))
+glue("nb06_dpsur_sources", Markdown("\n".join(f"- {item}" for item in _sources)), display=False)
 _saved = save_result(
     "06_fig4_real_audit",
     {"mode": MODE, "seed": SEED, "trials": TRIALS, "check_trials": CHECK_TRIALS, "N": N, "sigma": SIGMA, "C": C,
@@ -362,13 +379,18 @@ _saved = save_result(
 #
 # One representative point of the paper's Figure 4 is audited again at three seeds derived from
 # `SEED` ({glue:text}`nb06_spread_seeds`): {glue:text}`nb06_spread_point`. It is chosen
-# because its optimal $\varepsilon_L$ is below the certification ceiling (the EASGM bars
-# reach or nearly reach it, and the ceiling caps their spread), DPSUR's step is the cheapest real step of
-# the figure, and the paper's statement about DPSUR (a smaller gap at $q = 0.7$ than at
-# $q = 0.8$) is a comparison of two such runs. The seed draws the five points, the model's
-# starting parameters and every round; each seed runs as many real DPSUR steps as the
-# figure's point ({glue:text}`nb06_spread_real`), the rest of the rounds drawn from the
-# mechanism after the steps passed the check. Seed `SEED` is the figure's run.
+# for three reasons:
+#
+# - its optimal $\varepsilon_L$ is below the certification ceiling, whereas the EASGM bars
+#   reach or nearly reach it, and the ceiling caps their spread;
+# - DPSUR's step is the cheapest real step of the figure;
+# - the paper's statement about DPSUR, a smaller gap at $q = 0.7$ than at $q = 0.8$, is a
+#   comparison of two such runs.
+#
+# The seed draws the five points, the model's starting parameters and every round. Each seed
+# runs as many real DPSUR steps as the figure's point ({glue:text}`nb06_spread_real`). The
+# rest of the rounds are drawn from the mechanism after the steps passed the check. Seed
+# `SEED` is the figure's run.
 
 # %%
 SPREAD_PANEL, SPREAD_METHOD = "mnist", next(m for m in METHODS if m[1] == "dpsur" and m[2] == 0.7)

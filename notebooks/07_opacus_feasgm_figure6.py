@@ -27,10 +27,10 @@
 # denoising loss (EDM's).
 #
 # **The code.** The paper names "Opacus v1.0" as DP-FETA's release. We run Opacus
-# **1.0.2**, the last release of the v1.0 line (1.0.0 and 1.0.1 divide the same way, as
-# chapter 8's code audit shows), installed on demand from its wheel, whose SHA-256 is
-# stored in the package, into its own folder and run in a subprocess, as chapter 6 runs
-# Opacus v0.15.0. DP-FETA's repository ships its own modified copy of Opacus (its
+# **1.0.2**, the last release of the v1.0 line; 1.0.0 and 1.0.1 divide the same way, as
+# chapter 8's code audit shows. As chapter 6 does with Opacus v0.15.0, we install it on
+# demand from its wheel into its own folder and run it in a subprocess. The wheel's SHA-256
+# is stored in the package. DP-FETA's repository ships its own modified copy of Opacus (its
 # `opacus/version.py` reads 1.1.3); its `DPOptimizer.scale_grad` divides by
 # `expected_batch_size` as every v1 release does. Beside it we audit the installed Opacus
 # release, whose step gives the same updates for the same seed. The white-box game, the
@@ -155,10 +155,11 @@ _g("old_error_end", None if ERRORS.get("opacus-1.0.2") is None else f"; Opacus 1
 # $\varepsilon$ = {glue:text}`nb07_claim`; no run of this size can certify more than
 # {glue:text}`nb07_ceiling`. Of the {glue:text}`nb07_rounds` rounds of the game,
 # {glue:text}`nb07_real_rounds` ({glue:text}`nb07_real_share`) were real Opacus
-# {glue:text}`nb07_version` steps in this mode ({glue:text}`nb07_mode`); a step costs about
-# {glue:text}`nb07_sec_per_step` s here (subprocess start-up included), so `full` mode, with
-# every round of both releases' audits a real step, takes about {glue:text}`nb07_full_min`
-# minutes on this machine (the artifact appendix sums this with chapters 6 and 11).
+# {glue:text}`nb07_version` steps in this mode ({glue:text}`nb07_mode`). A step costs about
+# {glue:text}`nb07_sec_per_step` s here, subprocess start-up included. In `full` mode every
+# round of both releases' audits is a real step, and the two audits take about
+# {glue:text}`nb07_full_min` minutes on this machine; the artifact appendix sums this with
+# chapters 6 and 11.
 # The installed Opacus {glue:text}`nb07_new_version` gives $\varepsilon_L$ =
 # {glue:text}`nb07_new_eps_opt` (optimal) and {glue:text}`nb07_new_eps_norm` (normality),
 # {glue:text}`nb07_new_real` of its rounds real steps.
@@ -228,10 +229,10 @@ _saved = save_result(
 # {glue:text}`nb07_spread_code` is repeated at three seeds derived from `SEED`
 # ({glue:text}`nb07_spread_seeds`). The seed draws the four points, the model's starting
 # parameters and every round, so the spread covers all three, and shows how close to the
-# certification ceiling each seed comes. The first seed is the figure's run; the others use
-# fewer real Opacus steps to keep the chapter's run time within bounds (real steps per run:
-# {glue:text}`nb07_spread_real`), the rest of their rounds drawn from the FEASGM mechanism
-# after the steps passed the same check.
+# certification ceiling each seed comes. The first seed is the figure's run. The others use
+# fewer real Opacus steps, to keep the chapter's run time within bounds; the real steps per
+# run are {glue:text}`nb07_spread_real`. The rest of their rounds are drawn from the FEASGM
+# mechanism after the steps passed the same check.
 # {glue:text}`nb07_spread_text`
 
 # %%

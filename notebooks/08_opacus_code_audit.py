@@ -20,13 +20,13 @@
 # noisy sum of clipped gradients $S_B + G$ is divided by before the update: nothing
 # (SGM), the realised batch size $|B|$ (ASGM), the expected batch size $Nq$ (EASGM) or
 # its floor $\lfloor Nq \rfloor$ (FEASGM). Which of them a practitioner actually gets is
-# decided by a line or two in the DP-SGD library. {cite}`wang2026rethinking` read the
+# decided by a line or two in the DP-SGD library. The paper's authors {cite}`wang2026rethinking` read the
 # `privacy_engine.py` of Opacus {cite}`yousefpour2021opacus` from v0.9.0 to v1.5.4 and
 # summarised it in their Table 2 (Section 5.5 and Appendix A of the paper). The floor
-# of Opacus 1.x had been reported before, in Opacus issue #571 {cite}`opacus571`; the paper
-# also credits auditing work by Cebere et al. with documenting it (we cite their audit of
-# DP-SGD in the hidden-state threat model {cite}`cebere2025tighter`; the copy of the paper
-# has no reference list to confirm which of their works it means).
+# of Opacus 1.x had been reported before, in Opacus issue #571 {cite}`opacus571`. The paper
+# also credits auditing work by Cebere et al. with documenting it. We cite their audit of
+# DP-SGD in the hidden-state threat model {cite}`cebere2025tighter`, since the copy of the
+# paper has no reference list to confirm which of their works it means.
 #
 # This chapter redoes that audit for **every** Opacus release on the package index from
 # v0.9.0 on, including the ones published after the paper's table stops. The setting is
@@ -82,8 +82,8 @@ print(f"releases audited: {len(releases)} (v{versions[0]} to v{versions[-1]})")
 #
 # The audit does not look up an answer per version. It unpacks each release's wheel
 # (the `.py` files are in it), and matches the source against a short list of pattern
-# rules, each a regular expression with a condition on where the line sits (the
-# function around it, the `if` that guards it, or the statement after it). The rules
+# rules. Each rule is a regular expression with a condition on where the line sits: the
+# function around it, the `if` that guards it, or the statement after it. The rules
 # fall into three code generations:
 #
 # * **engine-step** (the oldest releases). `PrivacyEngine.step` takes the batch size

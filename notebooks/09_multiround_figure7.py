@@ -36,9 +36,9 @@
 #    $m = T(n-1)$ coordinates (`THEORY.md` §7), up to $m$ = {glue:text}`nb09_m_large` — and sets
 #    it beside the CLT curve;
 # 2. converts the accountant's claim into a trade-off curve, using both Opacus's RDP
-#    accountant (the paper's baseline) and a tight composition of the SGM claim
-#    ({cite}`bu2020deep`, composed as in {cite}`dong2022gaussian`; cross-checked with
-#    Opacus's PRV accountant {cite}`yousefpour2021opacus,gopi2021numerical`);
+#    accountant (the paper's baseline) and a tight composition of the SGM claim. The SGM
+#    curve is that of {cite}`bu2020deep`, composed as in {cite}`dong2022gaussian`; the
+#    result is cross-checked with Opacus's PRV accountant {cite}`yousefpour2021opacus,gopi2021numerical`;
 # 3. repeats the comparison for EASGM (Opacus 0.14–0.15), and
 # 4. composes the ASGM bound (Eq. 14) over $T$ rounds numerically — the case the paper
 #    leaves open.
@@ -65,11 +65,11 @@ ASGM_N_PARAMS = 26_010
 #
 # Everything here is deterministic (`SEED` is only recorded, `DEVICE` unused). The exact
 # chi-square curves cost milliseconds at every size, so all modes use the paper's
-# parameters. The numerical compositions (the tight SGM claim of section 2 and the ASGM
-# bound of section 4) are dp_accounting's privacy-loss distributions, driven by
-# `paperlib.fdp.pld.PLDComposition`: one round's privacy loss is put on a grid of losses
-# spaced by a step $\Delta$, once pessimistically (each cell's mass split between its two
-# end points) and once optimistically (the outcomes of a cell merged), and each side is
+# parameters. The numerical compositions are dp_accounting's privacy-loss distributions,
+# driven by `paperlib.fdp.pld.PLDComposition`; they give the tight SGM claim of section 2
+# and the ASGM bound of section 4. One round's privacy loss is put on a grid of losses
+# spaced by a step $\Delta$, twice: pessimistically, with each cell's mass split between
+# its two end points, and optimistically, with the outcomes of a cell merged. Each side is
 # composed $T$ times with dp_accounting's FFT self-composition, so that the two sides
 # bracket the true $\varepsilon$. The grid is refined until the bracket is narrower than
 # {glue:text}`nb09_rel_tol` of $\varepsilon$, or until the composed distribution would be
@@ -188,10 +188,13 @@ for n in N_PARAMS:
     print(f"n={n:>9,}: FEASGM T-round upper bound has ε = {r['eps']:.6g}  (m = {r['m']:,} coordinates)")
 
 # %% [markdown]
-# Before drawing, the checks the figure rests on: the exact curve never exceeds the CLT
-# curve where the latter is defined (the CLT curve is an upper bound of it); the FEASGM
-# bound's $\varepsilon$ exceeds the RDP claim's (the paper's statement) and also the
-# PRV and tight claims'; and the bound lies below the claim curve at some FPR.
+# Before drawing, the cell below checks what the figure rests on:
+#
+# - the exact curve never exceeds the CLT curve where the latter is defined, since the CLT
+#   curve is an upper bound of it;
+# - the FEASGM bound's $\varepsilon$ exceeds the RDP claim's, as the paper states, and also
+#   the PRV and tight claims';
+# - the bound lies below the claim curve at some FPR.
 
 # %%
 def _arr(x):
@@ -230,8 +233,8 @@ glue("nb09_mu_small", f"{fig7['feasgm'][str(N_PARAMS[0])]['mu']:.2f}", display=F
 def draw_panel(ax, r, mech_kind, title, legend=False):
     a, ex, up = _arr(r["alpha"]), _arr(r["exact"]), _arr(r["clt"])
     pf.plot_curve(ax, cl["rdp"]["alpha"], cl["rdp"]["beta"], "sgm_claim", "claim: Opacus RDP accountant")
-    pf.plot_curve(ax, cl["tight"]["alpha"], cl["tight"]["beta"], "sgm_claim", r"claim: tight $f_q^{\otimes T}$",
-                  linestyle=":", linewidth=1.2)
+    pf.plot_curve(ax, cl["tight"]["alpha"], cl["tight"]["beta"], "tight_claim", r"claim: tight $f_q^{\otimes T}$",
+                  linewidth=2.0, zorder=4)  # over the accountant's line, which it follows closely
     inside = np.isfinite(up)
     pf.plot_curve(ax, a[inside], np.minimum(up[inside], 1 - a[inside]), "clt",
                   rf"CLT bound ($\mu$={r['mu']:.3g}, $\gamma$={r['gamma']:.1e})", linewidth=2.0)
@@ -271,11 +274,11 @@ pf.show_figure(fig, "09_figure7", {"mode": MODE, "seed": SEED, "T": ROUNDS, "N":
 # :name: fig-09-figure7
 #
 # The paper's Figure 7, regenerated: the 200-round upper bound on the guarantee of Opacus's
-# FEASGM for $|D| = 140{,}199$, $|D'| = 140{,}200$, $q = 0.005$, $\sigma = 10$
-# (normalisers {glue:text}`nb09_K` and {glue:text}`nb09_K1`): exact chi-square curve (vermillion, dashed)
-# and the CLT bound of Theorem A.7 (green, dotted; only on $[\gamma, 1-\gamma]$), against
-# the claim that Opacus's RDP accountant certifies (black, solid) and the tight SGM claim
-# (black, dotted). Left: $n = 26{,}010$; right: $n = 1{,}485{,}217$, drawn with a logarithmic
+# FEASGM for $|D| = 140{,}199$, $|D'| = 140{,}200$, $q = 0.005$, $\sigma = 10$, with
+# normalisers {glue:text}`nb09_K` and {glue:text}`nb09_K1`. Vermillion, dashed: the exact
+# chi-square curve; green, dotted: the CLT bound of Theorem A.7, only on
+# $[\gamma, 1-\gamma]$. Black, solid: the claim that Opacus's RDP accountant certifies;
+# black, dotted: the tight SGM claim. Left: $n = 26{,}010$; right: $n = 1{,}485{,}217$, drawn with a logarithmic
 # FNR axis because there the bound's FNR is many orders of magnitude below the claim's. At $\delta = 10^{-5}$ the RDP accountant reports
 # $\varepsilon = $ {glue:text}`nb09_eps_rdp:.3f` (PRV: {glue:text}`nb09_eps_prv:.3f`; the tight
 # value is at most {glue:text}`nb09_eps_tight:.4f`), while the bound has
@@ -373,11 +376,11 @@ display_table
 # be drawn too low (that would overstate the case against the claim), and its
 # $\varepsilon$ must not be overstated; a guarantee needs the opposite. So
 # `paperlib.fdp.pld` keeps both sides on one grid and composes them with dp_accounting's
-# privacy-loss convolution: merging the outputs that fall in one cell of the loss grid is
+# privacy-loss convolution. Merging the outputs that fall in one cell of the loss grid is
 # post-processing, so the curve of the merged pair lies *above* the true
-# $\bar f^{\otimes T}$ (the side used for the bound), while splitting each cell's mass
-# between its two end points {cite}`doroshenko2022connect` gives a pair that dominates the true one (the side a
-# guarantee uses). The two sides bracket the truth; their distance is the discretisation
+# $\bar f^{\otimes T}$; this is the side used for the bound. Splitting each cell's mass
+# between its two end points {cite}`doroshenko2022connect` gives a pair that dominates the
+# true one; this is the side a guarantee uses. The two sides bracket the truth; their distance is the discretisation
 # error, shown as a band, and the grid is refined until it is at most
 # {glue:text}`nb09_rel_tol` of $\varepsilon$. The same code composes $f_q$ for the tight claim (section 2) and is
 # checked against dp_accounting's own subsampled-Gaussian accountant in the tests.
@@ -420,8 +423,8 @@ for j, N in enumerate(ASGM_NS):
     ax = axes[0, j]
     a = _arr(b["alpha"])
     pf.plot_curve(ax, acl["rdp"]["alpha"], acl["rdp"]["beta"], "sgm_claim", "claim: Opacus RDP accountant")
-    pf.plot_curve(ax, acl["tight"]["alpha"], acl["tight"]["beta"], "sgm_claim", r"claim: tight $f_q^{\otimes T}$",
-                  linestyle=":", linewidth=1.2)
+    pf.plot_curve(ax, acl["tight"]["alpha"], acl["tight"]["beta"], "tight_claim", r"claim: tight $f_q^{\otimes T}$",
+                  linewidth=2.0, zorder=4)  # over the accountant's line, which it follows closely
     pf.plot_curve(ax, a, b["one_round_beta"], "asgm", "one round (Eq. 14)", linewidth=1.0)
     ax.fill_between(a, b["lower"], b["upper"], color=plotting.COLORS["upper"], alpha=0.3, linewidth=0)
     pf.plot_curve(ax, a, b["upper"], "upper", rf"$\bar f^{{\otimes T}}$, T = {ROUNDS} (band: discretisation)")
@@ -447,20 +450,19 @@ _reading, _gaps = [], []
 for N in ASGM_NS:
     b = asgm["bound"][str(N)]
     lo, hi = b["eps_bracket"]
-    _reading.append(f"with |D| = {N:,} the composed bound's ε ({lo:.3g} to {hi:.3g}) is "
+    _reading.append(f"With |D| = {N:,} the composed bound's ε ({lo:.3g} to {hi:.3g}) is "
                     f"{prose.relation(lo, acl['rdp']['eps'])} the RDP claim's ({acl['rdp']['eps']:.3g}), so "
                     + ("the claim is not supported" if lo > acl["rdp"]["eps"]
-                       else "the bound proves nothing against the claim"))
+                       else "the bound proves nothing against the claim") + ".")
     d = np.abs(np.asarray(b["upper"], dtype=float) - np.asarray(acl["tight"]["beta"], dtype=float))
     k = int(np.argmax(d))
     where = f"at most {d[k]:.2g} in β, at α = {float(np.asarray(ALPHA)[k]):.2g}"
-    _gaps.append(f"at |D| = {N:,} the bound's curve and the tight claim's "
+    _gaps.append(f"At |D| = {N:,} the bound's curve and the tight claim's "
                  + (f"nearly coincide ({where}): the difference in ε lives in the tail of small α, which "
                     "δ = 10⁻⁵ reads" if d[k] < NEAR_BETA else
-                    f"are close ({where})" if d[k] < CLOSE_BETA else f"differ visibly ({where})"))
-_txt = "; ".join(_reading)  # the caption goes on after it (" — the same picture ..."): no full stop here
-glue("nb09_asgm_reading", _txt[0].upper() + _txt[1:], display=False)
-glue("nb09_asgm_gap", "How far apart the curves are: " + "; ".join(_gaps) + ".", display=False)
+                    f"are close ({where})" if d[k] < CLOSE_BETA else f"differ visibly ({where})") + ".")
+glue("nb09_asgm_reading", " ".join(_reading), display=False)  # one sentence per data set size
+glue("nb09_asgm_gap", " ".join(_gaps), display=False)
 
 # %% [markdown]
 # ```{glue:figure} 09_asgm_rounds
@@ -469,8 +471,8 @@ glue("nb09_asgm_gap", "How far apart the curves are: " + "; ".join(_gaps) + ".",
 # Beyond the paper: the ASGM bound of Eq. 14 composed over
 # {glue:text}`nb09_T` rounds (vermillion; the shaded band between the two sides of
 # the numerical composition is its discretisation error), the one-round bound (sky blue)
-# and the claims for $q = 0.7$, $\sigma = 10$ (black). {glue:text}`nb09_asgm_reading` — the same picture as the paper's one-round Figure 5, now
-# over a whole run. The table gives the
+# and the claims for $q = 0.7$, $\sigma = 10$ (black). {glue:text}`nb09_asgm_reading` This is
+# the same picture as the paper's one-round Figure 5, now over a whole run. The table gives the
 # bracket of the bound's $\varepsilon$ at $\delta = 10^{-5}$ (its lower end is what may be
 # compared with a claim). Composed distributions of at most {glue:text}`nb09_fft` points;
 # the loss step of each panel is in its title.
@@ -496,9 +498,10 @@ _ch3 = {N: _g.asgm_upper_bound(N, ASGM_Q, SIGMA, ASGM_N_PARAMS).epsilon(DELTA) f
 _dev = max(abs(_ch3[N] - asgm["bound"][str(N)]["one_round_eps"]) for N in ASGM_NS)
 assert _dev < 1e-6, _dev
 glue("nb09_one_round_note",
-     "The one-round column is the ε of chapter 3's Eq. 14 bound, computed here by a second route (the pair "
-     f"of distributions the composition uses) that agrees with chapter 3's to {max(_dev, 1e-16):.0e}: "
-     + ", ".join(f"{_ch3[N]:.4f} for a data set of {N:,} records" for N in ASGM_NS) + ".",
+     "The one-round column is the ε of chapter 3's Eq. 14 bound: "
+     + ", ".join(f"{_ch3[N]:.4f} for a data set of {N:,} records" for N in ASGM_NS) + ". It is computed here "
+     "by a second route, the pair of distributions the composition uses, and agrees with chapter 3's to "
+     f"{max(_dev, 1e-16):.0e}.",
      display=False)
 print("ASGM checks passed")
 

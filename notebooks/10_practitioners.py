@@ -37,12 +37,17 @@
 #   most** this much.
 #
 # The true $\varepsilon$ lies in the bracket [forced, certified]. When the bracket is narrow, we
-# know the truth; the verdict then compares it with the claim: the claim *stands* (the SGM
-# analysis applies to the code as it is), *holds* (certified at or below the claim), is
-# *refuted* (an attack reaches above the claim: the claim is false; this includes a
-# neighbouring data set that runs a different number of steps, which counting the updates
-# gives away), is *unresolved* (the claim lies inside a wide bracket), or the case is *not
-# covered* (no analysis applies, and the report says what to change). Each verdict is per
+# know the truth. The verdict then compares it with the claim:
+#
+# * the claim *stands*: the SGM analysis applies to the code as it is;
+# * the claim *holds*: the run is certified at or below the claim;
+# * the claim is *refuted*: an attack reaches above the claim, so the claim is false. This
+#   includes a neighbouring data set that runs a different number of steps, which counting the
+#   updates gives away;
+# * the claim is *unresolved*: it lies inside a wide bracket;
+# * the case is *not covered*: no analysis applies, and the report says what to change.
+#
+# Each verdict is per
 # neighbour of the training set: one record removed ($N-1$ against $N$) and one record added
 # ($N$ against $N+1$). These neighbours add or remove a record, so the data-set size is
 # private, as in the accountants' own claims. If the size may be public, a record is replaced
@@ -92,11 +97,16 @@ glue("nb10_mode", MODE, display=False)
 # sample rate {glue:text}`nb10_rate` (batch {glue:text}`nb10_B` on average,
 # {glue:text}`nb10_L` steps an epoch), the example's CNN with {glue:text}`nb10_n` parameters,
 # $\delta$ = {glue:text}`nb10_delta`, and the $\varepsilon$ the README prints. We run each release
-# family at these settings: Opacus v0.12–v0.13 (ASGM: divides by the realised batch size $|B|$)
-# with the rate given as the example gives it, v0.14–v0.15 (EASGM: divides by $Nq$) and 1.x
-# (FEASGM: divides by `int(N q)`) with batch size {glue:text}`nb10_B`, and 1.x again at batch size
-# {glue:text}`nb10_agree_B`, a nearest batch size at which `int(N q)` is the same on the
-# training set and both its neighbours. DPSUR runs at its own defaults: batch
+# family at these settings:
+#
+# * Opacus v0.12–v0.13 (ASGM: divides by the realised batch size $|B|$), with the rate given as
+#   the example gives it;
+# * Opacus v0.14–v0.15 (EASGM: divides by $Nq$), with batch size {glue:text}`nb10_B`;
+# * Opacus 1.x (FEASGM: divides by `int(N q)`), with batch size {glue:text}`nb10_B`;
+# * Opacus 1.x again at batch size {glue:text}`nb10_agree_B`. This is a nearest batch size at
+#   which `int(N q)` is the same on the training set and both its neighbours.
+#
+# DPSUR runs at its own defaults: batch
 # {glue:text}`nb10_dpsur_B`, $\sigma$ = {glue:text}`nb10_dpsur_sigma`, the
 # {glue:text}`nb10_dpsur_steps` steps at which its accountant reaches its target $\varepsilon$ =
 # {glue:text}`nb10_dpsur_target`. (This page was built in {glue:text}`nb10_mode` mode:
@@ -178,14 +188,14 @@ for s in SETTINGS:
     TABLES[s["name"]] = name
     show_table(table_rows([(s["name"], f.key) for f in FAMILIES]), COLUMNS, name=name, digits=3,
                caption=(f"Opacus's MNIST example, {s['name']} ({s['epochs'] * round(1 / MNIST['sample_rate']):,} "
-                        f"steps; its README prints ε = {readme_eps[s['name']]:.2f}): the claim of each release's "
-                        "accountant, the bracket [forced, certified] of the code that ran (the larger over both "
-                        "neighbours), the verdict per neighbour, the certified ε with the family's fix, and the ε "
-                        "when a record is replaced instead (the size public). Verdicts: removal / addition, one word "
-                        "when they agree; ∞: a neighbour runs another number of updates (the other neighbour's "
-                        "bracket is in the figure and the text); –: no such value (with the fix, "
-                        "a neighbour still runs another number of updates; under replace-one, a divisor drawn with "
-                        "the batch has no certificate). The Opacus 1.x rows run their own batch sizes' numbers of "
+                        f"steps; its README prints ε = {readme_eps[s['name']]:.2f}). The columns give the claim of "
+                        "each release's accountant and the bracket [forced, certified] of the code that ran, the "
+                        "larger over both neighbours. Then come the verdict per neighbour, the certified ε with the "
+                        "family's fix, and the ε when a record is replaced instead, the size being public. "
+                        "Verdicts read removal / addition, one word when they agree. ∞: a neighbour runs another "
+                        "number of updates; the other neighbour's bracket is in the figure and the text. –: no "
+                        "such value. With the fix, a neighbour may still run another number of updates; under "
+                        "replace-one, a divisor drawn with the batch has no certificate. The Opacus 1.x rows run their own batch sizes' numbers of "
                         "steps. What to do is said for each family below the figure."))
 show_table(table_rows([("dpsur", "dpsur")]), COLUMNS, name="10_dpsur", digits=4,
            caption=(f"DPSUR at its defaults ({DPSUR['steps']:,} steps, σ = {DPSUR['noise_multiplier']:g}, batch "
@@ -294,14 +304,15 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # ```{glue:figure} 10_brackets
 # :name: fig-10-brackets
 #
-# Where the true $\varepsilon$ of each run lies: from the $\varepsilon$ an attack forces (down
-# triangle) to the certified $\varepsilon$ (up triangle), the larger over the neighbours (a
-# neighbour that runs another number of steps has no certified value, and counting its
-# updates forces an infinite $\varepsilon$, written in the panel), per
-# release family (Opacus v0.12–v0.13: ASGM; v0.14–v0.15: EASGM; 1.x at the batch sizes shown: FEASGM) at the
-# settings of Opacus's MNIST example, and for DPSUR at its defaults; the claimed $\varepsilon$
-# (open circle) and the certified $\varepsilon$ of the same run with the family's fix (cross;
-# none where a neighbour still runs another number of steps with the fix).
+# Where the true $\varepsilon$ of each run lies, per release family at the settings of Opacus's
+# MNIST example, and for DPSUR at its defaults. The families are Opacus v0.12–v0.13 (ASGM),
+# v0.14–v0.15 (EASGM) and 1.x at the batch sizes shown (FEASGM). Each bar runs from the
+# $\varepsilon$ an attack forces (down triangle) to the certified $\varepsilon$ (up triangle),
+# the larger over the neighbours. A neighbour that runs another number of steps has no
+# certified value; counting its updates forces an infinite $\varepsilon$, written in the panel.
+# Open circle: the claimed $\varepsilon$. Cross: the certified $\varepsilon$ of the same run
+# with the family's fix; there is none where a neighbour still runs another number of steps
+# with the fix.
 # Log scale; values below {glue:text}`nb10_floor` are drawn at {glue:text}`nb10_floor`.
 # ```
 #
@@ -311,18 +322,18 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # README's settings; we could not trace that difference, and the table uses the recomputed claims).
 #
 # *Opacus v0.12–v0.13 (ASGM).* The release's accountant, recomputed, claims
-# {glue:text}`nb10_asgm_claim`. The attack "{glue:text}`nb10_asgm_attack`" (every other record's
-# clipped gradient points one way, the target's the opposite way; the batch size is read off
-# the length of the released gradient) forces {glue:text}`nb10_asgm_forced`, and the run is
+# {glue:text}`nb10_asgm_claim`. The attack "{glue:text}`nb10_asgm_attack`" makes every other
+# record's clipped gradient point one way and the target's the opposite way; the batch size is
+# read off the length of the released gradient. It forces {glue:text}`nb10_asgm_forced`, and the run is
 # certified at {glue:text}`nb10_asgm_cert` (certified / forced = {glue:text}`nb10_asgm_ratio`);
 # the attack alone is {glue:text}`nb10_asgm_forced_vs_claim` the claim. Verdict:
 # {glue:text}`nb10_asgm_verdict`. {glue:text}`nb10_asgm_act`
 #
-# *Opacus v0.14–v0.15 (EASGM).* Claim {glue:text}`nb10_easgm_claim`; the attack
-# "{glue:text}`nb10_easgm_attack`" (every other gradient zero, the target's at full length: the
-# released noise is scaled by $1/(Nq)$ on one data set and $1/((N+1)q)$ on the other, and a
-# test of its length over all coordinates of all steps, together with the target's direction,
-# tells them apart) forces {glue:text}`nb10_easgm_forced`
+# *Opacus v0.14–v0.15 (EASGM).* Claim {glue:text}`nb10_easgm_claim`. The attack
+# "{glue:text}`nb10_easgm_attack`" sets every other gradient to zero and the target's to full
+# length. The released noise is then scaled by $1/(Nq)$ on one data set and $1/((N+1)q)$ on the
+# other. A test of its length over all coordinates of all steps, together with the target's
+# direction, tells them apart. The attack forces {glue:text}`nb10_easgm_forced`
 # ({glue:text}`nb10_easgm_forced_vs_claim` the claim), and the run is certified at
 # {glue:text}`nb10_easgm_cert` (certified / forced = {glue:text}`nb10_easgm_ratio`). The
 # certificate compares each run with a third one: plain SGM on the larger data set, which
@@ -333,9 +344,9 @@ assert rows[(FIRST, "feasgm-agree")]["verdict"] == "stands"
 # *Opacus 1.x, batch {glue:text}`nb10_B` (FEASGM, floors differ).* With batch
 # {glue:text}`nb10_B` on {glue:text}`nb10_N` records Opacus samples at
 # 1/{glue:text}`nb10_fd_L` and divides by `int(N q)`, which is {glue:text}`nb10_fd_K` on the
-# removal pair: the attack "{glue:text}`nb10_fd_attack`" forces {glue:text}`nb10_fd_forced_removal`; on
-# the addition pair ({glue:text}`nb10_N1` records: {glue:text}`nb10_fd_L1` batches an epoch)
-# the number of steps itself differs, so counting the updates tells the two data sets apart
+# removal pair. There the attack "{glue:text}`nb10_fd_attack`" forces {glue:text}`nb10_fd_forced_removal`.
+# On the addition pair ({glue:text}`nb10_N1` records: {glue:text}`nb10_fd_L1` batches an epoch)
+# the number of steps itself differs. Counting the updates then tells the two data sets apart,
 # and no finite $\varepsilon$ holds there.
 # Verdict: {glue:text}`nb10_fd_verdict`. {glue:text}`nb10_fd_act`
 #

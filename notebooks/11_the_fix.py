@@ -74,8 +74,8 @@ SEED = 0
 #
 # What the fix leaves alone: `make_private` still samples at
 # $1/\lceil N/B \rceil$, which depends on $N$ when a batch size divides $N$ or $N+1$
-# exactly; that case changes the sampling rate between the two datasets and is covered
-# neither by the SGM claim nor by this fix (chapter 10 lists such batch sizes).
+# exactly. That case changes the sampling rate between the two datasets. It is covered
+# neither by the SGM claim nor by this fix; chapter 10 lists such batch sizes.
 
 # %%
 import time
@@ -217,11 +217,11 @@ glue("nb11_delta_release", f"{GUAR['release']['delta_at_claim_eps']:.3g}", displ
 # ## 3. The audit
 #
 # The game of chapter 7, unchanged: four MNIST points, the {glue:text}`nb11_n`-parameter model
-# at fixed parameters (chapter 7's model except in smoke mode, which takes the small CNN),
-# real Opacus 1.6.0 steps (in quick and smoke modes for part of the rounds only: the counts
-# are given below, after the audit), the white-box optimal
-# distinguisher and the paper's normality distinguisher, {glue:text}`nb11_trials` counted
-# rounds and as many for calibration ({glue:text}`nb11_mode` mode). The release is
+# at fixed parameters, real Opacus 1.6.0 steps, the white-box optimal distinguisher and the
+# paper's normality distinguisher, and {glue:text}`nb11_trials` counted rounds and as many for
+# calibration ({glue:text}`nb11_mode` mode). The model is chapter 7's, except in smoke mode,
+# which takes the small CNN. In quick and smoke modes only part of the rounds are real steps;
+# the counts are given below, after the audit. The release is
 # audited exactly as in chapter 7 (the same call in quick and full modes, so a cached result
 # of chapter 7 is reused).
 # The fixed step runs the same code with `fix_normaliser(optimizer, batch_size)` applied to the
@@ -230,8 +230,8 @@ glue("nb11_delta_release", f"{GUAR['release']['delta_at_claim_eps']:.3g}", displ
 # adversary knows the batch size, so it multiplies the update back by it (an invertible
 # public map) and plays the SGM game. In quick and smoke modes {glue:text}`nb11_check_trials`
 # real steps per dataset must pass chapter 7's Kolmogorov–Smirnov check against the
-# mechanism the step documents (FEASGM for the release, SGM for the fix) before the
-# batched mechanism fills the remaining rounds; in full mode every round is a real step.
+# mechanism the step documents (FEASGM for the release, SGM for the fix). Only then does the
+# batched mechanism fill the remaining rounds. In full mode every round is a real step.
 # The steps run where `paperlib.implementations.runners.step_device` puts them: on CUDA when torch
 # sees a GPU, else on the CPU (`DEVICE` itself is not read).
 
@@ -301,8 +301,8 @@ display(pf.markdown_table(
 # $D'$, the fixed step by the batch size on both. The smallest Kolmogorov–Smirnov p-value of
 # the check of the fixed steps against SGM (times the batch size) is
 # {glue:text}`nb11_check_fixed`, that of the release against FEASGM
-# {glue:text}`nb11_check_release` (with the same seeds the two coincide: the fixed steps times
-# the batch size are, variate for variate, the release's steps times its own divisor). The
+# {glue:text}`nb11_check_release`. With the same seeds the two coincide: the fixed steps times
+# the batch size are, variate for variate, the release's steps times its own divisor. The
 # real fixed steps are indistinguishable from the SGM output divided by the constant, as the
 # code says they are.
 

@@ -36,6 +36,7 @@ from paperlib.artifact import estimate as _estimate
 from paperlib.artifact import provenance as pv
 from paperlib.artifact.grading.render import setting_name as _setting_name
 from paperlib.artifact import runlog
+from paperlib.artifact.prose import clauses
 
 __all__ = ["experiments", "citation", "cost", "render", "render_pets", "main", "USENIX_SECTIONS",
            "PETS_SECTIONS", "SPREADS", "expected_full_values", "RELEASE_STEP"]
@@ -109,10 +110,10 @@ PETS_SECTIONS = (
 
 _PAPER = ("*Rethinking the Security of DP-SGD: A Corrected Analysis of Differentially Private Machine "
           "Learning* (Wenhao Wang, Shujie Cui, Hui Cui, Xingliang Yuan, 2026, arXiv:2605.15648)")
-_INDEPENDENT = ("This is an independent reproduction, not the authors' code: every mechanism, bound, audit "
-                "and figure is re-implemented here from the paper's text (reconstructed where the copy of the "
-                "paper lost it, see `THEORY.md`); the real implementations it audits (Opacus releases, a "
-                "DPSUR step) are run as published or re-implemented as each chapter says.")
+_INDEPENDENT = ("This is an independent reproduction, not the authors' code. Every mechanism, bound, audit "
+                "and figure is re-implemented here from the paper's text, reconstructed where the copy of the "
+                "paper lost it (see `THEORY.md`). The real implementations it audits, Opacus releases and a "
+                "DPSUR step, are run as published or re-implemented as each chapter says.")
 
 
 def _title(path: Path) -> str:
@@ -244,6 +245,7 @@ def _context(results: Path | None, notebooks_dir, env_record, citation_file) -> 
         "runs": {(r.get("name"), r.get("mode")): r for r in runlog.load_runs("notebook")},
         "tiers": {m: _load_json(runlog.runs_dir() / f"tier-{m}.json") for m in MODES},
         "book": _load_json(runlog.runs_dir() / "book.json"),
+        "test": _load_json(runlog.runs_dir() / "test.json"),
         "env": _load_json(Path(env_record)),
         "exps": exps,
         "by_nb": {e["name"]: e for e in exps},
@@ -329,23 +331,24 @@ def expected_full_values(results: str | Path) -> list[dict]:
                 continue
             # the largest ε_L full mode's trial count can certify at all: no expected value above it
             top = ceiling({"trials": full, "delta": p.get("delta", 1e-5), "confidence": p.get("confidence", 0.95)})
-            seeds = f"the seeds' {span(lo, hi)}" if trials == full else f"the seeds gave {span(lo, hi)}"
+            seeds = f"The seeds gave {span(lo, hi)}"
             if trials == full:
                 a, b = max(0.0, lo - r), min(hi + r, top)
                 if f"{b:.2f}" == f"{top:.2f}" and f"{a:.2f}" == f"{top:.2f}":
-                    exp = (f"ε_L at the ceiling of {top:.2f}, the largest {full:,} trials can certify ({seeds}; "
-                           "same trial count as full mode)")
+                    exp = (f"ε_L at the ceiling of {top:.2f}, the largest {full:,} trials can certify. {seeds}, "
+                           "at the same trial count as full mode.")
                 else:
-                    exp = (f"ε_L within {span(a, b)} ({seeds}, widened by their spread {r:.2f}"
+                    exp = (f"ε_L within {span(a, b)}. {seeds} at the same trial count as full mode; the range is "
+                           f"widened by their spread {r:.2f}"
                            + (f", then clamped at the ceiling of {top:.2f}, the largest {full:,} trials can certify"
-                              if hi + r > top else "") + "; same trial count as full mode)")
+                              if hi + r > top else "") + ".")
             elif lo - r > 0:
-                exp = (f"ε_L at least {min(lo - r, top):.2f} ({seeds} at {trials:,} trials; "
-                       f"full mode's {full:,} trials tighten the intervals, which raises ε_L for the same error rates"
-                       f", up to the ceiling of {top:.2f})")
+                exp = (f"ε_L at least {min(lo - r, top):.2f}. {seeds} at {trials:,} trials. Full mode's {full:,} "
+                       "trials tighten the intervals, which raises ε_L for the same error rates, up to the ceiling "
+                       f"of {top:.2f}.")
             else:
-                exp = (f"no floor: {seeds} at {trials:,} trials, a spread that reaches 0 "
-                       f"(full mode's {full:,} trials can only raise ε_L for the same error rates)")
+                exp = (f"No floor. {seeds} at {trials:,} trials, a spread that reaches 0. Full mode's {full:,} "
+                       "trials can only raise ε_L for the same error rates.")
             rows.append({"claim": cid, "point": point, "label": lab, "trials": trials, "full_trials": full,
                          "seeds": d.get("seeds"), "min": lo, "max": hi, "range": r, "ceiling": top, "expected": exp})
     return rows
@@ -394,17 +397,22 @@ def _badge_lines(ctx: dict) -> list[str]:
     return [
         f"- **Artifacts Available:** nothing to run; check the repository and DOI above, `LICENSE` and "
         f"`DATA-LICENSE.md`.{avail}",
-        "- **Artifacts Functional:** `make test` (lint, unit tests, every notebook through nbval, the smoke book in "
-        "a browser; its time is not in this machine's run log, the README gives one measured time with its hardware) "
-        f"and `make all MODE=smoke` ({measured(smoke, 'smoke')}); both must end without an error.",
-        f"- **Results Reproduced:** `make all` (quick mode without a GPU; {measured(quick, 'quick')}), then read the "
-        "grade page (one plain sentence per claim, then what differs from the paper's setting) and compare each "
-        "claim's values with *Expected full-mode values* above. The paper's sizes are `make all MODE=full`: "
-        + (f"its real-implementation steps alone take about {_estimate._hm(est['total_s'])} on the CPU (see Hardware "
-           "dependencies; the synthetic audits add less on a GPU)" if est.get("total_s") is not None else
-           "its time is estimated once chapters 6, 7 and 11 have run here (see Hardware dependencies)")
-        + ". A claim is *reproduced* only on the paper's setting, so quick mode gives at most *partly reproduced* "
-          "where it substitutes (the grade lists each substitution).",
+        "- **Artifacts Functional:** `make test` and `make all MODE=smoke` must both end without an error. "
+        "`make test` runs the linters and the unit tests. It also runs every notebook through nbval and checks "
+        "the smoke book in a browser"
+        + (f"; measured here: {_fmt_s(ctx['test'].get('wall_s'))} on {runlog.hardware_text(ctx['test'].get('hardware'))}"
+           f", {ctx['test'].get('summary') or 'summary not recorded'}." if ctx.get("test") else
+           "; its time is recorded when it passes, and it has not passed on this machine yet.")
+        + f" `make all MODE=smoke`: {measured(smoke, 'smoke')}.",
+        f"- **Results Reproduced:** run `make all`, quick mode without a GPU ({measured(quick, 'quick')}). Then "
+        "read the grade page, which gives one plain sentence per claim and what differs from the paper's setting. "
+        "Compare each claim's values with *Expected full-mode values* above. The paper's sizes are "
+        "`make all MODE=full`. "
+        + (f"Its real-implementation steps alone take about {_estimate._hm(est['total_s'])} on the CPU; see "
+           "Hardware dependencies. The synthetic audits add less on a GPU." if est.get("total_s") is not None else
+           "Its time is estimated once chapters 6, 7 and 11 have run here; see Hardware dependencies.")
+        + " A claim is *reproduced* only on the paper's setting. So quick mode gives at most *partly reproduced* "
+          "where it substitutes, and the grade lists each substitution.",
     ]
 
 
@@ -418,20 +426,31 @@ def _experiment_cost_lines(ctx: dict, e: dict, est: dict) -> list[str]:
     for m in MODES:
         r = ctx["runs"].get((e["name"], m))
         if r:
-            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, r.get('wall_s'), r.get('bytes_written'))} "
-                       f"(measured: {m} {_fmt_s(r.get('wall_s'))} compute, {_fmt_b(r.get('bytes_written'))} "
-                       f"written, {r.get('device', '?')}, {r.get('finished_utc', '?')}; "
-                       f"{runlog.hardware_text(r.get('hardware'))})")
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, r.get('wall_s'), r.get('bytes_written'))}. "
+                       f"Measured {r.get('finished_utc', '?')}: {_fmt_s(r.get('wall_s'))} of compute on the "
+                       f"{r.get('device', '?')}, {_fmt_b(r.get('bytes_written'))} written, peak memory "
+                       f"{_fmt_b(r.get('peak_rss_bytes'))}. Machine: {runlog.hardware_text(r.get('hardware'))}.")
         elif m == "full" and e["name"] in est.get("notebooks", {}):
             v = est["notebooks"][e["name"]]
-            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}; not run here: its "
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}. Not run here. Its "
                        f"real-implementation steps are estimated at about {_estimate._hm(v['seconds'])} in one "
-                       f"process, {_estimate._hm(v['seconds_reference'])} on {est['reference_workers']} CPU "
-                       f"workers (from its {v['mode']} run; see Hardware dependencies)")
+                       f"process, or {_estimate._hm(v['seconds_reference'])} on {est['reference_workers']} CPU "
+                       f"workers, from its {v['mode']} run (see Hardware dependencies).")
         else:
-            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}; not run on this machine "
-                       f"(`make all MODE={m}` measures it)")
+            out.append(f"  - {m}: {cost(HUMAN_MINUTES_PER_EXPERIMENT, None, None)}. Not run on this machine; "
+                       f"`make all MODE={m}` measures it.")
     return out
+
+
+def peak_memory(ctx: dict, modes=("smoke", "quick")) -> tuple[int, str, str] | None:
+    """The largest peak memory measured over the notebooks run in *modes*: ``(bytes, notebook, mode)``, or None
+    when no run recorded one."""
+    best = None
+    for (name, mode), r in ctx["runs"].items():
+        b = r.get("peak_rss_bytes")
+        if mode in modes and isinstance(b, (int, float)) and (best is None or b > best[0]):
+            best = (int(b), str(name), str(mode))
+    return best
 
 
 def _tier_table(ctx: dict) -> list[str]:
@@ -469,11 +488,15 @@ def _env_line(ctx: dict) -> str | None:
 
 
 def _hardware_lines(ctx: dict | None = None) -> list[str]:
-    out = ["- `smoke` and `quick`: CPU only (2 cores and 8 GB of memory suffice); no GPU.",
-           "- `full`: the synthetic audits use a CUDA GPU where there is one, and so do the Opacus steps of the "
-           "real-implementation audits of chapters 6, 7 and 11 (in the subprocesses of the old releases too; "
-           "`paperlib.implementations.runners.step_device`); DPSUR's steps stay on the CPU, spread over the Dask "
-           "workers with the rest. Its measured cost appears below once it has run.",
+    peak = peak_memory(ctx) if ctx else None
+    mem = ("Peak memory is measured per notebook (the kernel with every process under it): at most "
+           f"{_fmt_b(peak[0])}, in {peak[1]} ({peak[2]} mode)." if peak else
+           "Peak memory is measured per notebook once a run has recorded it; none has on this machine yet.")
+    out = [f"- `smoke` and `quick`: CPU only; no GPU. {mem}",
+           "- `full`: the synthetic audits use a CUDA GPU where there is one. So do the Opacus steps of the "
+           "real-implementation audits of chapters 6, 7 and 11, in the subprocesses of the old releases too. "
+           "DPSUR's steps stay on the CPU, spread over the Dask workers with the rest. Its measured cost appears "
+           "below once it has run.",
            "- `full`, the real-implementation steps (chapters 6, 7, 11): "
            + _estimate.estimate_text(_estimate.notebook_estimates(ctx["results"] if ctx else None))]
     for m in MODES:
@@ -529,18 +552,30 @@ def _limitations(ctx: dict) -> list[str]:
             open_claims.append(f"{c.id}: {ev.get('verdict')}")
     if open_claims:
         L.append("- Claims the last grade does not confirm: " + "; ".join(open_claims) + ".")
-    L += ["- `quick` mode reduces trial counts and sizes (each chapter says what it reduced). A trial count other "
-          "than the paper's is listed with the claim's substitutions (so the claim is at best *partly reproduced*); "
-          "a point below its claim that the reduced count cannot resolve (its point estimate above the claim) is "
-          "*unresolved*, every other point below its claim a violation. The paper's sizes are `full` mode.",
+    L += ["- `quick` mode reduces trial counts and sizes; each chapter says what it reduced. A trial count other "
+          "than the paper's is listed with the claim's substitutions, so the claim is at best *partly reproduced*. "
+          "A point below its claim that the reduced count cannot resolve is *unresolved*: its point estimate is "
+          "above the claim. Every other point below its claim is a violation. The paper's sizes are `full` mode."]
+    steps = [(cid, f) for cid, ev in sorted(ctx["verdict"].items())
+             for f in ev.get("fidelity") or [] if f.get("aspect") == "real steps"]
+    if steps:
+        L.append("- In the last grade, part of the rounds of the real-implementation audits were drawn from the "
+                 "mechanism that the checked real steps implement, not run by the program:")
+        L += [f"  - {cid}: {_esc(_claims.typeset(clauses(f.get('text') or f.get('reason') or '')[0]))}"
+              for cid, f in steps]
+    L += ["- The audits on real data use a handful of real images shipped with the repository. MNIST's come from "
+          "its training split, as the paper's do. Fashion-MNIST's and CIFAR-10's come from their test splits, and "
+          "the grade lists that difference; `full` mode downloads the training splits instead.",
+          "- The paper's figure images were not available to this project. Each figure is compared with the "
+          "paper's text and the numbers it states, not with its plots.",
           "- " + _claims.VERDICT_RULE,
-          "- The audits give 95% Clopper-Pearson lower bounds on epsilon from finitely many trials, so a claim "
-          "is *reproduced* as a statistical statement at that level, one seed at a time (`SEED=` changes it).",
-          "- The copy of the paper this work started from lost the statements of some theorems; `THEORY.md` "
-          "reconstructs them (each checked numerically against a Monte Carlo simulation of the mechanism) and "
-          "says where the paper leaves a choice open.",
-          "- DPSUR's step is this project's re-implementation (`paperlib/implementations/dpsur.py`; its docstring "
-          "says how closely it follows DPSUR's source)."]
+          "- The audits give 95% Clopper-Pearson lower bounds on epsilon from finitely many trials. So a claim "
+          "is *reproduced* as a statistical statement at that level, one seed at a time; `SEED=` changes it.",
+          "- The copy of the paper this work started from lost the statements of some theorems and its Appendix "
+          "C, the audit procedure. `THEORY.md` reconstructs them and says where the paper leaves a choice open. "
+          "Each reconstructed statement is checked numerically against a Monte Carlo simulation of the mechanism.",
+          "- DPSUR's step is this project's re-implementation, in `paperlib/implementations/dpsur.py`. Its "
+          "docstring says how closely it follows DPSUR's source."]
     return L
 
 
@@ -575,9 +610,10 @@ def _h(level: int, text: str) -> str:
 
 def _abstract_lines() -> list[str]:
     """The Abstract section's paragraphs (after its heading)."""
-    return [f"This artifact recomputes every figure and table of {_PAPER}: the f-DP guarantees of DP-SGD as it is "
-            "implemented (EASGM, FEASGM, ASGM), the upper bounds that separate them from the claimed SGM guarantee, "
-            "privacy audits of simulated mechanisms and of real implementations (Opacus releases, DPSUR), the "
+    return [f"This artifact recomputes every figure and table of {_PAPER}. These are the f-DP guarantees of "
+            "DP-SGD as it is implemented (EASGM, FEASGM, ASGM) and the upper bounds that separate them from the "
+            "claimed SGM guarantee. They are also the privacy audits of simulated mechanisms and of real "
+            "implementations (Opacus releases, DPSUR), the "
             "Opacus code audit and the multi-round bounds. One command runs all notebooks, grades each claim of "
             "the paper and builds an HTML book.", "", _INDEPENDENT, ""]
 
@@ -615,14 +651,17 @@ def _major_claims_lines(ctx: dict) -> list[str]:
                  f"{e['id'] if e else 'none'} |")
     L.append("")
     for c in _claims.CLAIMS:
-        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))} Claim: "
-                 f"{_esc(_claims.typeset(c.statement))}")
+        L.append(f"- {_esc(_claims.id_item(c))}, {_esc(_verdict(ctx, c.id))}")
+        L.append("  - Claim:")
+        L += [f"    - {_esc(_claims.typeset(x))}" for x in clauses(c.statement)]
         ev = ctx["verdict"].get(c.id) or {}
         whose = _setting_name({"beyond_paper": c.beyond_paper})
         for f in ev.get("fidelity") or []:  # the same substitutions as grade.json and the grade page
-            L.append(f"  - Differs from {whose}: {_esc(_claims.typeset(f['reason']))} ({f['verdict']})")
+            L.append(f"  - Differs from {whose} ({f['verdict']}):")
+            L += [f"    - {_esc(_claims.typeset(x))}" for x in clauses(f["reason"])]
         if ev.get("expected_full"):
-            L.append(f"  - Expected in full mode: {_esc(_claims.typeset(ev['expected_full']))}")
+            L.append("  - Expected in full mode:")
+            L += [f"    - {_esc(_claims.typeset(x))}" for x in clauses(ev["expected_full"])]
     L.append("")
     return L
 
@@ -643,12 +682,12 @@ def _experiments_lines(ctx: dict, book: bool) -> list[str]:
             return f"[{e['title']}](notebooks/{e['name']}.ipynb)"
         return f"[{e['title']}]({e['source']})"
 
-    L = ["Each experiment is one notebook; `make all` runs them all. Costs are per mode, "
-         "[human-minutes + compute-hours + GB disk]: compute time and disk (the files the run wrote under "
-         "`results/`, `figures/`, `data/` and `.cache/`) are measured on this machine, \"not measured\" where that "
-         "mode has not run here (full mode's real-implementation steps are then estimated); the "
-         f"{HUMAN_MINUTES_PER_EXPERIMENT} human-minutes are our estimate of the attention it needs (start it, read "
-         "the verdict and the chapter).", ""]
+    L = ["Each experiment is one notebook; `make all` runs them all. Costs are per mode, as "
+         "[human-minutes + compute-hours + GB disk]. Compute time, disk and peak memory are measured on this "
+         "machine. Disk counts the files the run wrote under `results/`, `figures/`, `data/` and `.cache/`. "
+         "\"Not measured\" means that mode has not run here; full mode's real-implementation steps are then "
+         f"estimated. The {HUMAN_MINUTES_PER_EXPERIMENT} human-minutes are our estimate of the attention an "
+         "experiment needs: start it, read the verdict and the chapter.", ""]
     est = _estimate.notebook_estimates(ctx["results"])
     for e in ctx["exps"]:
         L += [f"#### {e['id']}: {link(e)}", ""]
@@ -658,7 +697,8 @@ def _experiments_lines(ctx: dict, book: bool) -> list[str]:
         if cl:
             for c in cl:
                 L.append(f"- **Supports {_esc(_claims.id_item(c))}. Expected:** {_esc(_claims.typeset(c.paper))}. "
-                         f"**Tolerance:** {_esc(_claims.typeset(c.tolerance))}.")
+                         "**Tolerance:**")
+                L += [f"  - {_esc(_claims.typeset(x))}" for x in clauses(c.tolerance)]
                 cmds = ((ctx["verdict"].get(c.id) or {}).get("values") or {}).get("commands") or {}
                 L += [f"  - {_esc(label)}: `{cmd}`" for label, cmd in cmds.items()]  # each graded row, as a command
         else:
@@ -735,8 +775,9 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
 
 def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "notebooks",
                 env_record: Path = Path(".venv/install-record.json"),
-                citation_file: str | Path | None = None) -> str:
-    """The appendix in the layout of PETS's ``ARTIFACT-APPENDIX.md`` template (Markdown)."""
+                citation_file: str | Path | None = None, snapshot: bool = False) -> str:
+    """The appendix in the layout of PETS's ``ARTIFACT-APPENDIX.md`` template (Markdown). ``snapshot``: the copy
+    kept at the repository's root, which says which run it shows and where the current one is written."""
     ctx = _context(results, notebooks_dir, env_record, citation_file)
     sec = dict((t, lv) for lv, t in PETS_SECTIONS)
 
@@ -750,12 +791,19 @@ def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "not
           "Generated by `python -m paperlib.artifact.appendix` from the claims registry, the last grade, the "
           "measured runs on this machine and `CITATION.cff`; do not edit by hand. The USENIX-form appendix with "
           "the same content is `results/artifact_appendix.md` (and the book's appendix page).", ""]
+    if snapshot:
+        quick = _tier_cold(ctx, "quick")
+        L += [f"This copy at the repository's root is a snapshot, taken at commit `{ctx['commit'][:12]}` with "
+              "`make appendix-snapshot` after "
+              + (f"a cold quick run on {runlog.hardware_text(quick.get('hardware'))}" if quick else "the last run")
+              + ". Every `make all` writes the current appendix to `results/ARTIFACT-APPENDIX.md`.", ""]
 
     L += H("Description")
-    L += [f"1. The paper, {_PAPER}, shows that DP-SGD as implemented (normalising the noisy sum by the expected "
-          "batch size, its floor, or the realised batch size: EASGM, FEASGM, ASGM) does not have the guarantee "
-          "that the analysis of the subsampled Gaussian mechanism (SGM) claims for it, derives the corrected "
-          "guarantees and their upper bounds, and audits synthetic mechanisms and real implementations.",
+    L += [f"1. The paper, {_PAPER}, shows that DP-SGD as implemented does not have the guarantee that the "
+          "analysis of the subsampled Gaussian mechanism (SGM) claims for it. Implementations normalise the noisy "
+          "sum by the expected batch size, its floor, or the realised batch size: EASGM, FEASGM, ASGM. The paper "
+          "derives the corrected guarantees and their upper bounds, and audits synthetic mechanisms and real "
+          "implementations.",
           "2. The artifact recomputes each figure and table of the paper in a notebook, grades each claim "
           "against the numbers it computed, and builds an HTML book. " + _INDEPENDENT, ""]
     L += H("Security/Privacy Issues and Ethical Concerns") + _risk_lines() + [""]
@@ -828,6 +876,9 @@ def main(argv=None) -> int:
     ap.add_argument("--pets", default=None,
                     help="the PETS-form appendix (default: RESULTS/ARTIFACT-APPENDIX.md)")
     ap.add_argument("--no-book", action="store_true", help="do not write the book page")
+    ap.add_argument("--snapshot", default=None,
+                    help="also write the PETS-form appendix here, marked as a snapshot of this run "
+                         "(make appendix-snapshot: ARTIFACT-APPENDIX.md at the repository's root)")
     ap.add_argument("--notebooks", default="notebooks", help="folder of the notebook sources (default: notebooks)")
     ap.add_argument("--citation", default=None, help="citation metadata (default: CITATION.cff)")
     a = ap.parse_args(argv)
@@ -842,6 +893,9 @@ def main(argv=None) -> int:
     pets = Path(a.pets) if a.pets else pv.results_dir() / "ARTIFACT-APPENDIX.md"
     _write(pets, render_pets(**kw))
     print(f"wrote {pets}")
+    if a.snapshot:
+        _write(Path(a.snapshot), render_pets(snapshot=True, **kw))
+        print(f"wrote {a.snapshot}")
     if not a.no_book:
         _write(Path(a.book_page), render(book=True, **kw))
         print(f"wrote {a.book_page}")

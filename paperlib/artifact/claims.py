@@ -329,8 +329,8 @@ CLAIMS: tuple[Claim, ...] = (
           tolerance="on the paper's real data and code paths (else partly or not reproduced, reason first); each "
                     "statement with the normality distinguisher rebuilt from the paper and the optimal one: every eps_L (95% lower "
                     "bound) above its SGM claim; per panel the smallest EASGM gap above the largest ASGM gap, and "
-                    "the ASGM gap at q = 0.8 above that at 0.7: shown when the one gap at eps_L is above the other "
-                    "at eps_U, partly reproduced when the Clopper-Pearson intervals overlap, not reproduced when "
+                    "the ASGM gap at q = 0.8 above that at 0.7; a gap is larger when it is at eps_L above the other "
+                    "at eps_U, partly reproduced when the Clopper-Pearson intervals overlap, and not reproduced when "
                     "reversed beyond them"),
     Claim("C5", "Fig. 5",
           "Upper bounds of the corrected guarantees for the real model sizes are weaker than the claim for small "
@@ -366,8 +366,8 @@ CLAIMS: tuple[Claim, ...] = (
                     "Table 2"),
     Claim("X1", "the fix",
           "Beyond the paper: dividing by the configured batch size (paperlib.practitioner.fix) makes Opacus 1.x's step the SGM "
-          "output post-processed, so on chapter 7's pair (MNIST, q = 0.5, |D| = 3) the fixed step's audited "
-          "leakage stays within the SGM claim and its guarantee equals the claim, while the same audit of the "
+          "output post-processed. On chapter 7's pair (MNIST, q = 0.5, |D| = 3) the fixed step's audited "
+          "leakage stays within the SGM claim, and its guarantee equals the claim. The same audit of the "
           "release as shipped exceeds the claim.",
           "not in the paper (our addition, chapter 11): the paper shows that the FEASGM release exceeds the claim "
           "(Appendix A.3) and audits no fix", _checks.check_fix, ("11_fix_audit.json",), notebook="11_the_fix",
@@ -378,8 +378,8 @@ CLAIMS: tuple[Claim, ...] = (
                     "check against the mechanism they document",
           beyond_paper=True),
     Claim("X2", "ch. 10",
-          "Beyond the paper: at the settings of Opacus's MNIST example (60,000 records, sampling rate 0.004, "
-          "noise multiplier 1.3, 15 epochs, 26,010 parameters), the claims of Opacus 0.12-0.13 (ASGM), "
+          "Beyond the paper: take the settings of Opacus's MNIST example (60,000 records, sampling rate 0.004, "
+          "noise multiplier 1.3, 15 epochs, 26,010 parameters). There the claims of Opacus 0.12-0.13 (ASGM), "
           "0.14-0.15 (EASGM) and 1.x at batch size 240 (FEASGM, the floors differ) are refuted on both "
           "neighbours; Opacus 1.x at batch size 239 (the floors agree) and DPSUR at its defaults keep theirs.",
           "not in the paper (our addition, chapter 10): the paper shows the mechanisms differ from SGM and audits "

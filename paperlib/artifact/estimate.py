@@ -127,12 +127,12 @@ def notebook_estimates(results_dir: str | Path | None = None) -> dict:
     return {"notebooks": out, "total_s": sum(v["seconds"] for v in out.values()) if out else None,
             "total_reference_s": sum(v["seconds_reference"] for v in out.values()) if out else None,
             "reference_workers": REFERENCE_WORKERS,
-            "basis": f"measured seconds per real implementation step (quick or smoke run) times the rounds full mode "
-                     f"runs as real steps ({FULL_TRIALS:,} counted trials per point and as many for calibration), "
-                     "on the CPU of the measured run, spread over the workers as "
-                     "`paperlib.implementations.costs.full_mode_estimate` models it; where torch sees a GPU the "
-                     "Opacus steps run on it instead (DPSUR's stay on the CPU), which make device-check "
-                     "measures"}
+            "basis": f"measured seconds per real implementation step in a quick or smoke run, times the rounds "
+                     f"full mode runs as real steps: {FULL_TRIALS:,} counted trials per point and as many for "
+                     "calibration. This is on the CPU of the measured run, spread over the workers as "
+                     "`paperlib.implementations.costs.full_mode_estimate` models it. Where torch sees a GPU the "
+                     "Opacus steps run on it instead, and DPSUR's stay on the CPU; make device-check "
+                     "measures that case"}
 
 
 def _hm(s: float) -> str:
@@ -141,7 +141,8 @@ def _hm(s: float) -> str:
 
 
 def estimate_text(est: dict) -> str:
-    """One line for the appendix: the total and each notebook's share, with the hardware measured on."""
+    """The appendix's estimate: the total, then each notebook's share with the hardware measured on, then the basis,
+    as a Markdown list item's text followed by its sub-items (two spaces of indent)."""
     from paperlib.artifact import runlog
 
     if not est.get("notebooks"):
@@ -149,9 +150,9 @@ def estimate_text(est: dict) -> str:
                 "line gives " + est["basis"])
     parts = []
     for name, v in est["notebooks"].items():
-        extra = f", {v['missing']} audit(s) without a measured cost" if v["missing"] else ""
-        parts.append(f"{name} {_hm(v['seconds'])} (from its {v['mode']} run on {runlog.hardware_text(v['hardware'])}"
-                     f"{extra})")
-    return (f"about {_hm(est['total_s'])} in all in one process (about {_hm(est['total_reference_s'])} spread over "
-            f"{est['reference_workers']} CPU workers, WORKERS={est['reference_workers']}): " + "; ".join(parts)
-            + f". Basis: {est['basis']}.")
+        extra = f"; {v['missing']} audit(s) without a measured cost" if v["missing"] else ""
+        parts.append(f"  - {name}: {_hm(v['seconds'])}, from its {v['mode']} run on "
+                     f"{runlog.hardware_text(v['hardware'])}{extra}.")
+    return (f"about {_hm(est['total_s'])} in all in one process, or about {_hm(est['total_reference_s'])} spread "
+            f"over {est['reference_workers']} CPU workers (`WORKERS={est['reference_workers']}`).\n"
+            + "\n".join(parts) + f"\n  - Basis: {est['basis']}.")

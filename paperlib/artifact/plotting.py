@@ -96,6 +96,7 @@ apply_style()
 #: Colour of each kind of curve, the same in every figure (colour-blind-safe Okabe-Ito palette).
 COLORS: dict[str, str] = {
     "sgm_claim": "#000000",   # the claimed SGM guarantee (black)
+    "tight_claim": "#8A8A8A", # the same claim composed tightly (grey, drawn over the accountant's black)
     "guarantee": "#0072B2",   # corrected f-DP guarantee (blue)
     "upper": "#D55E00",       # upper bound on the true trade-off (vermillion)
     "clt": "#009E73",         # Berry-Esseen / CLT bound (bluish green)
@@ -109,6 +110,7 @@ COLORS: dict[str, str] = {
 #: Line style of each kind of curve (claims solid, bounds dashed/dotted).
 LINESTYLES: dict[str, str] = {
     "sgm_claim": "-",
+    "tight_claim": ":",
     "guarantee": "-",
     "upper": "--",
     "clt": ":",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["relation", "span", "against_ceiling", "against_claim", "and_join", "count_of", "settings_list", "gaps_vs_spread"]
+__all__ = ["clauses", "relation", "span", "against_ceiling", "against_claim", "and_join", "count_of", "settings_list", "gaps_vs_spread"]
 
 
 def _f(x: float, fmt: str) -> str:
@@ -147,6 +147,27 @@ def against_claim(values, claim: float, *, fmt: str = ".2f", factor: float = 10.
     if above:
         return f"{len(above)} of {len(v)} above the SGM claim of {cs}"
     return f"none above the SGM claim of {cs}"
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of a generated detail, split at each semicolon outside parentheses: ``"1/6 q; q=0.5: x (a;
+    b); q=0.6: y"`` -> ``["1/6 q", "q=0.5: x (a; b)", "q=0.6: y"]``. A detail is written as clauses so that a page
+    can show it as a list of short items instead of one long sentence."""
+    out, depth, cur = [], 0, []
+    text = str(text)
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        depth += (ch == "(") - (ch == ")" and depth > 0)
+        if ch == ";" and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            i += 1
+            continue
+        cur.append(ch)
+        i += 1
+    out.append("".join(cur).strip())
+    return [c for c in out if c]
 
 
 def and_join(items) -> str:

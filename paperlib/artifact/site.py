@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 __all__ = ["SHIPPED", "stage", "dead_references", "main"]
 
 #: the repository's documents the site ships at its root
-SHIPPED = ("README.md", "THEORY.md", "DATA-LICENSE.md", "LICENSE", "CITATION.cff", ".zenodo.json")
+SHIPPED = ("README.md", "THEORY.md", "DATA-LICENSE.md", "LICENSE", "CITATION.cff", ".zenodo.json", "ARTIFACT-APPENDIX.md")
 #: the source folders the site ships (their Python sources, and the package's resources), for the pages
 #: that name the file implementing or testing a statement
 SOURCES = {"paperlib": ("*.py", "*.json", "*.md"), "tests": ("*.py",), "notebooks": ("*.py",)}

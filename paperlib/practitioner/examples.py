@@ -86,7 +86,7 @@ def nearest_agreeing_batch(N: int, batch_size: int, span: int = 64) -> int:
 
 _SUM_FIX = ("summing the loss instead of averaging it (Opacus's sum reduction, learning rate divided by the "
             "batch size)")
-_PUBLIC_FIX = "fix_normaliser(optimizer, batch_size) (dividing by the configured batch size)"
+_PUBLIC_FIX = "dividing by the configured batch size with fix_normaliser(optimizer, batch_size)"
 
 
 def families_for(N: int, batch_size: int, sample_rate: float) -> tuple[Family, ...]:
@@ -162,7 +162,7 @@ def _fmt(x) -> str:
 
 
 def action_sentence(row: dict, *, attack_named: bool = True) -> str:
-    """The one sentence a practitioner can act on, from the row's numbers and verdicts.
+    """The advice a practitioner can act on (one to three short sentences), from the row's numbers and verdicts.
 
     ``row`` as :func:`family_row` returns it (``claimed``, ``certified``, ``forced``, ``verdict``,
     ``verdicts``, ``attack``, ``fix``). The verdict decides the advice; every number is the row's.
@@ -171,14 +171,16 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
     """
     c, lo, hi, v = row["claimed"], row["forced"], row["certified"], row["verdict"]
     fix = row["fix"]
+    name = fix["name"][:1].upper() + fix["name"][1:]  # the fix opens a sentence of its own
+    # short sentences: the book's prose style (at most 45 words a sentence)
     if fix["verdict"] == "not covered" or fix.get("forced") == float("inf"):
-        fixed = (f"{fix['name']} alone does not help: a neighbour still runs another number of updates, so choose a "
-                 "batch size that does not divide the data-set size or its neighbours' as well (the command "
-                 "python -m paperlib check lists some)")
+        fixed = (f"{name} alone does not help: a neighbour still runs another number of updates. Choose a batch "
+                 "size that does not divide the data-set size or its neighbours' as well; the command "
+                 "python -m paperlib check lists some.")
     elif fix["certified"] is not None and fix["certified"] <= c:
-        fixed = f"{fix['name']} makes it SGM, certified at {_fmt(fix['certified'])} ≤ {_fmt(c)}: the claim then holds"
+        fixed = f"{name} makes it SGM, certified at {_fmt(fix['certified'])} ≤ {_fmt(c)}: the claim then holds."
     else:
-        fixed = f"with {fix['name']} it is certified at {_fmt(fix['certified'])}"
+        fixed = f"With {fix['name']} it is certified at {_fmt(fix['certified'])}."
     if v == "stands":
         return f"Publish ε = {_fmt(c)}: the SGM analysis applies to this run as it is."
     if v == "holds":
@@ -188,15 +190,15 @@ def action_sentence(row: dict, *, attack_named: bool = True) -> str:
         attack = f"the attack '{row['attack']}'" if attack_named else "the attack above"
         if lo is not None and lo == float("inf"):
             return (f"Do not publish ε = {_fmt(c)}: a neighbouring data set runs another number of updates, so "
-                    f"counting them tells the two apart (no finite ε holds); {fixed}.")
+                    f"counting them tells the two apart and no finite ε holds. {fixed}")
         return (f"Do not publish ε = {_fmt(c)}: {attack} reaches ε = {_fmt(lo)}, so the run "
-                f"leaks at least that much; {fixed}.")
+                f"leaks at least that much. {fixed}")
     if v == "not covered":
         side = next(k for k, x in row["verdicts"].items() if x == "not covered")
         return (f"Do not publish ε = {_fmt(c)}: on the {side} neighbour Opacus runs another number of steps per "
-                f"epoch, which no analysis covers; fix the sample rate (pass it to the DPDataLoader); {fixed}.")
+                f"epoch, which no analysis covers; fix the sample rate by passing it to the DPDataLoader. {fixed}")
     return (f"Do not publish ε = {_fmt(c)} as proven: the run's ε lies between {_fmt(lo)} (an attack reaches it) and "
-            f"{_fmt(hi)} (proven); publish {_fmt(hi)}, or {fixed}.")
+            f"{_fmt(hi)} (proven); publish {_fmt(hi)}, or apply the fix. {fixed}")
 
 
 def family_row(family: Family, setting: dict, *, pld_options: dict | None = None) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from paperlib.artifact import appendix, claims, provenance as pv, runlog
+from paperlib.artifact.prose import clauses
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,14 +59,21 @@ def test_experiments_follow_the_notebooks():
 
 def test_render_uses_the_records(results):
     start = time.time() - 2
-    runlog.record_notebook("04_audit_figure2", mode="quick", device="cpu", seed=0, start_s=start, wall_s=95.0)
+    text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
+    assert "none has on this machine yet" in text and "it has not passed on this machine yet" in text
+    runlog.record_notebook("04_audit_figure2", mode="quick", device="cpu", seed=0, start_s=start, wall_s=95.0,
+                           peak_rss_bytes=1_534_000_000)
     runlog.record_tier(mode="quick", device="cpu", start_s=start, notebooks=1)
+    runlog.record_test(wall_s=610, summary="2,450 passed, 14 skipped in 400.00s")
     pv.write_json_atomic(results / "grade.json", {"claims": [{"id": "C2", "verdict": "reproduced", "mode": "quick"}]})
     text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
     e4 = text.split("### E4:")[1].split("### E5:")[0]
-    assert "quick 1.6 min compute" in e4
-    assert "smoke: [3 human-minutes; compute time and disk not measured]; not run on this machine" in e4
-    assert "full: [3 human-minutes; compute time and disk not measured]; not run on this machine" in e4
+    assert "1.6 min of compute on the cpu" in e4 and "peak memory 1.5 GB" in e4
+    assert "smoke: [3 human-minutes; compute time and disk not measured]. Not run on this machine" in e4
+    assert "full: [3 human-minutes; compute time and disk not measured]. Not run on this machine" in e4
+    # the hardware section gives the measured peak, the badges the measured make test
+    assert "at most 1.5 GB, in 04_audit_figure2 (quick mode)" in text and "8 GB" not in text
+    assert "measured here: 10.2 min on" in text and "2,450 passed, 14 skipped" in text
     assert "Supports C2 (Fig. 2)" in e4 and "Tolerance:" in e4
     assert "| C2 | Fig. 2 |" in text and "reproduced (quick)" in text
     quick_row = next(line for line in text.splitlines() if line.startswith("| quick |"))
@@ -277,7 +285,8 @@ def test_grade_page_json_appendix_and_terminal_agree(results, tmp_path):
     app_c6 = app.split("- C6 (Fig. 6), ")[1].split("\n- C7")[0]
     text_c6 = text.split("\nC6 ")[1].split("\nC7 ")[0]
     for r in subs:
-        assert claims.typeset(r) in md_c6.replace("\\", "") and f"Differs from the paper's setting: {r}" in app_c6
+        assert claims.typeset(r) in md_c6.replace("\\", "") and "Differs from the paper's setting (" in app_c6
+        assert all(f"    - {claims.typeset(x)}" in app_c6 for x in clauses(r))
         assert f"differs:  {claims.typeset(r)}" in text_c6
     sentence = claims.plain_sentence(c6)
     assert sentence in md_c6 and sentence in app_c6 and " ".join(sentence.split()[:6]) in text_c6
@@ -303,11 +312,11 @@ def test_expected_full_values_from_the_seed_spreads(results):
     rows = {r["claim"]: r for r in appendix.expected_full_values(results)}
     assert set(rows) == {"C2", "C3", "C6"}
     # a spread that reaches 0 gives no floor (never "at least 0.00")
-    assert rows["C3"]["expected"].startswith("no floor: the seeds gave 0.00 to 0.50 at 400 trials")
+    assert rows["C3"]["expected"].startswith("No floor. The seeds gave 0.00 to 0.50 at 400 trials")
     # fewer trials than full mode: a floor (min - spread), since more trials raise eps_L
-    assert rows["C2"]["expected"].startswith("ε_L at least 1.20 ") and rows["C2"]["full_trials"] == 10_000
+    assert rows["C2"]["expected"].startswith("ε_L at least 1.20. ") and rows["C2"]["full_trials"] == 10_000
     # the paper's trial count: the seeds' range widened by the spread
-    assert rows["C6"]["expected"].startswith("ε_L within 2.70 to 3.30 ")
+    assert rows["C6"]["expected"].startswith("ε_L within 2.70 to 3.30. ")
     text = appendix.render(book=True, notebooks_dir=ROOT / "notebooks", citation_file=ROOT / "CITATION.cff")
     sec = text.split("### Expected full-mode values")[1].split("### ")[0]
     assert "| C2 | mechanism = asgm, q = 0.7, N = 3, n = 100 | optimal (our addition) | 1.60 to 2.00 at 400 trials" in sec
@@ -336,11 +345,12 @@ def test_expected_full_values_clamped_at_the_ceiling(results):
             {"optimal": [top - 0.0007, top, top], "normality[chi2,weighted]": [7.15, 6.74, 7.16]},
             implementation="opacus-1.0.2", q=0.5)
     rows = {r["label"]: r for r in appendix.expected_full_values(results)}
-    assert rows["optimal"]["expected"].startswith("ε_L at the ceiling of 7.21, the largest 10,000 trials can certify "
-                                                  "(the seeds' 7.21;")
+    assert rows["optimal"]["expected"].startswith("ε_L at the ceiling of 7.21, the largest 10,000 trials can certify. "
+                                                  "The seeds gave 7.21, at the same trial count")
     norm = rows["normality[chi2,weighted]"]["expected"]
-    assert norm == ("ε_L within 6.32 to 7.21 (the seeds' 6.74 to 7.16, widened by their spread 0.42, then clamped at "
-                    "the ceiling of 7.21, the largest 10,000 trials can certify; same trial count as full mode)")
+    assert norm == ("ε_L within 6.32 to 7.21. The seeds gave 6.74 to 7.16 at the same trial count as full mode; the "
+                    "range is widened by their spread 0.42, then clamped at the ceiling of 7.21, the largest 10,000 "
+                    "trials can certify.")
     sec = appendix.render(book=True, notebooks_dir=ROOT / "notebooks").split("### Expected full-mode values")[1]
     sec = sec.split("### ")[0]
     assert "| 7.21 at 10,000 trials (3 seeds) |" in sec
@@ -357,3 +367,14 @@ def test_appendix_typesets_claims_and_has_no_question_mark(results):
     assert "?" not in text.split("## Limitations")[1].split("\n## ")[0]
     # a "?" only ends a question (a notebook's title), never stands for a missing value
     assert not re.search(r"(?<![A-Za-z])\?", text), re.findall(r".{30}(?<![A-Za-z])\?.{10}", text)
+
+
+def test_the_root_artifact_appendix_is_a_current_snapshot():
+    """ARTIFACT-APPENDIX.md at the repository's root is the PETS-form appendix of a real run (make
+    appendix-snapshot): PETS's sections in order, every claim of the registry, and the mark of a snapshot."""
+    text = (ROOT / "ARTIFACT-APPENDIX.md").read_text(encoding="utf-8")
+    heads = [(len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{2,4}) (.+?)\s*$", text, flags=re.M)]
+    assert [h for h in heads if h in set(appendix.PETS_SECTIONS)] == list(appendix.PETS_SECTIONS)
+    for c in claims.CLAIMS:
+        assert f"| {c.id} |" in text, f"{c.id} missing: run make all, then make appendix-snapshot"
+    assert "is a snapshot, taken at commit" in text and "cold quick run on" in text

@@ -44,10 +44,10 @@ def test_full_mode_estimate_reads_the_notebooks_results(tmp_path):
     assert est["total_s"] == pytest.approx(6000.0)
     assert est["total_reference_s"] == pytest.approx(6000.0 / E.REFERENCE_WORKERS)
     text = E.estimate_text(est)
-    assert text.startswith("about 1 h 40 min in all in one process (about 6 min spread over 16 CPU workers, "
-                           "WORKERS=16): 06_audit_real_figure4 1 h 30 min (from its quick run on 2 cores "
-                           "of AMD EPYC, 23.5 GiB RAM, no GPU)")
-    assert "07_opacus_feasgm_figure6 10 min (from its quick run on hardware not recorded)" in text
+    assert text.startswith("about 1 h 40 min in all in one process, or about 6 min spread over 16 CPU workers "
+                           "(`WORKERS=16`).\n  - 06_audit_real_figure4: 1 h 30 min, from its quick run on 2 cores "
+                           "of AMD EPYC, 23.5 GiB RAM, no GPU.")
+    assert "  - 07_opacus_feasgm_figure6: 10 min, from its quick run on hardware not recorded." in text
 
 
 def test_no_results_no_number(tmp_path):

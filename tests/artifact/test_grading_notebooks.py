@@ -163,9 +163,9 @@ def test_every_aspect_has_plain_words():
     rec = {"verdict": "partly reproduced", "plain": "Programs leak more than promised",
            "fidelity": [{"aspect": "split"}, {"aspect": "real steps"}], "reasons": []}
     s = render.plain_sentence(rec)
-    assert s == ("Programs leak more than promised. Nothing measured contradicts it, but the run differs from the "
-                 "paper's setting in 2 ways (real test-split images where the paper took training images; part of the "
-                 "training steps simulated instead of run by the program).")
+    assert s == ("Programs leak more than promised. Nothing measured contradicts it. The run differs from the "
+                 "paper's setting in 2 ways: images from another split of the data set and some training steps "
+                 "simulated.")
 
 
 def test_a_methods_own_model_of_another_size_is_a_finding():

@@ -98,7 +98,7 @@ def _fig2_above_claim(recs: dict) -> tuple[list[dict], list[str]]:
         bad = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "fails"]
         unres = [f"{k[0]} q={k[1]:g} N={k[2]}: {t}" for k, (v, t) in sorted(st.items()) if v == "unresolved"]
         detail = (f"{sum(v == 'holds' for v, _ in st.values())}/{len(st)} above"
-                  + (f"; below: {', '.join(bad)}" if bad else "") + (f"; unresolved: {', '.join(unres)}" if unres else ""))
+                  + "".join(f"; below: {b}" for b in bad) + "".join(f"; unresolved: {u}" for u in unres))
         # the paper states only trends for Fig. 2: "every point above its claim" is info with either
         # distinguisher (never graded as the paper's), and a point below it is a finding
         parts.append(part(f"every point eps_L > SGM claim ({DIST_LABEL[dist]})", not bad and not unres,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import textwrap
 
+from paperlib.artifact.prose import clauses
+
 __all__ = ["CLAIM_GROUPS", "claim_group", "summary_counts", "reason_line", "OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
 
@@ -18,14 +20,14 @@ __all__ = ["CLAIM_GROUPS", "claim_group", "summary_counts", "reason_line", "OUR_
 OUR_ADDITION = "(our addition)"
 
 #: The one sentence that says what each verdict means (grade page, appendix).
-VERDICT_RULE = ("A verdict is *reproduced* when the claim ran on the paper's setting (its data split, models, "
-                "releases, code paths, every round a real step, its trial count and distinguisher) and every graded "
-                "statement holds on the stored numbers; *partly reproduced* when no statement is contradicted but the "
-                "run differs from that setting in at least one listed way, or cannot resolve a statement at its "
-                "trial count; *not reproduced* when a computed number contradicts a statement the paper makes, or a "
-                "real-data claim ran on synthetic data in place of the real points; *not run* when a result is "
-                "missing. What this artifact found beyond or against the paper is listed apart, under *Findings*, "
-                "and never graded as the paper's.")
+VERDICT_RULE = ("A verdict is *reproduced* when the claim ran on the paper's setting and every graded statement "
+                "holds on the stored numbers. The paper's setting is its data split, models, releases, code paths, "
+                "trial count and distinguisher, with every round a real step. A claim is *partly reproduced* when no "
+                "statement is contradicted but the run differs from that setting in a listed way, or cannot settle "
+                "a statement at its trial count. It is *not reproduced* when a computed number contradicts a "
+                "statement the paper makes, or when a real-data claim ran on synthetic data. It is *not run* when a "
+                "result is missing. What this artifact found beyond or against the paper is listed apart, under "
+                "*Findings*, and never graded as the paper's.")
 
 # (pattern, unicode, MyST math) in the order they are applied
 _SYMBOLS = (
@@ -103,15 +105,15 @@ def _count(k: int, one: str, many: str | None = None) -> str:
 #: understands (the plain sentence names the aspects so; the detail below it gives the numbers).
 PLAIN_ASPECT = {
     "data": "made-up data in place of real images",
-    "split": "real test-split images where the paper took training images",
-    "model": "another model than the one the paper used",
+    "split": "images from another split of the data set",
+    "model": "another model",
     "release": "another version of the software",
-    "code path": "a rebuilt or different program in place of the one the paper tested",
-    "real steps": "part of the training steps simulated instead of run by the program",
+    "code path": "a rebuilt or different program",
+    "real steps": "some training steps simulated",
     "trials": "fewer repetitions of the attack",
     "distinguisher": "another attack",
     "parameters": "other settings",
-    "inputs": "what it ran on was not recorded",
+    "inputs": "inputs that were not recorded",
 }
 
 
@@ -122,7 +124,7 @@ def setting_name(c: dict) -> str:
 
 
 def plain_sentence(c: dict) -> str:
-    """One sentence a reader outside the field understands: what the claim says, the verdict,
+    """A few short sentences a reader outside the field understands: what the claim says, the verdict,
     and in plain words why it is not *reproduced* (the substitutions' aspects, the statements
     the run contradicts or cannot resolve)."""
     v = c.get("verdict")
@@ -137,28 +139,32 @@ def plain_sentence(c: dict) -> str:
     if v == "not run":
         return f"{what}. Not run: {c.get('reason') or 'a result is missing'}."
     if v == "reproduced":
-        tail = " (read from the committed table, which this build did not recompute)" if c.get("basis") else ""
+        tail = " It was read from the committed table, which this build did not recompute." if c.get("basis") else ""
         if c.get("beyond_paper"):
-            return f"{what}. Every statement of this claim holds{tail}, on its own setting."
-        return f"{what}. Every statement the paper makes here holds{tail}, on the paper's own setting."
+            return f"{what}. Every statement of this claim holds, on its own setting.{tail}"
+        return f"{what}. Every statement the paper makes here holds, on the paper's own setting.{tail}"
     why = []
-    if violated:
-        why.append(f"this run's numbers contradict {_count(violated, 'statement')} "
-                   + ("of this claim" if c.get("beyond_paper") else "the paper makes here"))
-    if aspects:
-        why.append(f"the run differs from {setting_name(c)} in {_count(len(aspects), 'way')} "
-                   f"({'; '.join(PLAIN_ASPECT.get(a, a) for a in aspects)})")
-    if unresolved:
-        why.append(f"{_count(unresolved, 'statement')} could not be settled by this run "
-                   "(too few trials, or points outside what the paper states)")
-    if missing:
-        why.append(f"{_count(missing, 'statement')} could not be computed")
-    text = "; ".join(why) or f"see the reason: {c.get('reason') or 'none recorded'}"
     if v == "partly reproduced":
-        text = "Nothing measured contradicts it, but " + text
-    else:
-        text = text[0].upper() + text[1:]
-    return f"{what}. {text}."
+        why.append("Nothing measured contradicts it.")
+    if violated:
+        why.append(f"This run's numbers contradict {_count(violated, 'statement')} "
+                   + ("of this claim." if c.get("beyond_paper") else "the paper makes here."))
+    if aspects:
+        why.append(f"The run differs from {setting_name(c)} in {_count(len(aspects), 'way')}: "
+                   f"{_and(PLAIN_ASPECT.get(a, a) for a in aspects)}.")
+    if unresolved:
+        why.append(f"This run could not settle {_count(unresolved, 'statement')}: too few trials, or points outside "
+                   "what the paper states.")
+    if missing:
+        why.append(f"{_count(missing, 'statement').capitalize()} could not be computed.")
+    if len(why) <= (v == "partly reproduced"):
+        why.append(f"The reason: {c.get('reason') or 'none recorded'}.")
+    return f"{what}. " + " ".join(why)
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def headline(c: dict) -> str:
@@ -200,6 +206,12 @@ def reason_line(c: dict) -> str:
     return "; ".join(out)
 
 
+def _sub_bullets(text: str) -> list[str]:
+    """A generated detail as a nested list, one item per clause (:func:`paperlib.artifact.prose.clauses`): a
+    reader scans the items instead of one sentence of many clauses."""
+    return [f"  - {_md(x)}" for x in clauses(text)]
+
+
 def _where(c: dict) -> str:
     """The chapter that shows a claim, as a MyST document link (the introduction for a claim without one)."""
     nb = c.get("notebook")
@@ -235,7 +247,8 @@ def render_markdown(g: dict) -> str:
         lines.append("")
         lines.append(_md(plain_sentence(c)))
         lines.append("")
-        lines.append(f"- Claim: {_md(c['statement'])}")
+        lines.append("- Claim:")
+        lines += _sub_bullets(c["statement"])
         lines.append(f"- The paper: {_md(c['paper'])}")
         if c.get("basis"):
             lines.append(f"- Basis: {_md(c['basis'])}")
@@ -249,10 +262,13 @@ def render_markdown(g: dict) -> str:
         for p in c["parts"]:
             tag = "info, not graded" if not p["graded"] else p.get("verdict", "info")
             # a dash, not a full stop: the detail often opens with a symbol ("n=10", "eps_L") that has no capital
-            lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])} — {_md(p['detail'])}")
-        lines.append(f"- Measured ({_md_escape(mode_phrase(c['mode']))}): {_md(c['measured'])}")
+            lines.append(f"- Statement, {_md_escape(tag)}: {_md(p['name'])}")
+            lines += _sub_bullets(p["detail"])
+        lines.append(f"- Measured ({_md_escape(mode_phrase(c['mode']))}):")
+        lines += _sub_bullets(c["measured"])
         if c.get("expected_full"):
-            lines.append(f"- Expected in full mode: {_md(c['expected_full'])}")
+            lines.append("- Expected in full mode:")
+            lines += _sub_bullets(c["expected_full"])
         lines += ["", ":::", ""]
     lines += ["## Findings of this artifact (not verdicts on the paper)", ""]
     fnd = g.get("findings") or []
@@ -320,7 +336,7 @@ def chapter_grade(c: dict) -> str:
     if not fid and c.get("verdict") not in ("not applicable", "not run"):
         lines += [f"Matches {setting_name(c)} in everything the results record.", ""]
     if c.get("expected_full"):
-        lines += [f"Expected in full mode: {_md(c['expected_full'])}.", ""]
+        lines += bullets("Expected in full mode:", [_md(x) for x in clauses(c["expected_full"])])
     lines += bullets("Found by this artifact, apart from the verdict (not the paper's statements):",
                      [_md(t) for t in c.get("findings") or []])
     lines.append("Every statement and its detail: [the grade page](../grade.md).")

@@ -280,7 +280,9 @@ def not_audited(points: list[tuple[str, str]], total: int) -> list[dict]:
         groups.setdefault(reason, []).append(what)
     return [{"aspect": "model", "verdict": "partly reproduced", "text": f"{', '.join(ws)}: not audited ({reason})",
              "points": f"{len(ws)}/{total}",
-             "reason": f"model: {', '.join(ws)}: not audited ({reason}) ({len(ws)}/{total} points)"}
+             # "of the paper's": the other substitutions count over the points that ran, this one over all
+             "reason": f"model: {', '.join(ws)}: not audited ({reason}); {len(ws)} of the paper's {total} points, "
+                       f"the other {total - len(ws)} ran"}
             for reason, ws in groups.items()]
 
 

@@ -295,7 +295,7 @@ def trend(seq: list[tuple[Any, dict]], direction: int, label: str = "") -> dict:
     fit = monotone_fit([i for _, i, _ in iv], direction) if len(iv) >= 3 else None
     if fit is not None:
         move = "rising" if direction > 0 else "falling"
-        text += (f"; all {len(iv)} points together {'are not' if fit['rejected'] else 'are'} consistent with a "
+        text += (f", and all {len(iv)} points together {'are not' if fit['rejected'] else 'are'} consistent with a "
                  f"{move} series (weighted monotone fit of the estimates, chi-square {fit['chi2']:.2f} on "
                  f"{fit['df']} df, p = {fit['p']:.2g})")
         if fit["rejected"]:
