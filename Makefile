@@ -9,6 +9,7 @@
 #   make grade    grade every claim of the paper from results/ (results/grade.json, book/grade.md)
 #   make appendix artifact appendix: claims, experiments, commands, measured time and disk
 #                 (book/appendix.md and results/artifact_appendix.md)
+#   make appendix-snapshot  ARTIFACT-APPENDIX.md at the root: the PETS-form appendix of the last run (committed)
 #   make dist     what a Zenodo upload takes (after make all): source archive of the commit, built book,
 #                 ARTIFACT-APPENDIX.md, .zenodo.json, SHA256SUMS, in dist/
 #   make bench    run bench/bench_*.py in turn
@@ -280,12 +281,15 @@ book/notebooks/%.ipynb: notebooks/%.py paperlib/artifact/booktags.py requirement
 	@$(JUPYTEXT) --quiet --to ipynb $< -o build/nb_in/$*.ipynb
 	@rm -f $(dir $@).$*.tmp.ipynb
 	@start=$$(date +%s); \
-	if env -u MPLBACKEND $(PARALLEL_ENV) $(JUPYTER_ENV) $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
+	rm -f build/peak/$*.json; \
+	if env -u MPLBACKEND $(PARALLEL_ENV) $(JUPYTER_ENV) $(PY) -m paperlib.artifact.runlog measure --out build/peak/$*.json -- \
+	    $(PAPERMILL) build/nb_in/$*.ipynb $(dir $@).$*.tmp.ipynb \
 	    -k $(KERNEL_NAME) --language python --cwd $(ROOT) -p MODE $(MODE) -p DEVICE $(DEVICE) -p SEED $(SEED); then \
 	  $(PY) -m paperlib.artifact.booktags $(dir $@).$*.tmp.ipynb; \
 	  mv -f $(dir $@).$*.tmp.ipynb $@; \
 	  wall=$$(( $$(date +%s) - start )); \
-	  $(PY) -m paperlib.artifact.runlog notebook $* --mode $(MODE) --device $(DEVICE) --seed $(SEED) --start $$start --wall $$wall; \
+	  $(PY) -m paperlib.artifact.runlog notebook $* --mode $(MODE) --device $(DEVICE) --seed $(SEED) --start $$start --wall $$wall \
+	    --peak-file build/peak/$*.json; \
 	  echo "== $< done in $$wall s -> $@"; \
 	else \
 	  msg="error: notebook $< failed (MODE=$(MODE) DEVICE=$(DEVICE) SEED=$(SEED))"; \
@@ -305,6 +309,12 @@ grade: figures | $(ENV_TARGET)
 # registry, the grade and the measured runs.
 appendix: grade | $(ENV_TARGET)
 	$(PY) -m paperlib.artifact.appendix
+
+# ARTIFACT-APPENDIX.md at the repository's root: the PETS-form appendix of the last run, kept as a committed
+# snapshot (make all writes the current one to results/ARTIFACT-APPENDIX.md).
+.PHONY: appendix-snapshot
+appendix-snapshot: | $(ENV_TARGET)
+	$(PY) -m paperlib.artifact.appendix --no-book --snapshot ARTIFACT-APPENDIX.md
 
 # What a Zenodo upload takes (paperlib/artifact/dist.py): the commit's source archive, the built book,
 # the PETS-form appendix, .zenodo.json with this version and commit, and SHA256SUMS, in dist/.
@@ -357,8 +367,10 @@ test: lint sync test-book browser-deps | $(KERNEL_SPEC) $(ENV_TARGET)
 	  PAPERLIB_BOOK_HTML=$(TESTBOOK)/book/_build/html PAPERLIB_BOOK_FIGURES=$(TESTBOOK)/figures \
 	  PAPERLIB_REQUIRE_BROWSER=$${PAPERLIB_REQUIRE_BROWSER:-$$(command -v chromium >/dev/null 2>&1 && echo 1 || echo 0)} \
 	  $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests $(if $(NB_SRC),--nbval-lax --nbval-current-env $(NBVAL_NB)) \
-	  || rc=$$?; \
+	  2>&1 | tee build/test/pytest.log || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests (exit status 5): tests/ or the notebooks are missing" >&2; fi; \
+	if [ $$rc -eq 0 ]; then $(PY) -m paperlib.artifact.runlog test --wall $$(( $$(date +%s) - $(START_TS) )) \
+	  --summary "$$(grep -E '^=+ .*(passed|failed).* in ' build/test/pytest.log | tail -1 | tr -d '=' | sed 's/^ *//;s/ *$$//')"; fi; \
 	exit $$rc
 
 # make test with the CPUs kept busy: LOAD_PROCS (default 2) busy loops at normal priority run

@@ -18,3 +18,27 @@
   function setup() { relay(".primary-toggle"); relay(".secondary-toggle"); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup); else setup();
 })();
+
+// A cue above a table that scrolls sideways: on a phone a wide table shows its first columns only, and
+// nothing else tells the reader that more are to the right. The cue follows the width (added or removed
+// when the window is resized).
+(function () {
+  const SELECTOR = "div.paperlib-table-wrap, .bd-article .pst-scrollable-table-container";
+  function mark() {
+    document.querySelectorAll(SELECTOR).forEach(function (box) {
+      const over = box.scrollWidth > box.clientWidth + 1;
+      const prev = box.previousElementSibling;
+      const has = prev && prev.classList.contains("paperlib-scroll-cue");
+      if (over && !has) {
+        const cue = document.createElement("p");
+        cue.className = "paperlib-scroll-cue";
+        cue.textContent = "Scroll the table sideways for more columns \u2192";
+        box.parentNode.insertBefore(cue, box);
+      } else if (!over && has) {
+        prev.remove();
+      }
+    });
+  }
+  window.addEventListener("load", mark);
+  window.addEventListener("resize", mark);
+})();

@@ -11,6 +11,13 @@ atomically:
     during the run).
 ``book.json``
     the last ``jupyter-book build``: wall time.
+``test.json``
+    the last ``make test`` that passed: wall time from the start of ``make`` (lint, the smoke-mode test book,
+    pytest, nbval and the browser test), and the tests' summary line.
+
+A notebook's record also holds its peak memory: ``measure`` runs papermill and samples, four times a second,
+the resident memory of papermill and every process under it (the kernel, its Dask workers, the old Opacus
+releases' subprocesses), summed; the record keeps the largest sum.
 ``tier-<mode>.json``
     the last ``make all`` in that mode: wall time from the start of ``make`` to the end
     of the book, how many notebooks it executed (a *cold* run executes all of them; a
@@ -19,7 +26,10 @@ atomically:
 
 Command line (used by the Makefile)::
 
-    python -m paperlib.artifact.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W
+    python -m paperlib.artifact.runlog measure --out build/peak/NAME.json -- papermill ...   # peak memory
+    python -m paperlib.artifact.runlog notebook NAME --mode M --device D --seed S --start T0 --wall W \
+        [--peak-file build/peak/NAME.json]
+    python -m paperlib.artifact.runlog test --wall W
     python -m paperlib.artifact.runlog book --mode M --wall W
     python -m paperlib.artifact.runlog tier --mode M --device D --start T0 --notebooks K
     python -m paperlib.artifact.runlog failed build/failed/NAME.ipynb   # which cell failed, and why
@@ -31,6 +41,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +49,7 @@ from pathlib import Path
 from paperlib.artifact.provenance import git_commit, results_dir, write_json_atomic
 
 __all__ = ["hardware", "hardware_text", "runs_dir", "bytes_written_since", "disk_usage", "record_notebook", "record_book", "record_tier",
+           "record_test", "measure_peak_memory",
            "load_runs", "failed_cell", "main"]
 
 #: Folders whose new files count as a notebook's disk use (relative to the working directory).
@@ -132,11 +144,70 @@ def _base(mode: str) -> dict:
     return {"mode": mode, "finished_utc": _now(), "git_commit": commit, "git_dirty": dirty, "hardware": hardware()}
 
 
-def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: float, wall_s: float) -> Path:
-    """Record one executed notebook (see the module docstring); returns the file written."""
+def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: float, wall_s: float,
+                    peak_rss_bytes: int | None = None) -> Path:
+    """Record one executed notebook (see the module docstring); returns the file written. ``peak_rss_bytes``:
+    the peak memory :func:`measure_peak_memory` measured for the run (None: not measured)."""
     rec = {**_base(mode), "kind": "notebook", "name": name, "device": device, "seed": int(seed),
-           "wall_s": round(float(wall_s), 1), "bytes_written": bytes_written_since(start_s)}
+           "wall_s": round(float(wall_s), 1), "bytes_written": bytes_written_since(start_s),
+           "peak_rss_bytes": None if peak_rss_bytes is None else int(peak_rss_bytes)}
     return write_json_atomic(runs_dir() / f"notebook-{name}-{mode}.json", rec)
+
+
+def record_test(*, wall_s: float, summary: str = "") -> Path:
+    """Record the ``make test`` that just passed: its wall time (s) and pytest's summary line."""
+    rec = {**_base("smoke"), "kind": "test", "wall_s": round(float(wall_s), 1), "summary": str(summary)}
+    return write_json_atomic(runs_dir() / "test.json", rec)
+
+
+def _tree_rss(proc) -> int:
+    """Resident memory (bytes) of *proc* and every process under it; processes that end meanwhile count 0."""
+    import psutil  # a dependency of Dask's distributed, which the lock pins
+
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def measure_peak_memory(cmd: list[str], out: str | os.PathLike, interval_s: float = 0.25) -> int:
+    """Run *cmd*, sample the summed resident memory of it and its descendants every *interval_s* seconds, write
+    ``{"peak_rss_bytes": peak, "interval_s": ...}`` to *out* (atomically), and return the command's exit
+    status. A peak shorter than the interval can be missed, so the value is a lower bound of the true peak.
+
+    Raises
+    ------
+    ValueError
+        If *cmd* is empty or *interval_s* is not positive.
+    """
+    import psutil
+
+    if not cmd:
+        raise ValueError("cmd: give the command to run after --")
+    if not interval_s > 0:
+        raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
+    child = subprocess.Popen(cmd)
+    ps = psutil.Process(child.pid)
+    peak = 0
+    while True:
+        try:
+            rc = child.wait(timeout=interval_s)
+            break
+        except subprocess.TimeoutExpired:
+            peak = max(peak, _tree_rss(ps))
+        except KeyboardInterrupt:  # the terminal's Ctrl-C reached the child too: wait for it, then stop
+            child.wait()
+            raise
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(out), {"peak_rss_bytes": int(peak), "interval_s": interval_s})
+    return rc
 
 
 def record_book(*, mode: str, wall_s: float) -> Path:
@@ -224,6 +295,13 @@ def main(argv=None) -> int:
     for p in (nb, bk):
         p.add_argument("--wall", type=float, required=True, help="wall time in seconds")
     nb.add_argument("--seed", type=int, required=True)
+    nb.add_argument("--peak-file", help="the JSON file `measure` wrote for this run (its peak memory)")
+    ts = sub.add_parser("test", help="record a make test that passed")
+    ts.add_argument("--wall", type=float, required=True, help="wall time in seconds")
+    ts.add_argument("--summary", default="", help="pytest's summary line")
+    ms = sub.add_parser("measure", help="run a command and record its peak memory (with its descendants)")
+    ms.add_argument("--out", required=True)
+    ms.add_argument("command", nargs=argparse.REMAINDER, help="-- the command")
     tr.add_argument("--notebooks", type=int, required=True, help="number of notebooks in the project")
     fl = sub.add_parser("failed", help="print the cell that failed in a partially executed notebook")
     fl.add_argument("path")
@@ -235,8 +313,25 @@ def main(argv=None) -> int:
             line = f"(could not read {a.path}: {exc})"
         print(line or "(no cell shows an error; see the papermill output above)")
         return 0
+    if a.cmd == "measure":
+        cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+        try:
+            return measure_peak_memory(cmd, a.out)
+        except ValueError as exc:
+            print(f"runlog measure: {exc}", file=sys.stderr)
+            return 2
+    if a.cmd == "test":
+        record_test(wall_s=a.wall, summary=a.summary)
+        return 0
     if a.cmd == "notebook":
-        record_notebook(a.name, mode=a.mode, device=a.device, seed=a.seed, start_s=a.start, wall_s=a.wall)
+        peak = None
+        if a.peak_file:
+            try:
+                peak = json.loads(Path(a.peak_file).read_text(encoding="utf-8")).get("peak_rss_bytes")
+            except (OSError, ValueError):
+                peak = None  # not measured (the file is missing or unreadable): recorded as such
+        record_notebook(a.name, mode=a.mode, device=a.device, seed=a.seed, start_s=a.start, wall_s=a.wall,
+                        peak_rss_bytes=peak)
     elif a.cmd == "book":
         record_book(mode=a.mode, wall_s=a.wall)
     else:

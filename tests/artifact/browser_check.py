@@ -312,6 +312,12 @@ async ([mathjaxTimeout, wideViewport]) => {
     if (broken) faults.push(`table ${th.tagName === "TH" ? "header" : "code cell"} broken inside the word "${broken}" ` +
                             `at ${vw} px: "${excerpt(th.textContent)}"`);
   }
+  // a table that scrolls sideways says so above it (book/_static/paperlib.js)
+  for (const box of art.querySelectorAll("div.paperlib-table-wrap, .pst-scrollable-table-container")) {
+    const prev = box.previousElementSibling;
+    if (box.scrollWidth > box.clientWidth + 1 && !(prev && prev.classList.contains("paperlib-scroll-cue")))
+      faults.push(`table scrolls sideways at ${vw} px with no cue above it: "${excerpt(box.textContent)}"`);
+  }
   // a glued sentence in bold (myst-nb's default for pasted text): a whole paragraph shouted at the reader
   for (const sp of art.querySelectorAll("span.pasted-text")) {
     if (sp.textContent.trim().length > 40 && parseInt(getComputedStyle(sp).fontWeight, 10) >= 600) {
