@@ -37,6 +37,7 @@ _EXPORTS = {
     "certified_for_training_set": "paperlib.mechanisms.certified",
     "check_run": "paperlib.practitioner.check",
     "check_opacus": "paperlib.practitioner.check",
+    "audit_step": "paperlib.practitioner.step",
     "CertifiedAccountant": "paperlib.practitioner.accountant",
     "register_certified_accountant": "paperlib.practitioner.accountant",
     "fix_normaliser": "paperlib.practitioner.fix",

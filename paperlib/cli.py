@@ -266,7 +266,80 @@ def build_parser() -> argparse.ArgumentParser:
     _audit_implementation_options(sub.add_parser(
         "audit-implementation", help="audit one step of a real DP-SGD implementation on real data points"))
     _check_options(sub.add_parser("check", help="check an Opacus run: claimed vs certified epsilon, per neighbour"))
+    _audit_step_options(sub.add_parser(
+        "audit-step", help="classify any DP-SGD step from its own updates (module:function), and check its run"))
     return p
+
+
+# ------------------------------------------------------------------------------------------- audit-step
+#: parameter of paperlib.practitioner.step.audit_step -> option of ``audit-step``
+STEP_OPTIONS = {"records": "--records", "sampling_rate": "--probe-rate", "trials": "--trials", "seed": "--seed",
+                "dataset_size": "--dataset-size", "sample_rate": "--sample-rate", "steps": "--steps",
+                "noise_multiplier": "--noise-multiplier", "n_params": "--params", "delta": "--delta",
+                "target": "TARGET"}
+
+
+def _audit_step_options(a: argparse.ArgumentParser) -> None:
+    """Options of ``python -m paperlib audit-step`` (paperlib.practitioner.step.audit_step)."""
+    a.add_argument("target", metavar="TARGET",
+                   help="the step, module:function or path/to/file.py:function; its protocol: "
+                        "python -m pydoc paperlib.implementations.step_audit")
+    a.add_argument("--records", type=int, default=7, help="the probe's data set size, in [2, 64] (default 7)")
+    a.add_argument("--probe-rate", type=float, default=0.5, help="the probe's sampling rate, in (0, 1) (default 0.5)")
+    a.add_argument("--trials", type=int, default=24, help="calls of the step per data set, in [4, 10000] (default 24)")
+    a.add_argument("--seed", type=int, default=0, help="seed of the probe's calls, >= 0 (default 0)")
+    a.add_argument("--dataset-size", type=int, help="the run's records (with the four below: the run's report)")
+    a.add_argument("--sample-rate", type=float, help="the run's Poisson sampling rate in (0, 1]")
+    a.add_argument("--steps", type=int, help="the run's optimiser steps, >= 1")
+    a.add_argument("--noise-multiplier", type=float, help="the run's noise multiplier sigma > 0")
+    a.add_argument("--params", type=int, help="the run's trainable parameters, >= 1")
+    a.add_argument("--delta", type=float, default=1e-5, help="delta in (0, 1/dataset-size] (default 1e-5)")
+    a.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def run_audit_step(args) -> int:
+    """``audit-step``: the step's rule and mechanism, and with the run's settings the run's report; as text or
+    (``--json``) one JSON object. A bad option exits 2 naming it; a step that fits no rule exits 1 with the
+    normalisers that showed it (and, with ``--json``, every trial on stdout)."""
+    from paperlib.practitioner.check import format_statement
+    from paperlib.practitioner.step import StepNotClassified, audit_step, load_step
+
+    def named(msg: str) -> str:
+        for name, opt in STEP_OPTIONS.items():
+            msg = re.sub(rf"(?<![\w-]){name}(?!\w)", opt, msg)
+        return msg
+
+    try:
+        step = load_step(args.target)
+        r = audit_step(step, dataset_size=args.dataset_size, sample_rate=args.sample_rate, steps=args.steps,
+                       noise_multiplier=args.noise_multiplier, n_params=args.params, delta=args.delta,
+                       records=args.records, sampling_rate=args.probe_rate, trials=args.trials, seed=args.seed)
+    except StepNotClassified as exc:
+        if args.json:
+            json.dump(_json_clean({"error": _first_line(exc), "evidence": exc.evidence}), sys.stdout)
+            sys.stdout.write("\n")
+        return _fail(_first_line(exc), 1)
+    except (ParameterError, ValueError, TypeError) as exc:
+        if os.environ.get("PAPERLIB_DEBUG"):
+            raise
+        return _fail(named(_first_line(exc)), 2)
+    if args.json:
+        json.dump(_json_clean(r.to_json()), sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    a = r.audit
+    lines = [a.sentence]
+    for name, side in a.neighbours.items():
+        nus = side["nu"]
+        lines.append(f"  {name} ({side['records']} records): normaliser {min(nus):.3g} to {max(nus):.3g}, batches of "
+                     f"{min(side['batch_sizes'])} to {max(side['batch_sizes'])}; {side['skipped']} skipped, "
+                     f"{side['nonfinite']} not finite")
+    if r.check is not None:
+        lines += ["", "The run, checked as the mechanism found; its claim is the SGM's, from the RDP accountant of "
+                  "Opacus 1.6.0 (what a library that analyses its step as the SGM claims):", "",
+                  format_statement(r.check)]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------- check
@@ -821,6 +894,8 @@ def main(argv=None) -> int:
         return 2
     if args.command == "check":
         return run_check(args)
+    if args.command == "audit-step":
+        return run_audit_step(args)
     try:
         if args.command == "audit":
             out = run_audit(args)  # validates its own options

@@ -49,6 +49,9 @@ AU = ["audit", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2",
       "--trials", "200", "--distinguisher", "optimal", "--seed", "0"]
 AI = ["audit-implementation", "--implementation", "dpsur", "--model", "cnn-mnist", "--dataset", "synthetic",
       "--N", "4", "--q", "0.7", "--sigma", "10", "--C", "0.1", "--trials", "100", "--seed", "0"]
+AS = ["audit-step", "paperlib.implementations.step_examples:loop_divide_by_constant", "--trials", "4"]
+ASR = AS + ["--dataset-size", "60000", "--sample-rate", "0.004", "--steps", "250", "--noise-multiplier", "1.3",
+            "--params", "26010"]
 CK = ["check", "--opacus-version", "1.6.0", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "10",
       "--noise-multiplier", "1.1", "--params", "1000000", "--delta", "1e-5"]
 
@@ -221,6 +224,18 @@ CLI_INVALID = [
     ("check-loss-reduction-unknown", _with(CK, **{"loss-reduction": "avg"}), "--loss-reduction"),
     ("check-delta-zero", _with(CK, delta="0"), "--delta"),
     ("check-accountant-unknown", _with(CK, accountant="gdp"), "--accountant"),
+    # --- audit-step (paperlib.practitioner.step.audit_step): the target, the probe, the run's settings
+    ("step-target-no-function", ["audit-step", "paperlib.implementations.step_examples"], "TARGET"),
+    ("step-target-no-module", ["audit-step", "paperlib.no_such_module:f"], "TARGET"),
+    ("step-target-not-callable", ["audit-step", "paperlib.implementations.step_examples:LOOP_BATCH_SIZE"], "TARGET"),
+    ("step-target-no-file", ["audit-step", "/nonexistent/step.py:f"], "TARGET"),
+    ("step-records-one", _with(AS, records="1"), "--records"),
+    ("step-probe-rate-one", _with(AS, **{"probe-rate": "1"}), "--probe-rate"),
+    ("step-trials-two", _with(AS, trials="2"), "--trials"),
+    ("step-seed-negative", _with(AS, seed="-1"), "--seed"),
+    ("step-run-settings-partial", AS + ["--dataset-size", "60000"], "--sample-rate"),
+    ("step-run-sample-rate-above-1", _with(ASR, **{"sample-rate": "1.5"}), "--sample-rate"),
+    ("step-run-params-zero", _with(ASR, params="0"), "--params"),
 ]
 
 
@@ -424,7 +439,32 @@ def _api_rows():
          "value_discretization_interval"),
         ("dist-root", lambda: _dist_missing(), ValueError, "root"),
         ("site-check-html_dir", lambda: _site_check_missing(), ValueError, "html_dir"),
+        ("classify-step-records", lambda: _classify(records=1), ValueError, "records"),
+        ("classify-step-rate", lambda: _classify(sampling_rate=0.0), ValueError, "sampling_rate"),
+        ("classify-step-noise", lambda: _classify(noise_multiplier=1.0), ValueError, "noise_multiplier"),
+        ("classify-step-not-callable", lambda: _classify(step=3), ValueError, "step"),
+        ("classify-step-wrong-length", lambda: _classify(step=lambda g, **k: g[0][:3]), ValueError, "step"),
+        ("audit-step-partial-run", lambda: _audit_step(dataset_size=100), ValueError, "sample_rate"),
+        ("load-step-target", lambda: _load_step("no colon"), ValueError, "target"),
     ]
+
+
+def _classify(step=None, **kw):
+    from paperlib.implementations.step_audit import classify_step
+
+    return classify_step(step if step is not None else (lambda g, **k: g.sum(0)), **kw)
+
+
+def _audit_step(**kw):
+    from paperlib.practitioner.step import audit_step
+
+    return audit_step(lambda g, **k: g.sum(0), **kw)
+
+
+def _load_step(target):
+    from paperlib.practitioner.step import load_step
+
+    return load_step(target)
 
 
 def _one_round():
@@ -462,7 +502,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "prose-relation-nan", "prose-relation-far",
            "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty",
            "real-audit-workers", "real-audit-scheduler", "run-steps-device", "export-estimate", "export-interval",
-           "dist-root", "site-check-html_dir"]
+           "dist-root", "site-check-html_dir", "classify-step-records", "classify-step-rate", "classify-step-noise",
+           "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

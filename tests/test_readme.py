@@ -53,3 +53,13 @@ def test_dp_accounting_example_composes_an_exported_round():
     lo, hi = pl.certified_guarantee(pl.Setting("easgm", 60_000, 0.004, 1.1, 26_010, rounds=100,
                                                delta=1e-5)).epsilon_bounds(1e-5)
     assert lo <= eps <= 1.05 * hi and abs(eps - 5.77) < 0.01, (eps, lo, hi)
+
+
+def test_check_any_code_example_runs_and_prints_what_its_comment_says():
+    """README's "Check any DP-SGD code" Python block runs as written and prints the sentence its comment shows."""
+    code = _block("Check any DP-SGD code")
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    want = code.split("# -> ")[1].split("...")[0].strip()
+    assert r.stdout.strip().startswith(want), (r.stdout, want)

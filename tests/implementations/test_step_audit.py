@@ -1,0 +1,123 @@
+"""Any DP-SGD step classified from its own updates (issue 36, :mod:`paperlib.implementations.step_audit`):
+each known rule found, a rule outside them refused with its evidence, real code (Opacus, hand-written PyTorch
+loops) classified, and the run's report the one ``check`` gives."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from paperlib.implementations import step_examples as E
+from paperlib.implementations.step_audit import StepNotClassified, classify_step
+from paperlib.mechanisms.core import Mechanism
+
+
+def _step(nu_of, *, clip=True, noise_scale=1.0, report_batch=None):
+    """A NumPy DP-SGD step whose normaliser is ``nu_of(m, q, batch_size, rng)`` (0: skip the round)."""
+    def step(g, *, sampling_rate, noise_multiplier, max_grad_norm, seed):
+        rng = np.random.default_rng(seed)
+        m = g.shape[0]
+        b = np.flatnonzero(rng.random(m) < sampling_rate)
+        rows = g[b]
+        if clip:
+            rows = rows / np.maximum(1.0, np.linalg.norm(rows, axis=1, keepdims=True) / max_grad_norm)
+        s = rows.sum(0) + rng.normal(0.0, noise_scale * noise_multiplier * max_grad_norm, g.shape[1])
+        nu = nu_of(m, sampling_rate, len(b), rng)
+        u = np.zeros(g.shape[1]) if nu == 0 else s / nu
+        return (u, report_batch(b)) if report_batch else u
+    return step
+
+
+RULES = {
+    "|B|": (lambda m, q, B, r: max(B, 1), Mechanism.ASGM),
+    "Nq": (lambda m, q, B, r: m * q, Mechanism.EASGM),
+    "floor(Nq)": (lambda m, q, B, r: math.floor(m * q), Mechanism.FEASGM),
+    "public constant": (lambda m, q, B, r: 5.0, Mechanism.SGM),
+    "separate draw": (lambda m, q, B, r: int((r.random(m) < q).sum()), Mechanism.DPSUR),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_each_known_rule_is_found_with_its_mechanism(rule):
+    nu_of, mech = RULES[rule]
+    a = classify_step(_step(nu_of), seed=3)
+    assert (a.rule, a.mechanism) == (rule, mech)
+    assert a.sentence.startswith("The step divides by")
+    if rule == "public constant":
+        assert a.constant == 5.0 and "SGM claim applies" in a.sentence
+    else:
+        assert mech.value.upper() in a.sentence.upper() or "DPSUR" in a.sentence
+    # the same seed gives the same reading
+    assert classify_step(_step(nu_of), seed=3).to_json() == a.to_json()
+
+
+def test_nq_and_its_floor_are_told_apart_by_their_values():
+    """On the probe's D (7 records, rate 0.5) N q = 3.5 and floor(N q) = 3; the normalisers read say which."""
+    a = classify_step(_step(RULES["Nq"][0]))
+    b = classify_step(_step(RULES["floor(Nq)"][0]))
+    assert np.median(a.neighbours["D"]["nu"]) == pytest.approx(3.5, rel=0.02)
+    assert np.median(b.neighbours["D"]["nu"]) == pytest.approx(3.0, rel=0.02)
+    assert np.median(b.neighbours["D'"]["nu"]) == pytest.approx(4.0, rel=0.02)
+
+
+@pytest.mark.parametrize("case,step,why", [
+    ("depends on the data set size otherwise", _step(lambda m, q, B, r: m / 3), "follow none of"),
+    ("varies at random", _step(lambda m, q, B, r: 2.0 + r.random() * 3), "follow none of"),
+    ("does not clip", _step(RULES["|B|"][0], clip=False), "neither in nor out"),
+    ("noise of another scale", _step(RULES["Nq"][0], noise_scale=1.2), "noise was not"),
+    ("noise far off", _step(RULES["Nq"][0], noise_scale=3.0), "neither in nor out"),
+    ("reports another batch", _step(RULES["|B|"][0], report_batch=lambda b: [0]), "batch the step reports"),
+])
+def test_a_step_that_fits_no_rule_is_refused_with_the_updates_that_showed_it(case, step, why):
+    with pytest.raises(StepNotClassified, match=why) as info:
+        classify_step(step)
+    ev = info.value.evidence
+    assert set(ev["neighbours"]) == {"D", "D'"} and ev["neighbours"]["D"]["records"] == 7, case
+
+
+def test_hand_written_pytorch_loops_are_classified():
+    a = classify_step(E.loop_divide_by_batch)
+    assert (a.rule, a.mechanism, a.batch_exposed) == ("|B|", Mechanism.ASGM, True)
+    b = classify_step(E.loop_divide_by_constant)
+    assert (b.rule, b.mechanism, b.constant) == ("public constant", Mechanism.SGM, float(E.LOOP_BATCH_SIZE))
+
+
+def test_installed_opacus_is_classified_as_feasgm():
+    """Opacus 1.x divides by floor(N q) (paper Table 2, chapter 8's code audit), found here from its updates."""
+    pytest.importorskip("opacus")
+    a = classify_step(E.opacus_step)
+    assert (a.rule, a.mechanism) == ("floor(Nq)", Mechanism.FEASGM)
+    assert a.neighbours["D"]["skipped"] == a.neighbours["D"]["nonfinite"] == 0
+
+
+def test_the_run_report_is_the_one_check_gives():
+    """audit_step on Opacus's step, with the run's settings, reports what check gives for Opacus 1.6.0."""
+    pytest.importorskip("opacus")
+    from paperlib.practitioner.check import check_run
+    from paperlib.practitioner.step import audit_step
+
+    run = dict(dataset_size=60_000, sample_rate=0.004, steps=250, noise_multiplier=1.3, n_params=26_010)
+    r = audit_step(E.opacus_step, **run)
+    ref = check_run("1.6.0", run["dataset_size"], sample_rate=run["sample_rate"], steps=run["steps"],
+                    noise_multiplier=run["noise_multiplier"], n_params=run["n_params"], accountant="rdp")
+    got, want = r.check.to_json(), ref.to_json()
+    for k in ("claimed_epsilon", "epsilon_certified", "epsilon_forced", "claim_stands", "mechanism"):
+        assert got[k] == want[k], k
+    assert [n["verdict"] for n in got["neighbours"]] == [n["verdict"] for n in want["neighbours"]]
+    assert r.to_json()["audit"]["mechanism"] == "feasgm"
+
+
+def test_jax_privacy_is_classified_for_both_of_its_normalize_by_settings():
+    """JAX Privacy 2.0.0 (installed on demand from pinned wheels): normalize_by fixed in advance is a public
+    constant (the SGM claim applies); the expected batch size computed from the data is EASGM."""
+    from paperlib.implementations.jax_privacy_step import CONSTANT, JaxPrivacyUnavailable, classify_jax_privacy
+
+    try:
+        a = classify_jax_privacy("expected", trials=12)
+    except JaxPrivacyUnavailable as exc:
+        pytest.skip(str(exc))
+    assert (a.rule, a.mechanism, a.batch_exposed) == ("Nq", Mechanism.EASGM, True)
+    b = classify_jax_privacy(CONSTANT, trials=12)
+    assert (b.rule, b.mechanism, b.constant) == ("public constant", Mechanism.SGM, CONSTANT)
