@@ -15,9 +15,10 @@ atomically:
     the last ``make test`` that passed: wall time from the start of ``make`` (lint, the smoke-mode test book,
     pytest, nbval and the browser test), and the tests' summary line.
 
-A notebook's record also holds its peak memory: ``measure`` runs papermill and samples, four times a second,
-the resident memory of papermill and every process under it (the kernel, its Dask workers, the old Opacus
-releases' subprocesses), summed; the record keeps the largest sum.
+A notebook's record also holds its peak memory: ``measure`` runs papermill and samples, once a second, the
+memory of papermill and every process under it (the kernel, its Dask workers, the old Opacus releases'
+subprocesses): their proportional set sizes summed, so that a library shared by the processes counts once.
+The record keeps the largest sum.
 ``tier-<mode>.json``
     the last ``make all`` in that mode: wall time from the start of ``make`` to the end
     of the book, how many notebooks it executed (a *cold* run executes all of them; a
@@ -145,12 +146,12 @@ def _base(mode: str) -> dict:
 
 
 def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: float, wall_s: float,
-                    peak_rss_bytes: int | None = None) -> Path:
-    """Record one executed notebook (see the module docstring); returns the file written. ``peak_rss_bytes``:
+                    peak_memory_bytes: int | None = None) -> Path:
+    """Record one executed notebook (see the module docstring); returns the file written. ``peak_memory_bytes``:
     the peak memory :func:`measure_peak_memory` measured for the run (None: not measured)."""
     rec = {**_base(mode), "kind": "notebook", "name": name, "device": device, "seed": int(seed),
            "wall_s": round(float(wall_s), 1), "bytes_written": bytes_written_since(start_s),
-           "peak_rss_bytes": None if peak_rss_bytes is None else int(peak_rss_bytes)}
+           "peak_memory_bytes": None if peak_memory_bytes is None else int(peak_memory_bytes)}
     return write_json_atomic(runs_dir() / f"notebook-{name}-{mode}.json", rec)
 
 
@@ -160,8 +161,10 @@ def record_test(*, wall_s: float, summary: str = "") -> Path:
     return write_json_atomic(runs_dir() / "test.json", rec)
 
 
-def _tree_rss(proc) -> int:
-    """Resident memory (bytes) of *proc* and every process under it; processes that end meanwhile count 0."""
+def _tree_memory(proc) -> int:
+    """Memory (bytes) of *proc* and every process under it: the proportional set size where the system gives it
+    (Linux: a page shared by k processes counts 1/k in each, so the sum is what the tree occupies), else the
+    resident set size (which counts shared pages once per process). Processes that end meanwhile count 0."""
     import psutil  # a dependency of Dask's distributed, which the lock pins
 
     total = 0
@@ -171,15 +174,20 @@ def _tree_rss(proc) -> int:
         return 0
     for p in procs:
         try:
-            total += p.memory_info().rss
+            try:
+                total += p.memory_full_info().pss
+            except (AttributeError, psutil.AccessDenied):
+                total += p.memory_info().rss
         except psutil.Error:
             pass
     return total
 
 
-def measure_peak_memory(cmd: list[str], out: str | os.PathLike, interval_s: float = 0.25) -> int:
-    """Run *cmd*, sample the summed resident memory of it and its descendants every *interval_s* seconds, write
-    ``{"peak_rss_bytes": peak, "interval_s": ...}`` to *out* (atomically), and return the command's exit
+def measure_peak_memory(cmd: list[str], out: str | os.PathLike, interval_s: float = 1.0) -> int:
+    """Run *cmd*, sample the memory of it and its descendants (:func:`_tree_memory`) every *interval_s* seconds
+    (reading a process's proportional set size takes about 10 ms once torch is loaded: once a second costs about
+    1 % of a core), write
+    ``{"peak_memory_bytes": peak, "interval_s": ...}`` to *out* (atomically), and return the command's exit
     status. A peak shorter than the interval can be missed, so the value is a lower bound of the true peak.
 
     Raises
@@ -201,12 +209,12 @@ def measure_peak_memory(cmd: list[str], out: str | os.PathLike, interval_s: floa
             rc = child.wait(timeout=interval_s)
             break
         except subprocess.TimeoutExpired:
-            peak = max(peak, _tree_rss(ps))
+            peak = max(peak, _tree_memory(ps))
         except KeyboardInterrupt:  # the terminal's Ctrl-C reached the child too: wait for it, then stop
             child.wait()
             raise
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(out), {"peak_rss_bytes": int(peak), "interval_s": interval_s})
+    write_json_atomic(Path(out), {"peak_memory_bytes": int(peak), "interval_s": interval_s})
     return rc
 
 
@@ -327,11 +335,11 @@ def main(argv=None) -> int:
         peak = None
         if a.peak_file:
             try:
-                peak = json.loads(Path(a.peak_file).read_text(encoding="utf-8")).get("peak_rss_bytes")
+                peak = json.loads(Path(a.peak_file).read_text(encoding="utf-8")).get("peak_memory_bytes")
             except (OSError, ValueError):
                 peak = None  # not measured (the file is missing or unreadable): recorded as such
         record_notebook(a.name, mode=a.mode, device=a.device, seed=a.seed, start_s=a.start, wall_s=a.wall,
-                        peak_rss_bytes=peak)
+                        peak_memory_bytes=peak)
     elif a.cmd == "book":
         record_book(mode=a.mode, wall_s=a.wall)
     else:

@@ -62,7 +62,7 @@ def test_render_uses_the_records(results):
     text = appendix.render(book=False, notebooks_dir=ROOT / "notebooks")
     assert "none has on this machine yet" in text and "it has not passed on this machine yet" in text
     runlog.record_notebook("04_audit_figure2", mode="quick", device="cpu", seed=0, start_s=start, wall_s=95.0,
-                           peak_rss_bytes=1_534_000_000)
+                           peak_memory_bytes=1_534_000_000)
     runlog.record_tier(mode="quick", device="cpu", start_s=start, notebooks=1)
     runlog.record_test(wall_s=610, summary="2,450 passed, 14 skipped in 400.00s")
     pv.write_json_atomic(results / "grade.json", {"claims": [{"id": "C2", "verdict": "reproduced", "mode": "quick"}]})
@@ -378,3 +378,16 @@ def test_the_root_artifact_appendix_is_a_current_snapshot():
     for c in claims.CLAIMS:
         assert f"| {c.id} |" in text, f"{c.id} missing: run make all, then make appendix-snapshot"
     assert "is a snapshot, taken at commit" in text and "cold quick run on" in text
+
+
+def test_peak_memory_is_measured_over_the_process_tree(tmp_path):
+    """runlog measure: a child that holds 300 MB (in a grandchild) is seen, and the command's status is kept."""
+    import sys
+
+    code = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            "'import time; x = bytearray(300 * 2**20); time.sleep(2.5)']); sys.exit(3)")
+    rc = runlog.measure_peak_memory([sys.executable, "-c", code], tmp_path / "peak.json", interval_s=0.5)
+    peak = json.loads((tmp_path / "peak.json").read_text())["peak_memory_bytes"]
+    assert rc == 3 and 250 * 2**20 <= peak <= 2 * 2**30, peak
+    with pytest.raises(ValueError, match="cmd"):
+        runlog.measure_peak_memory([], tmp_path / "x.json")
