@@ -48,6 +48,21 @@ def results(tmp_path, monkeypatch):
     return d
 
 
+@pytest.fixture()
+def built_book_html():
+    """The built book a test reads: $PAPERLIB_BOOK_HTML (``make test`` sets it to the smoke-mode test book), else
+    the checkout's book/_build/html; skipped without one, failed when $PAPERLIB_REQUIRE_BROWSER=1."""
+    import os
+    from pathlib import Path
+
+    html = Path(os.environ.get("PAPERLIB_BOOK_HTML") or Path(__file__).resolve().parents[1] / "book" / "_build" / "html")
+    if not (html / "index.html").is_file():
+        if os.environ.get("PAPERLIB_REQUIRE_BROWSER", "") == "1":
+            pytest.fail(f"no built book at {html} (PAPERLIB_REQUIRE_BROWSER=1)", pytrace=False)
+        pytest.skip(f"no built book at {html}: make book (or make test-book) first")
+    return html
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """One torch CPU thread while the test runs: the test machines are shared, and one

@@ -240,14 +240,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m paperlib.artifact.prose_check", description=__doc__.split("\n")[0])
     ap.add_argument("html_dir", help="the built book (book/_build/html)")
     a = ap.parse_args(argv)
-    try:
-        found = problems(a.html_dir)
-    except ValueError as exc:
-        print(f"prose check: {exc}", file=sys.stderr)
-        return 2
-    for line in found:
-        print(line)
-    return 1 if found else 0
+    from paperlib.artifact.site import print_findings
+
+    return print_findings("prose check", problems, a.html_dir)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["SHIPPED", "stage", "dead_references", "main"]
+__all__ = ["SHIPPED", "stage", "dead_references", "print_findings", "main"]
 
 #: the repository's documents the site ships at its root
 SHIPPED = ("README.md", "THEORY.md", "DATA-LICENSE.md", "LICENSE", "CITATION.cff", ".zenodo.json", "ARTIFACT-APPENDIX.md")
@@ -166,14 +166,20 @@ def main(argv=None) -> int:
     if a.cmd == "stage":
         stage(a.root, a.results, a.out)
         return 0
+    return print_findings("site check", dead_references, a.html_dir)
+
+
+def print_findings(label: str, find, html_dir) -> int:
+    """Run a check of the built site (``find(html_dir)`` -> lines) for a command line: each line printed, exit
+    status 1 when there is one, 0 when none, 2 (one line on stderr, after ``label``) when it cannot run."""
     try:
-        dead = dead_references(a.html_dir)
+        found = find(html_dir)
     except ValueError as exc:
-        print(f"site check: {exc}", file=sys.stderr)
+        print(f"{label}: {exc}", file=sys.stderr)
         return 2
-    for line in dead:
+    for line in found:
         print(line)
-    return 1 if dead else 0
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -45,12 +44,7 @@ def test_the_check_finds_dead_links_and_mentions_and_leaves_code_alone(tmp_path)
         site.dead_references(tmp_path / "empty")
 
 
-def test_the_built_book_has_no_dead_reference():
+def test_the_built_book_has_no_dead_reference(built_book_html):
     """Run by ``make test`` on the smoke-mode test book ($PAPERLIB_BOOK_HTML); skipped without a built book."""
-    html = Path(os.environ.get("PAPERLIB_BOOK_HTML") or ROOT / "book" / "_build" / "html")
-    if not (html / "index.html").is_file():
-        if os.environ.get("PAPERLIB_REQUIRE_BROWSER", "") == "1":
-            pytest.fail(f"no built book at {html} (PAPERLIB_REQUIRE_BROWSER=1)", pytrace=False)
-        pytest.skip(f"no built book at {html}: make book (or make test-book) first")
-    dead = site.dead_references(html)
+    dead = site.dead_references(built_book_html)
     assert not dead, "\n".join(dead)

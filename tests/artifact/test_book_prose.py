@@ -3,7 +3,6 @@ file:line references outside code and Sources blocks (:mod:`paperlib.artifact.pr
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -65,13 +64,8 @@ def test_clauses_split_a_detail_at_semicolons_outside_parentheses():
     assert clauses("one") == ["one"]
 
 
-def test_the_built_book_reads_in_one_style():
+def test_the_built_book_reads_in_one_style(built_book_html):
     """Run by ``make test`` on the smoke-mode test book ($PAPERLIB_BOOK_HTML), and on the quick book after
     ``make all``; skipped without a built book."""
-    html = Path(os.environ.get("PAPERLIB_BOOK_HTML") or ROOT / "book" / "_build" / "html")
-    if not (html / "index.html").is_file():
-        if os.environ.get("PAPERLIB_REQUIRE_BROWSER", "") == "1":
-            pytest.fail(f"no built book at {html} (PAPERLIB_REQUIRE_BROWSER=1)", pytrace=False)
-        pytest.skip(f"no built book at {html}: make book (or make test-book) first")
-    found = prose_check.problems(html)
+    found = prose_check.problems(built_book_html)
     assert not found, f"{len(found)} sentences break the book's style:\n" + "\n".join(found)
