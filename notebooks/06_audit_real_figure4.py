@@ -34,8 +34,7 @@
 # {glue:text}`nb06_privimage_n`. On CIFAR-10, `privimage-cifar10` has
 # {glue:text}`nb06_privimage_cifar_n`; it follows the configuration with which PrivImage's
 # README trains CIFAR-10. The panels on which this mode audits the denoisers are:
-# {glue:text}`nb06_model_panels`. Elsewhere the CNN stands for all three methods, and the
-# grade lists that as a substitution. DP-FETA's code
+# {glue:text}`nb06_model_panels`. {glue:text}`nb06_model_elsewhere` DP-FETA's code
 # has no CIFAR-10 configuration at all, so its CIFAR-10 bar is not audited: the table says so rather
 # than lend it another model. Table {glue:text}`nb06_tab_audits` names the model of every audit.
 #
@@ -127,6 +126,10 @@ glue("nb06_privimage_n", f"{MODEL_PARAMETERS['privimage-mnist']:,}", display=Fal
 glue("nb06_privimage_cifar_n", f"{MODEL_PARAMETERS['privimage-cifar10']:,}", display=False)
 glue("nb06_model_panels", ", ".join(DATASETS[p] for p in PAPER_MODEL_PANELS) if PAPER_MODEL_PANELS
      else "none in this mode", display=False)
+# said only where a panel runs the CNN in place of the denoisers (smoke mode), never as a leftover
+glue("nb06_model_elsewhere", "" if set(PAPER_MODEL_PANELS) >= set(DATASETS) else
+     "On the other panels the CNN stands for all three methods, and the grade lists that as a substitution.",
+     display=False)
 glue("nb06_mode", MODE, display=False)
 glue("nb06_check_level", f"{RA.CHECK_LEVEL:g}", display=False)
 glue("nb06_trials", f"{TRIALS:,}", display=False)
