@@ -400,9 +400,9 @@ def _badge_lines(ctx: dict) -> list[str]:
         "- **Artifacts Functional:** `make test` and `make all MODE=smoke` must both end without an error. "
         "`make test` runs the linters and the unit tests. It also runs every notebook through nbval and checks "
         "the smoke book in a browser"
-        + (f"; measured here: {_fmt_s(ctx['test'].get('wall_s'))} on {runlog.hardware_text(ctx['test'].get('hardware'))}"
+        + (f". Measured here: {_fmt_s(ctx['test'].get('wall_s'))} on {runlog.hardware_text(ctx['test'].get('hardware'))}"
            f", {ctx['test'].get('summary') or 'summary not recorded'}." if ctx.get("test") else
-           "; its time is recorded when it passes, and it has not passed on this machine yet.")
+           ". Its time is recorded when it passes; it has not passed on this machine yet.")
         + f" `make all MODE=smoke`: {measured(smoke, 'smoke')}.",
         f"- **Results Reproduced:** run `make all`, quick mode without a GPU ({measured(quick, 'quick')}). Then "
         "read the grade page, which gives one plain sentence per claim and what differs from the paper's setting. "
