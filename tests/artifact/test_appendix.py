@@ -73,7 +73,7 @@ def test_render_uses_the_records(results):
     assert "full: [3 human-minutes; compute time and disk not measured]. Not run on this machine" in e4
     # the hardware section gives the measured peak, the badges the measured make test
     assert "at most 1.5 GB, in 04_audit_figure2 (quick mode)" in text and "8 GB" not in text
-    assert "measured here: 10.2 min on" in text and "2,450 passed, 14 skipped" in text
+    assert "Measured here: 10.2 min on" in text and "2,450 passed, 14 skipped" in text
     assert "Supports C2 (Fig. 2)" in e4 and "Tolerance:" in e4
     assert "| C2 | Fig. 2 |" in text and "reproduced (quick)" in text
     quick_row = next(line for line in text.splitlines() if line.startswith("| quick |"))
