@@ -376,7 +376,8 @@ def test_the_root_artifact_appendix_is_a_current_snapshot():
     heads = [(len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{2,4}) (.+?)\s*$", text, flags=re.M)]
     assert [h for h in heads if h in set(appendix.PETS_SECTIONS)] == list(appendix.PETS_SECTIONS)
     for c in claims.CLAIMS:
-        assert f"| {c.id} |" in text, f"{c.id} missing: run make all, then make appendix-snapshot"
+        head = f"#### Main Result {c.id if c.beyond_paper else c.id[1:]}: {claims.item_label(c)}"
+        assert head in text, f"{c.id} missing: run make all, then make appendix-snapshot"
     assert "is a snapshot, taken at commit" in text and "cold quick run on" in text
 
 
