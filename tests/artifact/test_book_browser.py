@@ -116,6 +116,8 @@ _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</titl
 # The book's stylesheet, on the good page: its code cells in a table narrower than their words must
 # scroll with the table, not break inside "privacy_engine.py:284" or "p.grad" (chapter 8).
 _BOOK_CSS = (Path(__file__).resolve().parents[2] / "book" / "_static" / "paperlib.css").read_text(encoding="utf-8")
+# and its script, which puts a cue above a table that scrolls sideways (the bad page has no script: no cue)
+_BOOK_JS = (Path(__file__).resolve().parents[2] / "book" / "_static" / "paperlib.js").read_text(encoding="utf-8")
 
 
 def _site(tmp_path: Path, bad: bool) -> Path:
@@ -148,7 +150,8 @@ Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaption></figure>
 <table class="paperlib-table" style="width:100%"><tr><td>a</td><td><code>privacy_engine.py:284</code></td>
 <td><code>p.grad *= batch_size</code></td></tr></table></div></div>
 <a href="#sec">here</a> <a href="index.html#top">top</a> <a href="https://example.org/x">ext</a>
-<a href="mailto:a@b.c">mail</a> <a href="_images/fig.png">png</a></section>""".replace("BOOK_CSS", _BOOK_CSS)))
+<a href="mailto:a@b.c">mail</a> <a href="_images/fig.png">png</a></section>
+<script>BOOK_JS</script>""".replace("BOOK_CSS", _BOOK_CSS).replace("BOOK_JS", _BOOK_JS)))
     if bad:
         (site / "bad.html").write_text(_PAGE.format(title="bad", nav=nav, body="""
 <h1>Bad</h1>
@@ -167,6 +170,8 @@ seed 0; commit 1a2b3c4d5e. Drawn by <a href="bad.html">x.ipynb</a>.</figcaption>
 <table style="width:40px"><tr><th style="overflow-wrap:anywhere">Normaliser</th></tr>
 <tr><td><code style="overflow-wrap:anywhere">privacy_engine.py:284</code></td></tr></table>
 <div style="width:600px">a box as wide as a laptop's column, cut on a phone</div>
+<div style="width:120px"><div class="paperlib-table-wrap" style="max-width:100%;overflow-x:auto">
+<table style="width:500px"><tr><td>a wide table with no cue</td></tr></table></div></div>
 <a href="#nope">dangling anchor</a>
 <div class="cell_output docutils container">
   <div class="output traceback highlight-ipythontb"><pre>Traceback (most recent call last)
@@ -189,7 +194,8 @@ def test_checker_reports_each_problem(browser, tmp_path):
     assert len(on_bad) == len(problems), text
     at_390 = [p for p in on_bad if "(at 390 px)" in p]
     at_1280 = [p for p in on_bad if p not in at_390]
-    assert len(at_1280) == 14 and len(at_390) == 6, text
+    assert len(at_1280) == 15 and len(at_390) == 7, text
+    assert sum("table scrolls sideways" in p and "no cue" in p for p in on_bad) == 2, text
     assert any("figure scrolls sideways at 1280 px" in p and "fig.png" in p for p in at_1280), text
     assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
     assert any("narrower than 1200 px (846 px)" in p for p in on_bad), text
