@@ -773,6 +773,15 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
     return "\n".join(L)
 
 
+def _measured_tests_line(ctx: dict) -> str:
+    """The measured `make test` and `make all MODE=smoke` of this machine, in one short paragraph."""
+    t, smoke = ctx.get("test"), _tier_cold(ctx, "smoke")
+    head = (f"Measured here: `make test` took {_fmt_s(t.get('wall_s'))} ({t.get('summary') or 'no summary'})"
+            if t else "`make test` has not passed on this machine yet")
+    return head + (f"; `make all MODE=smoke` took {_fmt_s(smoke.get('wall_s'))}." if smoke else
+                   "; `make all MODE=smoke` has not run here.")
+
+
 def _pets_experiments(ctx: dict) -> list[str]:
     """The PETS form's Experiments section (after its heading): per notebook its time, command and claims."""
     L = []
@@ -853,7 +862,7 @@ def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "not
     L += ["```bash", "make test             # make lint, unit tests, every notebook through nbval, the book in a browser",
           "make all MODE=smoke   # every notebook at the smallest sizes, the grade, the book", "```", "",
           "Expected: `make test` ends with pytest's summary line and no failure; `make all MODE=smoke` ends with "
-          "the grade table and the path of the book.", ""]
+          "the grade table and the path of the book.", "", _measured_tests_line(ctx), ""]
 
     L += H("Artifact Evaluation")
     L += H("Main Results and Claims")

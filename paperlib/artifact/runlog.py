@@ -42,6 +42,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -157,7 +158,9 @@ def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: fl
 
 def record_test(*, wall_s: float, summary: str = "") -> Path:
     """Record the ``make test`` that just passed: its wall time (s) and pytest's summary line."""
-    rec = {**_base("smoke"), "kind": "test", "wall_s": round(float(wall_s), 1), "summary": str(summary)}
+    # pytest's "in 381.75s (0:06:21)": the seconds once, the clock form left out (the wall time is recorded)
+    summary = re.sub(r"\s*\(\d+:\d\d:\d\d\)\s*$", "", str(summary).strip())
+    rec = {**_base("smoke"), "kind": "test", "wall_s": round(float(wall_s), 1), "summary": summary}
     return write_json_atomic(runs_dir() / "test.json", rec)
 
 
