@@ -401,7 +401,7 @@ def _badge_lines(ctx: dict) -> list[str]:
         "`make test` runs the linters and the unit tests. It also runs every notebook through nbval and checks "
         "the smoke book in a browser"
         + (f". Measured here: {_fmt_s(ctx['test'].get('wall_s'))} on {runlog.hardware_text(ctx['test'].get('hardware'))}"
-           f", {ctx['test'].get('summary') or 'summary not recorded'}." if ctx.get("test") else
+           f", {runlog.short_summary(ctx['test'].get('summary')) or 'summary not recorded'}." if ctx.get("test") else
            ". Its time is recorded when it passes; it has not passed on this machine yet.")
         + f" `make all MODE=smoke`: {measured(smoke, 'smoke')}.",
         f"- **Results Reproduced:** run `make all`, quick mode without a GPU ({measured(quick, 'quick')}). Then "
@@ -776,7 +776,7 @@ def render(*, book: bool, results: Path | None = None, notebooks_dir: str | Path
 def _measured_tests_line(ctx: dict) -> str:
     """The measured `make test` and `make all MODE=smoke` of this machine, in one short paragraph."""
     t, smoke = ctx.get("test"), _tier_cold(ctx, "smoke")
-    head = (f"Measured here: `make test` took {_fmt_s(t.get('wall_s'))} ({t.get('summary') or 'no summary'})"
+    head = (f"Measured here: `make test` took {_fmt_s(t.get('wall_s'))} ({runlog.short_summary(t.get('summary')) or 'no summary'})"
             if t else "`make test` has not passed on this machine yet")
     return head + (f"; `make all MODE=smoke` took {_fmt_s(smoke.get('wall_s'))}." if smoke else
                    "; `make all MODE=smoke` has not run here.")

@@ -156,11 +156,15 @@ def record_notebook(name: str, *, mode: str, device: str, seed: int, start_s: fl
     return write_json_atomic(runs_dir() / f"notebook-{name}-{mode}.json", rec)
 
 
+def short_summary(summary) -> str:
+    """pytest's summary line without its clock form: "2496 passed in 381.75s (0:06:21)" -> "... in 381.75s"
+    (the seconds once; the wall time is recorded apart)."""
+    return re.sub(r"\s*\(\d+:\d\d:\d\d\)\s*$", "", str(summary or "").strip())
+
+
 def record_test(*, wall_s: float, summary: str = "") -> Path:
     """Record the ``make test`` that just passed: its wall time (s) and pytest's summary line."""
-    # pytest's "in 381.75s (0:06:21)": the seconds once, the clock form left out (the wall time is recorded)
-    summary = re.sub(r"\s*\(\d+:\d\d:\d\d\)\s*$", "", str(summary).strip())
-    rec = {**_base("smoke"), "kind": "test", "wall_s": round(float(wall_s), 1), "summary": summary}
+    rec = {**_base("smoke"), "kind": "test", "wall_s": round(float(wall_s), 1), "summary": short_summary(summary)}
     return write_json_atomic(runs_dir() / "test.json", rec)
 
 
