@@ -41,9 +41,9 @@ def test_cli_contract_keys_are_printed():
 
 
 def test_dp_accounting_example_composes_an_exported_round():
-    """README's "Use with dp_accounting and Opacus" block runs as written: 100 exported certified EASGM rounds
+    """README's "Use with dp_accounting, riskcal and Opacus" block runs as written: 100 exported certified EASGM rounds
     and dp_accounting's own SGM event compose to about 5.77, at least paperlib's own 100-round lower end."""
-    code = _block("Use with dp_accounting and Opacus")
+    code = _block("Use with dp_accounting, riskcal and Opacus")
     assert len([ln for ln in code.splitlines() if ln.strip()]) <= 6
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr
