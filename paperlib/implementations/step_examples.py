@@ -12,13 +12,17 @@ one's own code.
   it drew (``torch.func`` per-example gradients, a Poisson mask).
 - :func:`loop_divide_by_constant`: the same loop dividing by a batch size fixed in its configuration
   (:data:`LOOP_BATCH_SIZE`) before it sees the data.
+- :class:`OpacusDDPStep`: the installed Opacus under ``DifferentiallyPrivateDistributedDataParallel`` with two
+  processes on the CPU (``gloo``), as multi-GPU training runs it: each rank samples its share of the data, rank 0
+  adds the noise, each divides by ``int(N q) / world_size`` and the gradients are summed and divided by the world
+  size. The two processes stay up across calls (a context manager closes them).
 """
 
 from __future__ import annotations
 
 from paperlib.implementations.step_audit import linear_probe
 
-__all__ = ["LOOP_BATCH_SIZE", "opacus_step", "loop_divide_by_batch", "loop_divide_by_constant"]
+__all__ = ["LOOP_BATCH_SIZE", "opacus_step", "loop_divide_by_batch", "loop_divide_by_constant", "OpacusDDPStep"]
 
 #: the batch size the hand-written loop's configuration fixes in advance (a public constant)
 LOOP_BATCH_SIZE = 4
@@ -41,6 +45,7 @@ def opacus_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, se
     from torch.utils.data import DataLoader, TensorDataset
 
     model, x = linear_probe(gradients)
+    weight = model.weight  # the same parameter inside Opacus's wrappers
     loader = DataLoader(TensorDataset(x), batch_size=max(1, round(sampling_rate * len(x))))
     torch.manual_seed(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
@@ -50,10 +55,9 @@ def opacus_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, se
                                                    poisson_sampling=True)
     (xb,) = next(iter(loader))
     optimizer.zero_grad()
-    if len(xb):
-        model(xb).mean().backward()
+    model(xb).mean().backward()  # as a training loop does, an empty batch too (Opacus handles its zero rows)
     optimizer.step()
-    update = -model._module.weight.detach().reshape(-1)  # from zero at learning rate 1
+    update = -weight.detach().reshape(-1)  # from zero at learning rate 1
     return update.double().numpy(), _rows_to_indices(x, xb)
 
 
@@ -90,3 +94,97 @@ def loop_divide_by_batch(gradients, *, sampling_rate, noise_multiplier, max_grad
 def loop_divide_by_constant(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, seed):
     """The hand-written loop dividing by :data:`LOOP_BATCH_SIZE`, fixed before it sees the data."""
     return _loop(gradients, sampling_rate, noise_multiplier, max_grad_norm, seed, lambda b: float(LOOP_BATCH_SIZE))
+
+
+def _ddp_worker(rank: int, world_size: int, port: int, inbox, outbox) -> None:
+    """One rank of :class:`OpacusDDPStep`: joins the gloo group, then runs one Opacus DDP step per message."""
+    import warnings
+
+    import torch
+    import torch.distributed as dist
+    from opacus import PrivacyEngine
+    from opacus.distributed import DifferentiallyPrivateDistributedDataParallel as DPDDP
+    from torch.utils.data import DataLoader, TensorDataset
+
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    try:
+        while (msg := inbox.get()) is not None:
+            gradients, q, sigma, C, seed = msg
+            base, x = linear_probe(gradients)
+            weight = base.weight
+            torch.manual_seed(seed * world_size + rank)  # each rank its own draws; rank 0's noise
+            model = DPDDP(base)
+            loader = DataLoader(TensorDataset(x), batch_size=max(1, round(q * len(x))))
+            optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+            model, optimizer, loader = PrivacyEngine(accountant="rdp").make_private(
+                module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=sigma, max_grad_norm=C,
+                poisson_sampling=True)
+            (xb,) = next(iter(loader))
+            optimizer.zero_grad()
+            model(xb).mean().backward()
+            optimizer.step()
+            outbox.put((rank, (-weight.detach().reshape(-1)).double().numpy(), _rows_to_indices(x, xb)))
+    finally:
+        dist.destroy_process_group()
+
+
+class OpacusDDPStep:
+    """The installed Opacus under DistributedDataParallel, ``world_size`` processes on the CPU (module docstring);
+    a step of the protocol. Use as a context manager (``with OpacusDDPStep() as step: ...``) or call ``close``."""
+
+    def __init__(self, world_size: int = 2, timeout_s: float = 300.0):
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or not 2 <= world_size <= 8:
+            raise ValueError(f"world_size must be an integer in [2, 8], got {world_size!r}")
+        self.world_size, self.timeout_s, self._procs = world_size, float(timeout_s), []
+
+    def _start(self) -> None:
+        import socket
+
+        import torch.multiprocessing as mp
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        ctx = mp.get_context("spawn")
+        self._outbox = ctx.Queue()
+        self._inboxes = [ctx.Queue() for _ in range(self.world_size)]
+        self._procs = [ctx.Process(target=_ddp_worker, args=(r, self.world_size, port, self._inboxes[r],
+                                                               self._outbox), daemon=True)
+                       for r in range(self.world_size)]
+        for p in self._procs:
+            p.start()
+
+    def __call__(self, gradients, *, sampling_rate, noise_multiplier, max_grad_norm, seed):
+        import queue
+
+        if not self._procs:
+            self._start()
+        for box in self._inboxes:
+            box.put((gradients, sampling_rate, noise_multiplier, max_grad_norm, seed))
+        got = {}
+        try:
+            while len(got) < self.world_size:
+                rank, update, batch = self._outbox.get(timeout=self.timeout_s)
+                got[rank] = (update, batch)
+        except queue.Empty:
+            self.close()
+            raise RuntimeError(f"Opacus DDP step: no answer from rank(s) {sorted(set(range(self.world_size)) - set(got))} "
+                               f"within {self.timeout_s:g} s") from None
+        return got[0][0], sorted(i for _, b in got.values() for i in b)
+
+    def close(self) -> None:
+        for box in getattr(self, "_inboxes", []):
+            box.put(None)
+        for p in self._procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+        self._procs = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

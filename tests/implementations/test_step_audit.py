@@ -121,3 +121,19 @@ def test_jax_privacy_is_classified_for_both_of_its_normalize_by_settings():
     assert (a.rule, a.mechanism, a.batch_exposed) == ("Nq", Mechanism.EASGM, True)
     b = classify_jax_privacy(CONSTANT, trials=12)
     assert (b.rule, b.mechanism, b.constant) == ("public constant", Mechanism.SGM, CONSTANT)
+
+
+def test_opacus_under_distributed_data_parallel_is_still_feasgm():
+    """Opacus 1.6.0 under DPDDP, world size 2 on gloo: each rank divides by int(N q) / 2 and the summed gradients
+    are divided by 2 again, so the run divides by floor(N q), as one process does (not by a smaller number)."""
+    pytest.importorskip("opacus")
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available here")
+    with E.OpacusDDPStep(world_size=2) as step:
+        a = classify_step(step, trials=12)
+    assert (a.rule, a.mechanism, a.batch_exposed) == ("floor(Nq)", Mechanism.FEASGM, True)
+    assert np.median(a.neighbours["D"]["nu"]) == pytest.approx(3.0, rel=0.02)
+    with pytest.raises(ValueError, match="world_size"):
+        E.OpacusDDPStep(world_size=1)
