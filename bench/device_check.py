@@ -129,6 +129,7 @@ HOST_ONLY_NOTEBOOKS = {
     "08_opacus_code_audit": "reads the stored code audit; one ten-example Opacus step on the CPU (mode-independent)",
     "09_multiround_figure7": "NumPy/SciPy composition numerics (DEVICE unused)",
     "10_practitioners": "NumPy/SciPy accounting (DEVICE unused)",
+    "12_beyond_opacus": "one-step probes of each code path on the CPU, then NumPy/SciPy accounting (DEVICE unused)",
 }
 
 

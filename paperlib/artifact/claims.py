@@ -284,6 +284,8 @@ PLAIN = {
     "X1": "Our fix (dividing by the configured batch size) keeps Opacus within the guarantee it claims",
     "X2": "At the settings of Opacus's own MNIST example, the old releases and Opacus 1.x at batch size 240 claim "
           "less privacy loss than an attack forces; Opacus 1.x at batch size 239 and DPSUR keep their claims",
+    "X3": "Any DP-SGD code can be checked from one of its steps: JAX Privacy, Opacus in one or two processes and "
+          "hand-written loops each show the divisor they were written with"
 }
 
 CLAIMS: tuple[Claim, ...] = (
@@ -388,6 +390,17 @@ CLAIMS: tuple[Claim, ...] = (
           tolerance="exact computations, no trials: a refuted claim needs the forced epsilon (a named attack's, "
                     "PLD lower end) above the claimed one on both neighbours; a claim that stands or holds needs "
                     "the certified epsilon at most the claimed one; each row gives its check command",
+          beyond_paper=True),
+    Claim("X3", "ch. 12",
+          "Beyond the paper: read off their own updates, JAX Privacy 2.0.0 with normalize_by fixed in advance "
+          "divides by a constant (SGM) and with the expected batch size computed from the data by N q (EASGM); "
+          "Opacus in one process and under DistributedDataParallel with two processes divides by floor(N q) "
+          "(FEASGM); a hand-written loop divides by |B| (ASGM), or by its configured batch size (SGM).",
+          "not in the paper (our addition, chapter 12): the paper audits Opacus by its source and four methods' "
+          "code; THEORY.md §11.7 gives the probe",
+          _checks.check_beyond, ("12_beyond_opacus.json",), notebook="12_beyond_opacus",
+          tolerance="exact for the probe: each trial's divisor within five standard errors of the rule; a code path "
+                    "that cannot run here is unsettled",
           beyond_paper=True),
 )
 CLAIMS = tuple(replace(c, plain=PLAIN[c.id]) for c in CLAIMS)

@@ -21,7 +21,8 @@ from paperlib.implementations.step_audit import StepAudit, StepNotClassified, cl
 from paperlib.practitioner.check import check_run
 from paperlib.practitioner.report import CheckReport
 
-__all__ = ["StepReport", "StepNotClassified", "audit_step", "load_step", "CLAIM_RELEASE"]
+__all__ = ["StepReport", "StepNotClassified", "audit_step", "load_step", "CLAIM_RELEASE", "CODE_PATHS", "ADVICE",
+           "BEYOND_SETTING", "classify_code_path", "beyond_opacus"]
 
 #: whose accountant states the claim of a step analysed as the SGM: Opacus 1.6.0's RDP accountant
 CLAIM_RELEASE = "1.6.0"
@@ -115,3 +116,99 @@ def load_step(target: str) -> Callable:
     if not callable(fn):
         raise ValueError(f"target: {where} has no callable {name}")
     return fn
+
+
+# ------------------------------------------------------------------------------------- beyond Opacus
+#: the code paths the book's "Beyond Opacus" chapter classifies: key -> (library, how the step runs, the rule its
+#: updates should show). The version is read from the installed package (JAX Privacy: the pinned one).
+CODE_PATHS = {
+    "jax-privacy-constant": ("JAX Privacy", "normalize_by fixed in advance", "public constant"),
+    "jax-privacy-expected": ("JAX Privacy", "normalize_by = the expected batch size computed from the data", "Nq"),
+    "opacus": ("Opacus", "make_private with Poisson sampling, one process", "floor(Nq)"),
+    "opacus-ddp": ("Opacus", "DistributedDataParallel, two processes (gloo)", "floor(Nq)"),
+    "loop-batch": ("PyTorch loop", "written by hand, divides by the batch it drew", "|B|"),
+    "loop-constant": ("PyTorch loop", "written by hand, divides by a configured batch size", "public constant"),
+}
+#: what a user of code with each rule does (one sentence each)
+ADVICE = {
+    "public constant": "Nothing to change: the divisor is fixed before the data are seen, so the claim applies.",
+    "Nq": "Fix the divisor before seeing the data, for example the configured batch size, instead of computing "
+          "it from the data set's size.",
+    "floor(Nq)": "Divide by the configured batch size: call paperlib.practitioner.fix_normaliser(optimizer, "
+                 "batch_size) after make_private.",
+    "|B|": "Divide by a batch size fixed in advance, not by the size of the batch drawn.",
+    "separate draw": "Divide by a batch size fixed in advance, not by the size of a separate draw.",
+}
+#: the one setting every code path's run is checked at: Opacus's MNIST example, one epoch
+BEYOND_SETTING = {"dataset_size": 60_000, "sample_rate": 0.004, "steps": 250, "noise_multiplier": 1.3,
+                  "n_params": 26_010}
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def classify_code_path(key: str, *, trials: int = 24, seed: int = 0) -> tuple[StepAudit, str]:
+    """Classify one of :data:`CODE_PATHS` from its updates; returns ``(audit, version)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``key`` (one line naming the keys).
+    RuntimeError
+        The code cannot run here (JAX Privacy not installable; Opacus's DDP group not starting), with the reason.
+    """
+    from paperlib.implementations import jax_privacy_step as J
+    from paperlib.implementations import step_examples as E
+
+    if key not in CODE_PATHS:
+        raise ValueError(f"key must be one of {', '.join(CODE_PATHS)}, got {key!r}")
+    if key.startswith("jax-privacy"):
+        nb = J.CONSTANT if key.endswith("constant") else "expected"
+        return J.classify_jax_privacy(nb, trials=trials, seed=seed), J.VERSION
+    if key == "opacus-ddp":
+        with E.OpacusDDPStep(world_size=2) as step:
+            return classify_step(step, trials=trials, seed=seed), _version("opacus")
+    step = {"opacus": E.opacus_step, "loop-batch": E.loop_divide_by_batch,
+            "loop-constant": E.loop_divide_by_constant}[key]
+    return classify_step(step, trials=trials, seed=seed), _version("opacus" if key == "opacus" else "torch")
+
+
+def beyond_opacus(*, trials: int = 24, seed: int = 0, keys=None) -> dict:
+    """Every code path of :data:`CODE_PATHS` classified, and its run at :data:`BEYOND_SETTING` checked as the
+    mechanism found (the report of :func:`audit_step`). Returns ``{"setting", "rows"}``; a row holds the key,
+    library, version, how it runs, the rule expected and found, the mechanism, the constant, the claim, each
+    neighbour's verdict with its bracket [forced, certified], the advice and the seconds; a code path that cannot
+    run here has ``error`` (its reason) and no finding."""
+    import time
+
+    rows, reports = [], {}
+    for key in keys or CODE_PATHS:
+        library, how, want = CODE_PATHS[key]
+        row = {"key": key, "library": library, "how": how, "expected_rule": want}
+        t0 = time.perf_counter()
+        try:
+            audit, row["version"] = classify_code_path(key, trials=trials, seed=seed)
+        except (RuntimeError, OSError) as exc:
+            row.update(error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, seconds=time.perf_counter() - t0)
+            rows.append(row)
+            continue
+        mech = audit.mechanism.value
+        if mech not in reports:
+            reports[mech] = check_run(CLAIM_RELEASE, BEYOND_SETTING["dataset_size"], accountant="rdp", mechanism=mech,
+                                      **{k: v for k, v in BEYOND_SETTING.items() if k != "dataset_size"}).to_json()
+        rep = reports[mech]
+        row.update(rule=audit.rule, mechanism=mech, constant=audit.constant, sentence=audit.sentence,
+                   claimed=rep["claimed_epsilon"], claim_stands=rep["claim_stands"],
+                   neighbours=[{"name": n["name"], "verdict": n["verdict"],
+                                "forced": n["epsilon_forced"], "certified": n["epsilon_certified"]}
+                               for n in rep["neighbours"]],
+                   advice=ADVICE[audit.rule], seconds=time.perf_counter() - t0)
+        rows.append(row)
+    return {"setting": dict(BEYOND_SETTING), "claim": f"the SGM's, from Opacus {CLAIM_RELEASE}'s RDP accountant",
+            "rows": rows}

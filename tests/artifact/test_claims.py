@@ -632,10 +632,10 @@ def test_missing_files_not_run(rd):
     g = cl.grade()
     by = {c["id"]: c for c in g["claims"]}
     assert by["C1"]["verdict"] == "not applicable"
-    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "X1", "X2"):
+    for cid in ("C2", "C3", "C4", "C5", "C6", "C7", "C8", "X1", "X2", "X3"):
         assert by[cid]["verdict"] == "not run", by[cid]
         assert "missing" in by[cid]["reason"]
-    assert g["counts"]["not run"] == 9
+    assert g["counts"]["not run"] == 10
 
 
 def test_summary_counts_the_papers_claims_apart(rd):
@@ -645,7 +645,7 @@ def test_summary_counts_the_papers_claims_apart(rd):
 
     g = cl.grade(rd)
     groups = g["counts_by_group"]
-    assert groups["ours"]["claims"] == ["X1", "X2"] and "X1" not in groups["paper"]["claims"]
+    assert groups["ours"]["claims"] == ["X1", "X2", "X3"] and "X1" not in groups["paper"]["claims"]
     assert sum(sum(x["counts"].values()) for x in groups.values()) == len(g["claims"])
     for c in g["claims"]:
         c["basis"] = "from committed data" if c["id"] == "C8" else None
@@ -654,7 +654,7 @@ def test_summary_counts_the_papers_claims_apart(rd):
                                            for v in cl.VERDICTS}} for k in cl.CLAIM_GROUPS}
     text = summary_counts(g)
     assert text == ("the paper's claims (C1–C7): 6 not run, 1 not applicable; read from committed data (C8): "
-                    "1 not run; our additions (X1, X2): 2 not run"), text
+                    "1 not run; our additions (X1–X3): 3 not run"), text
 
 
 def test_missing_keys_not_run(rd):
@@ -673,7 +673,7 @@ def test_main_writes_grade_json_and_page(rd, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "C2" in out and "not reproduced" in out
     g = json.loads((rd / "grade.json").read_text())  # strict JSON
-    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["X1", "X2"]  # X1, X2: beyond the paper
+    assert [c["id"] for c in g["claims"]] == [f"C{i}" for i in range(1, 9)] + ["X1", "X2", "X3"]  # beyond the paper
     # the reason comes right after the verdict in each record
     assert all(list(c)[:4] == ["id", "item", "verdict", "reason"] for c in g["claims"])
     assert set(g["counts"]) == set(cl.VERDICTS) and "partly reproduced" in cl.VERDICTS
@@ -723,7 +723,7 @@ def test_text_table_lists_sentence_then_substitutions(rd):
     k = next(i for i, line in enumerate(lines) if line.startswith("C3 "))
     assert lines[k].split()[3:5] == ["not", "reproduced"]
     assert lines[k + 1].strip().startswith("in short: ")
-    assert lines[-1].startswith("the paper's claims (C1–C8): 1 not reproduced") and "our additions (X1, X2)" in lines[-1]
+    assert lines[-1].startswith("the paper's claims (C1–C8): 1 not reproduced") and "our additions (X1–X3)" in lines[-1]
 
 
 def test_same_substitutions_in_every_view(rd):
@@ -1101,3 +1101,32 @@ def test_chapter_10_runs_are_graded_as_our_addition(rd):
     assert {f["reason"] for f in r["fidelity"]} == {"1 epoch; the claim: 15",
                                                      "DPSUR 300 steps; the claim: its default 25,543"}
     assert any(p["name"].startswith("the ASGM family") and p["verdict"] == "partly reproduced" for p in r["parts"])
+
+
+# ---------------------------------------------------------------- X3: any code, classified from its updates
+def _beyond_rows(**override):
+    from paperlib.practitioner.step import CODE_PATHS
+
+    rows = []
+    for key, (lib, how, want) in CODE_PATHS.items():
+        got = override.get(key, want)
+        row = {"key": key, "library": lib, "how": how, "expected_rule": want, "version": "1"}
+        if got == "error":
+            row["error"] = "JAX Privacy 2.0.0's pinned wheels are for CPython 3.11 on Linux x86-64"
+        else:
+            row.update(rule=got, mechanism={"public constant": "sgm", "Nq": "easgm", "floor(Nq)": "feasgm",
+                                            "|B|": "asgm"}.get(got, "dpsur"),
+                       neighbours=[{"name": "removal", "verdict": "stands"}, {"name": "addition", "verdict": "stands"}])
+        rows.append(row)
+    return {"rows": rows}
+
+
+def test_x3_holds_when_every_code_path_shows_its_divisor_and_fails_when_one_does_not(rd):
+    _write(rd, "12_beyond_opacus.json", _beyond_rows())
+    r = _claim("X3").evaluate(rd)
+    assert r["verdict"] == "reproduced" and len(r["findings"]) == 4  # every rule but a public constant
+    _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"opacus-ddp": "|B|"}))  # a divisor it was not written with
+    assert _claim("X3").evaluate(rd)["verdict"] == "not reproduced"
+    _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"jax-privacy-expected": "error"}))  # could not run here
+    r = _claim("X3").evaluate(rd)
+    assert r["verdict"] == "partly reproduced" and "not run here" in json.dumps(r["parts"])

@@ -1118,3 +1118,36 @@ def check_practitioners(rd: Path) -> dict:
             "findings": findings, "measured": measured,
             "values": {"rows": [{k: r.get(k) for k in ("family", "setting", "verdict", "claimed", "certified",
                                                         "forced")} for r in rows], "commands": commands}}
+
+
+# ---------------------------------------------------------------- X3: chapter 12, any code classified from its updates
+def check_beyond(rd: Path) -> dict:
+    """X3 (chapter 12, beyond the paper): each code path of :data:`paperlib.practitioner.step.CODE_PATHS` shows, in
+    its own updates, the divisor it was written with. Reads ``12_beyond_opacus.json``. A code path whose divisor is
+    another contradicts the claim; one that could not run here (JAX Privacy without its wheels, no gloo) is
+    unsettled (partly reproduced). The classification is exact for the probe's trials (its tolerance is five
+    standard errors of one trial's divisor, THEORY.md §11.7): no trials substitution."""
+    name = "12_beyond_opacus.json"
+    data, params, mode = load_result(rd, name)
+    rows = [r for r in data.get("rows") or [] if isinstance(r, dict)]
+    if not rows:
+        raise NotRun(f"{name} has no rows")
+    parts, findings = [], []
+    for r in rows:
+        what = f"{r.get('library')}, {r.get('how')}: divides by {r.get('expected_rule')}"
+        if r.get("error"):
+            parts.append(part(what, True, f"not run here: {r['error']}", partial="not run here"))
+            continue
+        ok = r.get("rule") == r.get("expected_rule")
+        verdicts = {n.get("name"): n.get("verdict") for n in r.get("neighbours") or []}
+        parts.append(part(what, ok, f"found {r.get('rule')} ({str(r.get('mechanism')).upper()}); the run at Opacus's "
+                                    f"MNIST example: {_verdict_words(verdicts)}"))
+        if ok and r.get("rule") != "public constant":
+            findings.append(f"{r.get('library')} {r.get('version', '')}, {r.get('how')}: its updates show "
+                            f"{str(r.get('mechanism')).upper()}, not the SGM its claim analyses; at Opacus's MNIST "
+                            f"example the claim is {_verdict_words(verdicts)}")
+    measured = "; ".join(f"{r.get('library')} ({r.get('how')}): " + (r.get("rule") or f"not run ({r.get('error')})")
+                         for r in rows)
+    return {"mode": mode, "parts": parts, "fidelity": [], "findings": findings, "measured": measured,
+            "values": {"rows": [{k: r.get(k) for k in ("key", "library", "version", "how", "expected_rule", "rule",
+                                                        "mechanism", "error")} for r in rows]}}
