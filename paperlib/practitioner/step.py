@@ -125,7 +125,7 @@ CODE_PATHS = {
     "jax-privacy-constant": ("JAX Privacy", "normalize_by fixed in advance", "public constant"),
     "jax-privacy-expected": ("JAX Privacy", "normalize_by = the expected batch size computed from the data", "Nq"),
     "opacus": ("Opacus", "make_private with Poisson sampling, one process", "floor(Nq)"),
-    "opacus-ddp": ("Opacus", "DistributedDataParallel, two processes (gloo)", "floor(Nq)"),
+    "opacus-ddp": ("Opacus", "DistributedDataParallel, two processes on gloo", "floor(Nq)"),
     "loop-batch": ("PyTorch loop", "written by hand, divides by the batch it drew", "|B|"),
     "loop-constant": ("PyTorch loop", "written by hand, divides by a configured batch size", "public constant"),
 }

@@ -1146,7 +1146,8 @@ def check_beyond(rd: Path) -> dict:
             findings.append(f"{r.get('library')} {r.get('version', '')}, {r.get('how')}: its updates show "
                             f"{str(r.get('mechanism')).upper()}, not the SGM its claim analyses; at Opacus's MNIST "
                             f"example the claim is {_verdict_words(verdicts)}")
-    measured = "; ".join(f"{r.get('library')} ({r.get('how')}): " + (r.get("rule") or f"not run ({r.get('error')})")
+    # "library, how: rule" (a code path's description may hold a parenthesis: none is opened around it)
+    measured = "; ".join(f"{r.get('library')}, {r.get('how')}: " + (r.get("rule") or f"not run, {r.get('error')}")
                          for r in rows)
     return {"mode": mode, "parts": parts, "fidelity": [], "findings": findings, "measured": measured,
             "values": {"rows": [{k: r.get(k) for k in ("key", "library", "version", "how", "expected_rule", "rule",
