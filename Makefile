@@ -170,10 +170,13 @@ DEP_FILES := $(addprefix build/deps/,$(addsuffix .d,$(NB_NAMES)))
 DATA_STAMP := build/data-stamp.txt
 DATA_ROOTS := $(or $(PAPERLIB_DATA),data) $(wildcard $(ROOT)/../shared/data)
 NB_GOALS := all figures book grade appendix book/notebooks/%
+# "n" under make -n: GNU make puts the one-letter flags first in MAKEFLAGS (as "n" or "-n"); the long options
+# ("--no-builtin-rules", added above) never count, although they contain an n
+DRY_RUN := $(findstring n,$(patsubst -%,%,$(filter-out --%,$(firstword $(MAKEFLAGS)))))
 ifneq ($(filter $(NB_GOALS),$(or $(MAKECMDGOALS),all)),)
   # a dry run (make -n) reads the dependency files that exist and are current, and writes none (make
   # remakes an included makefile even under -n)
-  ifneq ($(findstring n,$(firstword -$(MAKEFLAGS))),)
+  ifneq ($(DRY_RUN),)
     -include $(shell $(PYTHON) -m paperlib.artifact.deps prune --dry-run $(wildcard $(DEP_FILES)))
   else
     # a rule written before a module was deleted or renamed (a checkout updated by git pull) is deleted

@@ -40,10 +40,29 @@ def opacus_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, se
     mean (``loss_reduction='mean'``, Opacus's default). Opacus sets its sampling rate to ``1 / len(loader)``, so
     the loader's batch size is ``round(sampling_rate * m)`` and the rate the step runs at is the one that gives
     (0.5 for the probe's defaults)."""
+    import logging
+    import warnings
+
     import torch
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
+    # Opacus warns about its non-cryptographic RNG and logs every empty Poisson batch: a probe of many steps
+    # would print both at every call (and the warning names a file of this machine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opacus_log = logging.getLogger("opacus")
+        level = opacus_log.level
+        opacus_log.setLevel(logging.ERROR)
+        try:
+            return _opacus_step(gradients, sampling_rate, noise_multiplier, max_grad_norm, seed, torch, PrivacyEngine,
+                                DataLoader, TensorDataset)
+        finally:
+            opacus_log.setLevel(level)
+
+
+def _opacus_step(gradients, sampling_rate, noise_multiplier, max_grad_norm, seed, torch, PrivacyEngine, DataLoader,
+                 TensorDataset):
     model, x = linear_probe(gradients)
     weight = model.weight  # the same parameter inside Opacus's wrappers
     loader = DataLoader(TensorDataset(x), batch_size=max(1, round(sampling_rate * len(x))))
@@ -98,15 +117,18 @@ def loop_divide_by_constant(gradients, *, sampling_rate, noise_multiplier, max_g
 
 def _ddp_worker(rank: int, world_size: int, port: int, inbox, outbox) -> None:
     """One rank of :class:`OpacusDDPStep`: joins the gloo group, then runs one Opacus DDP step per message."""
+    import logging
     import warnings
 
+    # this process writes to the caller's stderr (a notebook shows it): no warning per step, no log per empty batch
+    warnings.simplefilter("ignore")
+    logging.getLogger("opacus").setLevel(logging.ERROR)
     import torch
     import torch.distributed as dist
     from opacus import PrivacyEngine
     from opacus.distributed import DifferentiallyPrivateDistributedDataParallel as DPDDP
     from torch.utils.data import DataLoader, TensorDataset
 
-    warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
     try:

@@ -167,3 +167,23 @@ def test_prune_deletes_a_rule_that_names_a_missing_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "paperlib.artifact.deps", "prune", str(old), str(new),
                         str(tmp_path / "absent.d")], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout == "" and not old.exists() and new.exists()
+
+
+def test_make_tells_a_dry_run_from_a_real_one(tmp_path):
+    """The Makefile's DRY_RUN is "n" under make -n only. Its first form also matched the n of the long option
+    --no-builtin-rules that the Makefile adds to MAKEFLAGS, so every run counted as a dry run: the dependency rules
+    were never written, and a notebook did not run again when a module it imports changed."""
+    import re
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    flags = re.search(r"^MAKEFLAGS \+= .*$", text, flags=re.M).group(0)
+    dry = re.search(r"^DRY_RUN := .*$", text, flags=re.M).group(0)
+    (tmp_path / "Makefile").write_text(f"{flags}\n{dry}\n$(info dry=[$(DRY_RUN)])\nall:\n\t@:\n")
+    for args, want in (([], "dry=[]"), (["-s"], "dry=[]"), (["-n"], "dry=[n]"), (["-s", "-k"], "dry=[]"),
+                       (["-ns"], "dry=[n]"), (["-s", "-j2"], "dry=[]")):
+        r = subprocess.run(["make", *args], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                           env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")})
+        assert want in r.stdout, (args, r.stdout, r.stderr)
