@@ -309,6 +309,7 @@ def run_audit_step(args) -> int:
             msg = re.sub(rf"(?<![\w-]){name}(?!\w)", opt, msg)
         return msg
 
+    step = None
     try:
         step = load_step(args.target)
         r = audit_step(step, dataset_size=args.dataset_size, sample_rate=args.sample_rate, steps=args.steps,
@@ -323,6 +324,9 @@ def run_audit_step(args) -> int:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
         return _fail(named(_first_line(exc)), 2)
+    finally:
+        if callable(getattr(step, "close", None)):  # a step made from a class (OpacusDDPStep: its processes)
+            step.close()
     if args.json:
         json.dump(_json_clean(r.to_json()), sys.stdout)
         sys.stdout.write("\n")

@@ -86,7 +86,8 @@ def audit_step(step: Callable, *, dataset_size: int | None = None, sample_rate: 
 
 
 def load_step(target: str) -> Callable:
-    """The callable named by ``target``: ``package.module:function`` or ``path/to/file.py:function``.
+    """The callable named by ``target``: ``package.module:function`` or ``path/to/file.py:function``. A class
+    (``step_examples:OpacusDDPStep``) is made with no arguments; call its ``close`` when done, if it has one.
 
     Raises
     ------
@@ -115,6 +116,11 @@ def load_step(target: str) -> Callable:
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ValueError(f"target: {where} has no callable {name}")
+    if isinstance(fn, type):  # a step that keeps state between calls (processes, a session): one instance
+        try:
+            fn = fn()
+        except Exception as exc:  # noqa: BLE001 - said in one line, naming the target
+            raise ValueError(f"target: {name}() cannot be made without arguments: {type(exc).__name__}: {exc}") from None
     return fn
 
 

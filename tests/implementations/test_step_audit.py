@@ -137,3 +137,16 @@ def test_opacus_under_distributed_data_parallel_is_still_feasgm():
     assert np.median(a.neighbours["D"]["nu"]) == pytest.approx(3.0, rel=0.02)
     with pytest.raises(ValueError, match="world_size"):
         E.OpacusDDPStep(world_size=1)
+
+
+def test_the_command_line_takes_a_step_class_and_closes_it(capsys):
+    """``audit-step module:Class`` makes the step with no arguments and closes it (OpacusDDPStep's processes)."""
+    pytest.importorskip("opacus")
+    from paperlib.cli import main
+
+    assert main(["audit-step", "paperlib.implementations.step_examples:OpacusDDPStep", "--trials", "6",
+                 "--json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["audit"]["mechanism"] == "feasgm" and out["check"] is None
