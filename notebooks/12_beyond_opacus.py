@@ -95,13 +95,13 @@ show_table(table, ["Library", "Code path", "Divisor found", "Mechanism", "Claime
 glue("nb12_tab", number_of("12_beyond"), display=False)
 MATCH = sum(r.get("rule") == r["expected_rule"] for r in RAN)
 glue("nb12_match", f"{MATCH} of {len(RAN)}", display=False)
-glue("nb12_not_run", "; ".join(f"{r['library']}, {r['how']}: {r['error']}" for r in ROWS if r.get("error"))
-     or "every code path ran", display=False)
+_missing = [f"{r['library']}, {r['how']}: {r['error']}" for r in ROWS if r.get("error")]
+glue("nb12_not_run", ("What did not run here, and why: " + "; ".join(_missing) + ".") if _missing else
+     "Every code path ran here.", display=False)
 
 # %% [markdown]
 # Table {glue:text}`nb12_tab` gives the result. For {glue:text}`nb12_match` code paths that ran,
-# the divisor found is the one the code was written with. What did not run here, and why:
-# {glue:text}`nb12_not_run`.
+# the divisor found is the one the code was written with. {glue:text}`nb12_not_run`
 #
 # One row needs a word on Opacus's code. Under `DistributedDataParallel` each rank divides by
 # its share of the floor of the expected batch size, and the ranks' gradients are then averaged.
