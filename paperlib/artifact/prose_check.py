@@ -40,7 +40,7 @@ FIELD_NAMES = frozenset({"DPSUR", "MNIST", "CIFAR", "SGM", "ASGM", "EASGM", "FEA
                          "RDP", "CNN", "MLP", "GPU", "CPU", "CUDA", "DPI"})
 _CLAIM_LABEL = re.compile(r"^[A-Z]\d+$")
 _BLOCKS = {"p", "li", "dt", "dd", "td", "th", "caption", "figcaption", "h1", "h2", "h3", "h4", "h5", "h6",
-           "summary", "div", "section", "blockquote", "tr", "table", "ul", "ol", "dl", "span-block"}
+           "summary", "div", "section", "blockquote", "tr", "table", "ul", "ol", "dl"}
 _VOID = {"br", "img", "hr", "meta", "link", "input", "wbr", "source", "col", "area", "base", "embed", "param",
          "track"}
 #: elements, and classes, whose text is not prose

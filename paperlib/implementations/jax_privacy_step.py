@@ -31,7 +31,6 @@ from pathlib import Path
 
 from paperlib.implementations.cache import PACKAGE_PARENT, cache_root
 from paperlib.implementations.step_audit import StepAudit, StepNotClassified
-from paperlib.mechanisms.core import Mechanism
 
 __all__ = ["VERSION", "PINS", "JaxPrivacyUnavailable", "install_dir", "ensure_installed", "jax_privacy_step",
            "classify_jax_privacy"]
@@ -172,7 +171,4 @@ def classify_jax_privacy(normalize_by="expected", *, download: bool = True, **pr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if "refused" in out:
         raise StepNotClassified(out["refused"], out["evidence"])
-    j = out["ok"]
-    return StepAudit(rule=j["rule"], mechanism=Mechanism(j["mechanism"]), constant=j["constant"],
-                     neighbours=j["neighbours"], probe=j["probe"], sentence=j["sentence"],
-                     batch_exposed=j["batch_exposed"], notes=tuple(j["notes"]))
+    return StepAudit.from_json(out["ok"])

@@ -45,11 +45,13 @@ trials that showed it. The defaults (``records`` = 7, ``sampling_rate`` = 0.5) m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
+from paperlib.fdp.validation import (ParameterError, check_int, check_positive, check_probability,
+                                     check_seed)
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 
@@ -85,12 +87,16 @@ class StepAudit:
     probe: dict
     sentence: str
     batch_exposed: bool = False
-    notes: tuple = field(default_factory=tuple)
 
     def to_json(self) -> dict:
         return {"rule": self.rule, "mechanism": self.mechanism.value, "constant": self.constant,
                 "neighbours": self.neighbours, "probe": self.probe, "sentence": self.sentence,
-                "batch_exposed": self.batch_exposed, "notes": list(self.notes)}
+                "batch_exposed": self.batch_exposed}
+
+    @classmethod
+    def from_json(cls, j: dict) -> "StepAudit":
+        """The audit :meth:`to_json` wrote (a subprocess's answer)."""
+        return cls(**{**j, "mechanism": Mechanism(j["mechanism"])})
 
 
 def _call(step: Callable, grads: np.ndarray, *, q: float, sigma: float, C: float, seed: int):
@@ -182,19 +188,18 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
     StepNotClassified
         The updates fit no known rule (a ValueError; ``evidence`` holds each data set's trials).
     """
-    _check_int("records", records, 2, 64)
-    _check_int("noise_dims", noise_dims, 500, 100_000)
-    _check_int("trials", trials, 4, 10_000)
-    _check_int("seed", seed, 0, 2**63 - 1)
-    if not (isinstance(sampling_rate, (int, float)) and 0 < sampling_rate < 1):
-        raise ValueError(f"sampling_rate must be in (0, 1), got {sampling_rate!r}")
-    if not (isinstance(noise_multiplier, (int, float)) and 0 < noise_multiplier <= 0.1):
-        raise ValueError(f"noise_multiplier must be in (0, 0.1] (small, so that memberships read), got {noise_multiplier!r}")
-    if not (isinstance(max_grad_norm, (int, float)) and max_grad_norm > 0 and math.isfinite(max_grad_norm)):
-        raise ValueError(f"max_grad_norm must be a finite number > 0, got {max_grad_norm!r}")
+    records = _int_in("records", records, 2, 64)
+    noise_dims = _int_in("noise_dims", noise_dims, 500, 100_000)
+    trials = _int_in("trials", trials, 4, 10_000)
+    seed = check_seed(seed)
+    q = check_probability(sampling_rate, "sampling_rate", open_left=True, open_right=True)
+    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    if sigma > 0.1:
+        raise ParameterError("noise_multiplier", "noise_multiplier must be in (0, 0.1] (small, so that memberships "
+                                                 f"read), got {noise_multiplier!r}")
+    C = check_positive(max_grad_norm, "max_grad_norm")
     if not callable(step):
         raise ValueError(f"step must be callable (the protocol of paperlib.implementations.step_audit), got {step!r}")
-    q, sigma, C = float(sampling_rate), float(noise_multiplier), float(max_grad_norm)
     tol = 5.0 / math.sqrt(2 * noise_dims)  # five standard errors of one trial's nu_noise
     n = records + 1 + noise_dims
     sides, exposed = {}, False
@@ -277,9 +282,12 @@ def _show(side: dict) -> str:
     return f"{min(nus):.3g} to {max(nus):.3g} with batches of {min(side['batch_sizes'])} to {max(side['batch_sizes'])}"
 
 
-def _check_int(name: str, v: Any, lo: int, hi: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
+def _int_in(name: str, v: Any, lo: int, hi: int) -> int:
+    """:func:`~paperlib.fdp.validation.check_int` with an upper end too (the probe's sizes are bounded)."""
+    v = check_int(v, name, lo)
+    if v > hi:
+        raise ParameterError(name, f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
+    return v
 
 
 def linear_probe(gradients):

@@ -20,6 +20,7 @@ one's own code.
 
 from __future__ import annotations
 
+from paperlib.fdp.validation import ParameterError, check_int
 from paperlib.implementations.step_audit import linear_probe
 
 __all__ = ["LOOP_BATCH_SIZE", "opacus_step", "loop_divide_by_batch", "loop_divide_by_constant", "OpacusDDPStep"]
@@ -49,33 +50,26 @@ def opacus_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, se
 
     # Opacus warns about its non-cryptographic RNG and logs every empty Poisson batch: a probe of many steps
     # would print both at every call (and the warning names a file of this machine)
+    opacus_log = logging.getLogger("opacus")
+    level = opacus_log.level
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        opacus_log = logging.getLogger("opacus")
-        level = opacus_log.level
         opacus_log.setLevel(logging.ERROR)
         try:
-            return _opacus_step(gradients, sampling_rate, noise_multiplier, max_grad_norm, seed, torch, PrivacyEngine,
-                                DataLoader, TensorDataset)
+            model, x = linear_probe(gradients)
+            weight = model.weight  # the same parameter inside Opacus's wrappers
+            loader = DataLoader(TensorDataset(x), batch_size=max(1, round(sampling_rate * len(x))))
+            torch.manual_seed(seed)
+            optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+            model, optimizer, loader = PrivacyEngine(accountant="rdp").make_private(
+                module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=noise_multiplier,
+                max_grad_norm=max_grad_norm, poisson_sampling=True)
+            (xb,) = next(iter(loader))
+            optimizer.zero_grad()
+            model(xb).mean().backward()  # as a training loop does, an empty batch too (Opacus handles its zero rows)
+            optimizer.step()
         finally:
             opacus_log.setLevel(level)
-
-
-def _opacus_step(gradients, sampling_rate, noise_multiplier, max_grad_norm, seed, torch, PrivacyEngine, DataLoader,
-                 TensorDataset):
-    model, x = linear_probe(gradients)
-    weight = model.weight  # the same parameter inside Opacus's wrappers
-    loader = DataLoader(TensorDataset(x), batch_size=max(1, round(sampling_rate * len(x))))
-    torch.manual_seed(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    engine = PrivacyEngine(accountant="rdp")
-    model, optimizer, loader = engine.make_private(module=model, optimizer=optimizer, data_loader=loader,
-                                                   noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
-                                                   poisson_sampling=True)
-    (xb,) = next(iter(loader))
-    optimizer.zero_grad()
-    model(xb).mean().backward()  # as a training loop does, an empty batch too (Opacus handles its zero rows)
-    optimizer.step()
     update = -weight.detach().reshape(-1)  # from zero at learning rate 1
     return update.double().numpy(), _rows_to_indices(x, xb)
 
@@ -157,8 +151,9 @@ class OpacusDDPStep:
     a step of the protocol. Use as a context manager (``with OpacusDDPStep() as step: ...``) or call ``close``."""
 
     def __init__(self, world_size: int = 2, timeout_s: float = 300.0):
-        if isinstance(world_size, bool) or not isinstance(world_size, int) or not 2 <= world_size <= 8:
-            raise ValueError(f"world_size must be an integer in [2, 8], got {world_size!r}")
+        world_size = check_int(world_size, "world_size", 2)
+        if world_size > 8:
+            raise ParameterError("world_size", f"world_size must be an integer in [2, 8], got {world_size!r}")
         self.world_size, self.timeout_s, self._procs = world_size, float(timeout_s), []
 
     def _start(self) -> None:
