@@ -55,7 +55,7 @@ from paperlib.artifact.provenance import save_result
 from paperlib.artifact.tables import number_of, show_table
 
 T_START = pf.start_notebook(MODE)
-TRIALS = pf.pick(MODE, smoke=8, quick=24, full=48)  # calls of each step per data set
+TRIALS = pf.pick(MODE, smoke=16, quick=24, full=48)  # calls of each step per data set
 glue("nb12_mode", MODE, display=False)
 glue("nb12_trials", f"{TRIALS}", display=False)
 glue("nb12_n_paths", f"{len(CODE_PATHS)}", display=False)

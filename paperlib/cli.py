@@ -286,7 +286,8 @@ def _audit_step_options(a: argparse.ArgumentParser) -> None:
                         "python -m pydoc paperlib.implementations.step_audit")
     a.add_argument("--records", type=int, default=7, help="the probe's data set size, in [2, 64] (default 7)")
     a.add_argument("--probe-rate", type=float, default=0.5, help="the probe's sampling rate, in (0, 1) (default 0.5)")
-    a.add_argument("--trials", type=int, default=24, help="calls of the step per data set, in [4, 10000] (default 24)")
+    a.add_argument("--trials", type=int, default=24, help="calls of the step per data set, at most 10000 and enough to test its sampling "
+                   "(13 at the probe's defaults; default 24)")
     a.add_argument("--seed", type=int, default=0, help="seed of the probe's calls, >= 0 (default 0)")
     a.add_argument("--dataset-size", type=int, help="the run's records (with the four below: the run's report)")
     a.add_argument("--sample-rate", type=float, help="the run's Poisson sampling rate in (0, 1]")

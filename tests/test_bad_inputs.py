@@ -49,7 +49,7 @@ AU = ["audit", "--mechanism", "easgm", "--N", "3", "--q", "0.5", "--sigma", "2",
       "--trials", "200", "--distinguisher", "optimal", "--seed", "0"]
 AI = ["audit-implementation", "--implementation", "dpsur", "--model", "cnn-mnist", "--dataset", "synthetic",
       "--N", "4", "--q", "0.7", "--sigma", "10", "--C", "0.1", "--trials", "100", "--seed", "0"]
-AS = ["audit-step", "paperlib.implementations.step_examples:loop_divide_by_constant", "--trials", "4"]
+AS = ["audit-step", "paperlib.implementations.step_examples:loop_divide_by_constant", "--trials", "16"]
 ASR = AS + ["--dataset-size", "60000", "--sample-rate", "0.004", "--steps", "250", "--noise-multiplier", "1.3",
             "--params", "26010"]
 CK = ["check", "--opacus-version", "1.6.0", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "10",
@@ -232,6 +232,7 @@ CLI_INVALID = [
     ("step-records-one", _with(AS, records="1"), "--records"),
     ("step-probe-rate-one", _with(AS, **{"probe-rate": "1"}), "--probe-rate"),
     ("step-trials-two", _with(AS, trials="2"), "--trials"),
+    ("step-trials-too-few-to-test-sampling", _with(AS, trials="8"), "--trials"),
     ("step-seed-negative", _with(AS, seed="-1"), "--seed"),
     ("step-run-settings-partial", AS + ["--dataset-size", "60000"], "--sample-rate"),
     ("step-run-sample-rate-above-1", _with(ASR, **{"sample-rate": "1.5"}), "--sample-rate"),
@@ -442,6 +443,7 @@ def _api_rows():
         ("classify-step-records", lambda: _classify(records=1), ValueError, "records"),
         ("classify-step-rate", lambda: _classify(sampling_rate=0.0), ValueError, "sampling_rate"),
         ("classify-step-noise", lambda: _classify(noise_multiplier=1.0), ValueError, "noise_multiplier"),
+        ("classify-step-trials-too-few", lambda: _classify(trials=8), ValueError, "trials"),
         ("classify-step-not-callable", lambda: _classify(step=3), ValueError, "step"),
         ("classify-step-wrong-length", lambda: _classify(step=lambda g, **k: g[0][:3]), ValueError, "step"),
         ("audit-step-partial-run", lambda: _audit_step(dataset_size=100), ValueError, "sample_rate"),

@@ -38,7 +38,12 @@ equals ``m q`` or ``floor(m q)``; a *separate draw* when ``nu`` is a whole numbe
 some trial (DPSUR's second Poisson draw). Across the two data sets: ``N q`` on both is EASGM, ``floor(N q)`` on
 both FEASGM, ``|B|`` ASGM, a separate draw DPSUR's rule, and one constant equal on both a public constant: the
 SGM's output post-processed. Anything else fits no known rule: :class:`StepNotClassified` is raised with the
-trials that showed it. The defaults (``records`` = 7, ``sampling_rate`` = 0.5) make ``N q`` and
+trials that showed it.
+
+**The sampling.** Every accountant of the table assumes Poisson sampling. The batch sizes read on each data set
+must be those of Poisson sampling at ``sampling_rate``: two exact tests (:func:`_sampling`) refuse a step whose
+batches all have one size (shuffling, sampling without replacement) or whose rate is another, at
+:data:`SAMPLING_ALPHA`. The defaults (``records`` = 7, ``sampling_rate`` = 0.5) make ``N q`` and
 ``floor(N q)`` differ on ``D`` (3.5 and 3) and the floors differ between the neighbours (3 and 4).
 """
 
@@ -50,12 +55,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from scipy import signal, stats
+
 from paperlib.fdp.validation import (ParameterError, check_int, check_positive, check_probability,
                                      check_seed)
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 
-__all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM"]
+__all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM", "SAMPLING_ALPHA"]
+
+#: a p-value below this in either exact test of the batches' sizes refuses the step as not Poisson sampling at
+#: its rate (two tests on each of two data sets: a Poisson step is refused with probability at most 4e-6)
+SAMPLING_ALPHA = 1e-6
 
 #: the rule a step's normaliser follows -> the mechanism of the table that runs it
 RULE_MECHANISM = {"Nq": Mechanism.EASGM, "floor(Nq)": Mechanism.FEASGM, "|B|": Mechanism.ASGM,
@@ -134,6 +145,49 @@ def _trial(u: np.ndarray, batch, m: int, *, sigma: float, C: float) -> dict:
     return rec
 
 
+def _size_law(m: int, q: float) -> np.ndarray:
+    """``P(|B| = b | |B| >= 1)`` for ``b = 0..m`` under Poisson sampling of ``m`` records at rate ``q``."""
+    pmf = stats.binom.pmf(np.arange(m + 1), m, q)
+    pmf[0] = 0.0
+    return pmf / pmf.sum()
+
+
+def _min_trials(m: int, q: float) -> int:
+    """The fewest non-empty batches with which one fixed size is refused at :data:`SAMPLING_ALPHA`."""
+    return math.ceil(math.log(SAMPLING_ALPHA / m) / math.log(_size_law(m, q).max()))
+
+
+def _sampling(sizes: list[int], m: int, q: float) -> dict:
+    """Two exact tests that the non-empty batches' sizes are those of Poisson sampling at rate ``q`` (THEORY.md
+    §11.7): ``fixed_size_p``, the chance that one size is drawn as often as the commonest was (a union bound over
+    the ``m`` sizes of a binomial tail: a fixed batch size, as shuffling or sampling without replacement gives,
+    reads near zero); ``rate_p``, the two-sided chance of a total this far from its mean (the exact law of a sum
+    of zero-truncated binomials, by convolution: a step that samples at another rate reads near zero). Batches
+    that are empty, or whose round was skipped, are left out on both sides, so a step that skips empty batches
+    is read as one that does not."""
+    sizes = [b for b in sizes if b > 0]
+    law = _size_law(m, q)
+    out = {"batches": len(sizes), "needed": _min_trials(m, q)}
+    if len(sizes) < out["needed"]:
+        return out
+    counts = np.bincount(sizes, minlength=m + 1)
+    out["fixed_size_p"] = float(min(1.0, m * stats.binom.sf(counts.max() - 1, len(sizes), law.max())))
+    # the law of the sum of the sizes: powers of ``law`` by squaring (fftconvolve: fast at 10,000 trials)
+    total, acc, k = law, np.array([1.0]), len(sizes)
+    while k:
+        if k & 1:
+            acc = np.clip(signal.fftconvolve(acc, total), 0.0, None)
+        k >>= 1
+        if k:
+            total = np.clip(signal.fftconvolve(total, total), 0.0, None)
+    acc /= acc.sum()
+    s = sum(sizes)
+    out["rate_p"] = float(min(1.0, 2 * min(acc[:s + 1].sum(), acc[s:].sum())))
+    out["mean_size"] = round(float(s / len(sizes)), 3)
+    out["expected_mean_size"] = round(float(law @ np.arange(m + 1)), 3)
+    return out
+
+
 def _fits(nu: float, value: float, tol: float) -> bool:
     return value > 0 and abs(nu - value) <= tol * value
 
@@ -173,8 +227,9 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
     records : int in [2, 64], the size of ``D`` (``D'`` has one more); sampling_rate : float in (0, 1)
     noise_multiplier : float in (0, 0.1]: small, so that each membership reads without error
     max_grad_norm : float > 0; noise_dims : int in [500, 100000], the noise-only coordinates
-    trials : int in [4, 10000], calls per data set; seed : int >= 0 (trial ``k`` of data set ``j`` uses seed
-        ``seed * 1_000_003 + 2 k + j``)
+    trials : int in [4, 10000], calls per data set, and at least the number with which one fixed batch size is
+        refused (13 at the defaults; the error names it); seed : int >= 0 (trial ``k`` of data set ``j`` uses
+        seed ``seed * 1_000_003 + 2 k + j``)
 
     Returns
     -------
@@ -186,7 +241,9 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
         A parameter out of its range (one line naming it), or a step that returns something else than the
         protocol's update.
     StepNotClassified
-        The updates fit no known rule (a ValueError; ``evidence`` holds each data set's trials).
+        The updates fit no known rule, or the batches are not Poisson sampling's at ``sampling_rate`` (a fixed
+        batch size, or another rate: :data:`SAMPLING_ALPHA`), a ValueError; ``evidence`` holds each data set's
+        trials and the two tests of its batches' sizes.
     """
     records = _int_in("records", records, 2, 64)
     noise_dims = _int_in("noise_dims", noise_dims, 500, 100_000)
@@ -198,6 +255,10 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
         raise ParameterError("noise_multiplier", "noise_multiplier must be in (0, 0.1] (small, so that memberships "
                                                  f"read), got {noise_multiplier!r}")
     C = check_positive(max_grad_norm, "max_grad_norm")
+    need = max(_min_trials(records, q), _min_trials(records + 1, q))
+    if trials < need:
+        raise ParameterError("trials", f"trials must be at least {need} at records {records} and sampling_rate {q:g} "
+                                       f"(to tell Poisson sampling from a fixed batch size), got {trials}")
     if not callable(step):
         raise ValueError(f"step must be callable (the protocol of paperlib.implementations.step_audit), got {step!r}")
     tol = 5.0 / math.sqrt(2 * noise_dims)  # five standard errors of one trial's nu_noise
@@ -222,6 +283,7 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
             side["unread_trials"] = unread
         if any(t.get("batch_agrees") is False for t in ok):
             side["batch_disagrees"] = True
+        side["sampling"] = _sampling(side["batch_sizes"], m, q)
         off = [t for t in ok if "nu_signal" in t and not _fits(t["nu_signal"], t["nu"], 2 * tol + 5 * sigma)]
         if off:
             side["noise_not_sigma_C"] = len(off)
@@ -243,6 +305,7 @@ def _decide(sides: dict, probe: dict, exposed: bool) -> StepAudit:
         if s.get("noise_not_sigma_C"):
             problems.append(f"on {name} the noise was not noise_multiplier * max_grad_norm before the division "
                             f"({s['noise_not_sigma_C']} trials)")
+        problems += _sampling_problems(name, s, probe["sampling_rate"])
     a, b = set(D["labels"]), set(Dp["labels"])
     rule, const = None, None
     if not problems:
@@ -273,6 +336,27 @@ def _decide(sides: dict, probe: dict, exposed: bool) -> StepAudit:
     sentence = f"The step divides by {what}, {verdict}."
     return StepAudit(rule=rule, mechanism=mech, constant=const, neighbours=sides, probe=probe, sentence=sentence,
                      batch_exposed=exposed)
+
+
+def _sampling_problems(name: str, side: dict, q: float) -> list[str]:
+    """Why the batches of one data set are not Poisson sampling's at rate ``q`` (empty when they may be)."""
+    t = side["sampling"]
+    if "fixed_size_p" not in t:
+        return [f"on {name} only {t['batches']} trials drew a batch and {t['needed']} are needed to tell Poisson "
+                "sampling from a fixed batch size (raise trials)"]
+    out = []
+    if t["fixed_size_p"] < SAMPLING_ALPHA:
+        sizes = [b for b in side["batch_sizes"] if b > 0]
+        top = max(set(sizes), key=sizes.count)
+        out.append(f"on {name} {sizes.count(top)} of {len(sizes)} batches held {top} records, which Poisson sampling "
+                   f"at rate {q:g} gives with a chance below {t['fixed_size_p']:.1e}: the step draws batches of a "
+                   "fixed size (shuffling or sampling without replacement), which the SGM's accountant does not "
+                   "cover")
+    if t["rate_p"] < SAMPLING_ALPHA:
+        out.append(f"on {name} the batches held {t['mean_size']:g} records on average where Poisson sampling at "
+                   f"rate {q:g} gives {t['expected_mean_size']:g} (chance {t['rate_p']:.1e}): the step does not "
+                   "sample at sampling_rate")
+    return out
 
 
 def _show(side: dict) -> str:

@@ -14,12 +14,22 @@ from paperlib.implementations.step_audit import StepNotClassified, classify_step
 from paperlib.mechanisms.core import Mechanism
 
 
-def _step(nu_of, *, clip=True, noise_scale=1.0, report_batch=None):
-    """A NumPy DP-SGD step whose normaliser is ``nu_of(m, q, batch_size, rng)`` (0: skip the round)."""
+def _poisson(rng, m, q):
+    return np.flatnonzero(rng.random(m) < q)
+
+
+def _shuffle(rng, m, q):
+    """A batch of a fixed size, round(m q), drawn without replacement (one batch of a shuffled epoch)."""
+    return np.sort(rng.permutation(m)[:round(m * q)])
+
+
+def _step(nu_of, *, clip=True, noise_scale=1.0, report_batch=None, sample=_poisson):
+    """A NumPy DP-SGD step whose normaliser is ``nu_of(m, q, batch_size, rng)`` (0: skip the round) and whose batch
+    is ``sample(rng, m, q)``."""
     def step(g, *, sampling_rate, noise_multiplier, max_grad_norm, seed):
         rng = np.random.default_rng(seed)
         m = g.shape[0]
-        b = np.flatnonzero(rng.random(m) < sampling_rate)
+        b = sample(rng, m, sampling_rate)
         rows = g[b]
         if clip:
             rows = rows / np.maximum(1.0, np.linalg.norm(rows, axis=1, keepdims=True) / max_grad_norm)
@@ -77,6 +87,55 @@ def test_a_step_that_fits_no_rule_is_refused_with_the_updates_that_showed_it(cas
     assert set(ev["neighbours"]) == {"D", "D'"} and ev["neighbours"]["D"]["records"] == 7, case
 
 
+@pytest.mark.parametrize("rule", ["|B|", "public constant", "Nq"])
+def test_batches_of_a_fixed_size_are_refused_whatever_the_divisor(rule):
+    """Shuffling (dp-transformers 1.0.0's trainer) draws round(N q) records every round; the SGM's accountant
+    assumes Poisson sampling. Without the sampling test the |B| step read as ASGM and the constant one as SGM."""
+    with pytest.raises(StepNotClassified, match="fixed size") as info:
+        classify_step(_step(RULES[rule][0], sample=_shuffle))
+    t = info.value.evidence["neighbours"]["D"]["sampling"]
+    assert t["fixed_size_p"] < 1e-12 and t["batches"] == 24
+
+
+def test_a_step_sampling_at_another_rate_is_refused():
+    step = _step(RULES["|B|"][0], sample=lambda rng, m, q: _poisson(rng, m, q / 2))
+    with pytest.raises(StepNotClassified, match="does not sample at sampling_rate") as info:
+        classify_step(step, trials=48)
+    t = info.value.evidence["neighbours"]["D'"]["sampling"]
+    assert t["rate_p"] < 1e-6 and t["mean_size"] < 0.7 * t["expected_mean_size"]
+
+
+def test_too_few_batches_to_test_the_sampling_are_refused_not_passed():
+    """A step that skips most rounds leaves too few batches to tell Poisson sampling from a fixed size."""
+    step = _step(lambda m, q, B, r: float(B) if r.random() < 0.3 else 0)
+    with pytest.raises(StepNotClassified, match="raise trials"):
+        classify_step(step)
+    with pytest.raises(ValueError, match="trials must be at least 13 at records 7"):
+        classify_step(_step(RULES["|B|"][0]), trials=12)
+
+
+def test_the_sampling_tests_against_the_binomial_law_and_monte_carlo():
+    """``rate_p`` is the exact two-sided binomial test where an empty batch is negligible (64 records at 0.5:
+    the total of T batches is Binomial(64 T, 0.5)); under Poisson sampling neither test refuses more often than
+    its level (Monte Carlo over 4,000 seeded probes of 24 batches at 7 records)."""
+    from scipy import stats
+
+    from paperlib.implementations.step_audit import _sampling
+
+    rng = np.random.default_rng(11)
+    for T in (13, 24, 500):
+        sizes = list(rng.binomial(64, 0.5, T))
+        want = stats.binomtest(sum(sizes), 64 * T, 0.5).pvalue
+        assert _sampling(sizes, 64, 0.5)["rate_p"] == pytest.approx(want, rel=1e-6)
+    low = {"fixed_size_p": 0, "rate_p": 0}
+    for _ in range(4000):
+        t = _sampling(list(rng.binomial(7, 0.5, 24)), 7, 0.5)
+        for k in low:
+            low[k] += t[k] < 0.05
+    assert low["fixed_size_p"] / 4000 <= 0.05  # a union bound: conservative
+    assert 0.03 <= low["rate_p"] / 4000 <= 0.06  # exact, up to the discreteness of the total
+
+
 def test_hand_written_pytorch_loops_are_classified():
     a = classify_step(E.loop_divide_by_batch)
     assert (a.rule, a.mechanism, a.batch_exposed) == ("|B|", Mechanism.ASGM, True)
@@ -115,11 +174,11 @@ def test_jax_privacy_is_classified_for_both_of_its_normalize_by_settings():
     from paperlib.implementations.jax_privacy_step import CONSTANT, JaxPrivacyUnavailable, classify_jax_privacy
 
     try:
-        a = classify_jax_privacy("expected", trials=12)
+        a = classify_jax_privacy("expected", trials=16)
     except JaxPrivacyUnavailable as exc:
         pytest.skip(str(exc))
     assert (a.rule, a.mechanism, a.batch_exposed) == ("Nq", Mechanism.EASGM, True)
-    b = classify_jax_privacy(CONSTANT, trials=12)
+    b = classify_jax_privacy(CONSTANT, trials=16)
     assert (b.rule, b.mechanism, b.constant) == ("public constant", Mechanism.SGM, CONSTANT)
 
 
@@ -132,7 +191,7 @@ def test_opacus_under_distributed_data_parallel_is_still_feasgm():
     if not dist.is_available() or not dist.is_gloo_available():
         pytest.skip("torch.distributed with gloo is not available here")
     with E.OpacusDDPStep(world_size=2) as step:
-        a = classify_step(step, trials=12)
+        a = classify_step(step, trials=16)
     assert (a.rule, a.mechanism, a.batch_exposed) == ("floor(Nq)", Mechanism.FEASGM, True)
     assert np.median(a.neighbours["D"]["nu"]) == pytest.approx(3.0, rel=0.02)
     with pytest.raises(ValueError, match="world_size"):
@@ -144,7 +203,7 @@ def test_the_command_line_takes_a_step_class_and_closes_it(capsys):
     pytest.importorskip("opacus")
     from paperlib.cli import main
 
-    assert main(["audit-step", "paperlib.implementations.step_examples:OpacusDDPStep", "--trials", "6",
+    assert main(["audit-step", "paperlib.implementations.step_examples:OpacusDDPStep", "--trials", "13",
                  "--json"]) == 0
     import json
 
