@@ -285,7 +285,8 @@ PLAIN = {
     "X2": "At the settings of Opacus's own MNIST example, the old releases and Opacus 1.x at batch size 240 claim "
           "less privacy loss than an attack forces; Opacus 1.x at batch size 239 and DPSUR keep their claims",
     "X3": "Any DP-SGD code can be checked from one of its steps: JAX Privacy, Opacus in one or two processes and "
-          "hand-written loops each show the divisor they were written with"
+          "hand-written loops each show the divisor they were written with, and dp-transformers shows batches of "
+          "one size, not Poisson sampling"
 }
 
 CLAIMS: tuple[Claim, ...] = (
@@ -395,12 +396,15 @@ CLAIMS: tuple[Claim, ...] = (
           "Beyond the paper: read off their own updates, JAX Privacy 2.0.0 with normalize_by fixed in advance "
           "divides by a constant (SGM) and with the expected batch size computed from the data by N q (EASGM); "
           "Opacus in one process and under DistributedDataParallel with two processes divides by floor(N q) "
-          "(FEASGM); a hand-written loop divides by |B| (ASGM), or by its configured batch size (SGM).",
+          "(FEASGM); a hand-written loop divides by |B| (ASGM), or by its configured batch size (SGM); "
+          "dp-transformers 1.0.0's trainer draws batches of one configured size, not by Poisson sampling, and "
+          "is refused.",
           "not in the paper (our addition, chapter 12): the paper audits Opacus by its source and four methods' "
           "code; THEORY.md §11.7 gives the probe",
           _checks.check_beyond, ("12_beyond_opacus.json",), notebook="12_beyond_opacus",
-          tolerance="exact for the probe: each trial's divisor within five standard errors of the rule; a code path "
-                    "that cannot run here is unsettled",
+          tolerance="exact for the probe: each trial's divisor within five standard errors of the rule; the batch "
+                    "sizes refused as not Poisson sampling's at p < 1e-6 in an exact test; a code path that cannot "
+                    "run here is unsettled",
           beyond_paper=True),
 )
 CLAIMS = tuple(replace(c, plain=PLAIN[c.id]) for c in CLAIMS)

@@ -1,9 +1,9 @@
 """JAX Privacy 2.0.0's DP-SGD gradient behind the step protocol of :mod:`paperlib.implementations.step_audit`.
 
 JAX Privacy is installed on demand, as the old Opacus releases are: its wheel and those of its JAX stack, each
-pinned to the sha256 in :data:`PINS` (``pip install --require-hashes --no-deps --target``), into its own folder
-under the cache root (``jax-privacy-2.0.0/``). The main environment's NumPy and SciPy serve it. The step then runs
-in a subprocess whose path starts with that folder, so JAX never enters this process.
+pinned to the sha256 in :data:`PINS`, into its own folder under the cache root (``jax-privacy-2.0.0/``;
+:mod:`paperlib.implementations.pinned`). The main environment's NumPy and SciPy serve it. The step then runs in a
+subprocess whose path starts with that folder, so JAX never enters this process.
 
 :func:`jax_privacy_step` is the library's own code path for one step: Poisson sampling with
 ``batch_selection.CyclicPoissonSampling``, the clipped sum divided by ``normalize_by`` with ``clipped_grad``,
@@ -20,17 +20,10 @@ raises :class:`JaxPrivacyUnavailable` with the reason.
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from paperlib.implementations.cache import PACKAGE_PARENT, cache_root
-from paperlib.implementations.step_audit import StepAudit, StepNotClassified
+from paperlib.implementations.pinned import LibraryUnavailable, classify_in_subprocess, ensure_pinned, pinned_dir
+from paperlib.implementations.step_audit import StepAudit
 
 __all__ = ["VERSION", "PINS", "JaxPrivacyUnavailable", "install_dir", "ensure_installed", "jax_privacy_step",
            "classify_jax_privacy"]
@@ -52,24 +45,21 @@ PINS = (
 )
 #: the constant ``normalize_by`` of the public-constant setting (a batch size fixed in a configuration)
 CONSTANT = 4.0
-_MARKER = ".paperlib-pins"
+_LABEL = f"jax-privacy-{VERSION}"
 
 
-class JaxPrivacyUnavailable(RuntimeError):
+class JaxPrivacyUnavailable(LibraryUnavailable):
     """JAX Privacy cannot be installed or run here (another platform, no network and no installed copy)."""
 
 
 def install_dir() -> Path:
     """The folder JAX Privacy is installed into: ``<cache root>/jax-privacy-2.0.0``."""
-    return cache_root() / f"jax-privacy-{VERSION}"
-
-
-def _pins_text() -> str:
-    return "".join(f"{name}=={ver} --hash=sha256:{sha}\n" for name, ver, sha in PINS)
+    return pinned_dir(_LABEL)
 
 
 def ensure_installed(download: bool = True) -> Path:
-    """The install folder, installing the pinned wheels first when it is missing or holds other pins.
+    """The install folder, installing the pinned wheels first when it is missing or holds other pins
+    (:func:`~paperlib.implementations.pinned.ensure_pinned`).
 
     Raises
     ------
@@ -77,33 +67,7 @@ def ensure_installed(download: bool = True) -> Path:
         Another platform than CPython 3.11+ on Linux x86-64 (the pins' wheels), ``download=False`` with no
         installed copy, or pip failing (offline, a hash that does not match): one line with the reason.
     """
-    d = install_dir()
-    if (d / _MARKER).is_file() and (d / _MARKER).read_text() == _pins_text():
-        return d
-    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
-            and sys.version_info[:2] == (3, 11)):
-        raise JaxPrivacyUnavailable(f"JAX Privacy {VERSION}'s pinned wheels are for CPython 3.11 on Linux x86-64, "
-                                    f"not Python {platform.python_version()} on {sys.platform} {platform.machine()}")
-    if not download:
-        raise JaxPrivacyUnavailable(f"JAX Privacy {VERSION} is not installed in {d} (pass download=True)")
-    d.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".jax-privacy-{VERSION}-", dir=d.parent))
-    try:
-        req = tmp / "requirements.txt"
-        req.write_text(_pins_text())
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                            "--require-hashes", "--only-binary", ":all:", "--target", str(tmp / "site"), "-r",
-                            str(req)], capture_output=True, text=True, timeout=1200)
-        if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or ["pip failed"])[-1]
-            raise JaxPrivacyUnavailable(f"could not install JAX Privacy {VERSION} from its pinned wheels: {last}")
-        (tmp / "site" / _MARKER).write_text(_pins_text())
-        if d.exists():
-            shutil.rmtree(d)
-        os.replace(tmp / "site", d)  # whole or not at all: a half-installed folder is never read
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return d
+    return ensure_pinned(_LABEL, f"JAX Privacy {VERSION}", PINS, download=download, error=JaxPrivacyUnavailable)
 
 
 def jax_privacy_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, seed, normalize_by="expected"):
@@ -132,21 +96,6 @@ def jax_privacy_step(gradients, *, sampling_rate, noise_multiplier, max_grad_nor
     return np.asarray(noisy, dtype=np.float64), sorted(int(i) for i in batch)
 
 
-_CHILD = r"""
-import functools, json, sys, warnings
-warnings.simplefilter("ignore")
-from paperlib.implementations.jax_privacy_step import jax_privacy_step
-from paperlib.implementations.step_audit import StepNotClassified, classify_step
-nb, kw = json.loads(sys.argv[1])
-nb = nb if nb == "expected" else float(nb)
-try:
-    a = classify_step(functools.partial(jax_privacy_step, normalize_by=nb), **kw)
-    print(json.dumps({"ok": a.to_json()}))
-except StepNotClassified as exc:
-    print(json.dumps({"refused": str(exc), "evidence": exc.evidence}))
-"""
-
-
 def classify_jax_privacy(normalize_by="expected", *, download: bool = True, **probe) -> StepAudit:
     """Classify JAX Privacy's step with ``normalize_by`` (``"expected"`` or a number) in a subprocess (module
     docstring). ``probe``: the options of :func:`~paperlib.implementations.step_audit.classify_step`.
@@ -160,15 +109,8 @@ def classify_jax_privacy(normalize_by="expected", *, download: bool = True, **pr
     """
     if normalize_by != "expected" and not (isinstance(normalize_by, (int, float)) and normalize_by > 0):
         raise ValueError(f"normalize_by must be 'expected' or a number > 0, got {normalize_by!r}")
-    d = ensure_installed(download=download)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(d), str(PACKAGE_PARENT)]), JAX_PLATFORMS="cpu",
-               XLA_PYTHON_CLIENT_PREALLOCATE="false")
-    r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([normalize_by, probe])], capture_output=True,
-                       text=True, env=env, timeout=1800)
-    if r.returncode != 0 or not r.stdout.strip():
-        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise JaxPrivacyUnavailable(f"JAX Privacy {VERSION}'s step did not run: {last}")
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    if "refused" in out:
-        raise StepNotClassified(out["refused"], out["evidence"])
-    return StepAudit.from_json(out["ok"])
+    return classify_in_subprocess(ensure_installed(download=download), f"JAX Privacy {VERSION}",
+                                  "paperlib.implementations.jax_privacy_step:jax_privacy_step",
+                                  {"normalize_by": normalize_by}, probe,
+                                  env={"JAX_PLATFORMS": "cpu", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+                                  error=JaxPrivacyUnavailable)

@@ -62,7 +62,8 @@ from paperlib.fdp.validation import (ParameterError, check_int, check_positive, 
 from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 
-__all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM", "SAMPLING_ALPHA"]
+__all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM", "SAMPLING_ALPHA",
+           "REFUSAL_REASONS"]
 
 #: a p-value below this in either exact test of the batches' sizes refuses the step as not Poisson sampling at
 #: its rate (two tests on each of two data sets: a Poisson step is refused with probability at most 4e-6)
@@ -73,8 +74,14 @@ RULE_MECHANISM = {"Nq": Mechanism.EASGM, "floor(Nq)": Mechanism.FEASGM, "|B|": M
                   "separate draw": Mechanism.DPSUR, "public constant": Mechanism.SGM}
 
 
+#: why a step is refused, the ``reasons`` of a :class:`StepNotClassified`'s evidence
+REFUSAL_REASONS = ("membership unread", "batch misreported", "noise scale", "too few batches", "fixed batch size",
+                   "another rate", "no rule")
+
+
 class StepNotClassified(ValueError):
-    """The step's normaliser fits no known rule; ``evidence`` holds the trials that showed it."""
+    """The step's normaliser fits no known rule, or its batches are not Poisson sampling's; ``evidence`` holds
+    ``reasons`` (from :data:`REFUSAL_REASONS`), each data set's trials and the probe's settings."""
 
     def __init__(self, message: str, evidence: dict):
         super().__init__(message)
@@ -295,16 +302,17 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
 
 def _decide(sides: dict, probe: dict, exposed: bool) -> StepAudit:
     D, Dp = sides["D"], sides["D'"]
-    problems = []
+    problems = []  # (reason, sentence); the reasons are REFUSAL_REASONS
     for name, s in sides.items():
         if s.get("unread_trials"):
-            problems.append(f"on {name} a record's coordinate was neither in nor out of the batch (not clipped to "
-                            "max_grad_norm, or scaled otherwise)")
+            problems.append(("membership unread", f"on {name} a record's coordinate was neither in nor out of the "
+                                                  "batch (not clipped to max_grad_norm, or scaled otherwise)"))
         if s.get("batch_disagrees"):
-            problems.append(f"on {name} the batch the step reports is not the one its update holds")
+            problems.append(("batch misreported", f"on {name} the batch the step reports is not the one its update "
+                                                  "holds"))
         if s.get("noise_not_sigma_C"):
-            problems.append(f"on {name} the noise was not noise_multiplier * max_grad_norm before the division "
-                            f"({s['noise_not_sigma_C']} trials)")
+            problems.append(("noise scale", f"on {name} the noise was not noise_multiplier * max_grad_norm before "
+                                            f"the division ({s['noise_not_sigma_C']} trials)"))
         problems += _sampling_problems(name, s, probe["sampling_rate"])
     a, b = set(D["labels"]), set(Dp["labels"])
     rule, const = None, None
@@ -322,9 +330,12 @@ def _decide(sides: dict, probe: dict, exposed: bool) -> StepAudit:
         elif "separate draw" in a and "separate draw" in b:
             rule = "separate draw"
     if rule is None:
-        why = "; ".join(problems) or (f"the normalisers read on D ({_show(D)}) and on D' ({_show(Dp)}) follow "
-                                      "none of N q, floor(N q), |B|, a separate draw or one public constant")
-        raise StepNotClassified(f"step: fits no known rule: {why}", {"neighbours": sides, "probe": probe})
+        if not problems:
+            problems = [("no rule", f"the normalisers read on D ({_show(D)}) and on D' ({_show(Dp)}) follow none of "
+                                    "N q, floor(N q), |B|, a separate draw or one public constant")]
+        reasons = list(dict.fromkeys(r for r, _ in problems))
+        raise StepNotClassified(f"step: not classified: {'; '.join(w for _, w in problems)}",
+                                {"reasons": reasons, "neighbours": sides, "probe": probe})
     mech = RULE_MECHANISM[rule]
     what = {"Nq": "the expected batch size N q of each data set",
             "floor(Nq)": "the floor of the expected batch size, floor(N q), of each data set",
@@ -338,24 +349,27 @@ def _decide(sides: dict, probe: dict, exposed: bool) -> StepAudit:
                      batch_exposed=exposed)
 
 
-def _sampling_problems(name: str, side: dict, q: float) -> list[str]:
-    """Why the batches of one data set are not Poisson sampling's at rate ``q`` (empty when they may be)."""
+def _sampling_problems(name: str, side: dict, q: float) -> list[tuple[str, str]]:
+    """Why the batches of one data set are not Poisson sampling's at rate ``q``, as ``(reason, sentence)`` pairs
+    (none when they may be)."""
     t = side["sampling"]
     if "fixed_size_p" not in t:
-        return [f"on {name} only {t['batches']} trials drew a batch and {t['needed']} are needed to tell Poisson "
-                "sampling from a fixed batch size (raise trials)"]
+        return [("too few batches", f"on {name} only {t['batches']} trials drew a batch and {t['needed']} are "
+                                    "needed to tell Poisson sampling from a fixed batch size (raise trials)")]
     out = []
     if t["fixed_size_p"] < SAMPLING_ALPHA:
         sizes = [b for b in side["batch_sizes"] if b > 0]
         top = max(set(sizes), key=sizes.count)
-        out.append(f"on {name} {sizes.count(top)} of {len(sizes)} batches held {top} records, which Poisson sampling "
-                   f"at rate {q:g} gives with a chance below {t['fixed_size_p']:.1e}: the step draws batches of a "
-                   "fixed size (shuffling or sampling without replacement), which the SGM's accountant does not "
-                   "cover")
+        out.append(("fixed batch size",
+                    f"on {name} {sizes.count(top)} of {len(sizes)} batches held {top} records, which Poisson "
+                    f"sampling at rate {q:g} gives with a chance below {t['fixed_size_p']:.1e}: the step draws "
+                    "batches of a fixed size (shuffling or sampling without replacement), which the SGM's "
+                    "accountant does not cover"))
     if t["rate_p"] < SAMPLING_ALPHA:
-        out.append(f"on {name} the batches held {t['mean_size']:g} records on average where Poisson sampling at "
-                   f"rate {q:g} gives {t['expected_mean_size']:g} (chance {t['rate_p']:.1e}): the step does not "
-                   "sample at sampling_rate")
+        out.append(("another rate",
+                    f"on {name} the batches held {t['mean_size']:g} records on average where Poisson sampling at "
+                    f"rate {q:g} gives {t['expected_mean_size']:g} (chance {t['rate_p']:.1e}): the step does not "
+                    "sample at sampling_rate"))
     return out
 
 

@@ -66,7 +66,8 @@ def audit_step(step: Callable, *, dataset_size: int | None = None, sample_rate: 
     Raises
     ------
     StepNotClassified
-        The step's updates fit no known rule (a ValueError with the trials in ``evidence``).
+        The step's updates fit no known rule, or its batches are not Poisson sampling's (a ValueError with the
+        reasons and the trials in ``evidence``).
     ValueError
         A setting out of its range, or some of the run's settings given without the others (one line naming
         them).
@@ -126,7 +127,8 @@ def load_step(target: str) -> Callable:
 
 # ------------------------------------------------------------------------------------- beyond Opacus
 #: the code paths the book's "Beyond Opacus" chapter classifies: key -> (library, how the step runs, the rule its
-#: updates should show). The version is read from the installed package (JAX Privacy: the pinned one).
+#: updates should show, or the reason the probe refuses it). The version is read from the installed package (JAX
+#: Privacy and dp-transformers: the pinned one).
 CODE_PATHS = {
     "jax-privacy-constant": ("JAX Privacy", "normalize_by fixed in advance", "public constant"),
     "jax-privacy-expected": ("JAX Privacy", "normalize_by = the expected batch size computed from the data", "Nq"),
@@ -134,6 +136,7 @@ CODE_PATHS = {
     "opacus-ddp": ("Opacus", "DistributedDataParallel, two processes on gloo", "floor(Nq)"),
     "loop-batch": ("PyTorch loop", "written by hand, divides by the batch it drew", "|B|"),
     "loop-constant": ("PyTorch loop", "written by hand, divides by a configured batch size", "public constant"),
+    "dp-transformers": ("dp-transformers", "its trainer with its own batch sampler, one process", "fixed batch size"),
 }
 #: what a user of code with each rule does (one sentence each)
 ADVICE = {
@@ -144,6 +147,9 @@ ADVICE = {
                  "batch_size) after make_private.",
     "|B|": "Divide by a batch size fixed in advance, not by the size of the batch drawn.",
     "separate draw": "Divide by a batch size fixed in advance, not by the size of a separate draw.",
+    "fixed batch size": "Draw each batch by Poisson sampling at the rate the accountant is given, as Opacus's "
+                        "DPDataLoader does; a claim computed for Poisson sampling is not proven for batches of a "
+                        "fixed size.",
 }
 #: the one setting every code path's run is checked at: Opacus's MNIST example, one epoch
 BEYOND_SETTING = {"dataset_size": 60_000, "sample_rate": 0.004, "steps": 250, "noise_multiplier": 1.3,
@@ -166,23 +172,62 @@ def classify_code_path(key: str, *, trials: int = 24, seed: int = 0) -> tuple[St
     ------
     ValueError
         An unknown ``key`` (one line naming the keys).
+    StepNotClassified
+        The probe refuses the code path (dp-transformers' fixed-size batches); ``evidence["version"]`` is set.
     RuntimeError
-        The code cannot run here (JAX Privacy not installable; Opacus's DDP group not starting), with the reason.
+        The code cannot run here (a pinned library not installable; Opacus's DDP group not starting), with the
+        reason.
     """
+    from paperlib.implementations import dp_transformers_step as T
     from paperlib.implementations import jax_privacy_step as J
     from paperlib.implementations import step_examples as E
 
     if key not in CODE_PATHS:
         raise ValueError(f"key must be one of {', '.join(CODE_PATHS)}, got {key!r}")
-    if key.startswith("jax-privacy"):
-        nb = J.CONSTANT if key.endswith("constant") else "expected"
-        return J.classify_jax_privacy(nb, trials=trials, seed=seed), J.VERSION
-    if key == "opacus-ddp":
-        with E.OpacusDDPStep(world_size=2) as step:
-            return classify_step(step, trials=trials, seed=seed), _version("opacus")
-    step = {"opacus": E.opacus_step, "loop-batch": E.loop_divide_by_batch,
-            "loop-constant": E.loop_divide_by_constant}[key]
-    return classify_step(step, trials=trials, seed=seed), _version("opacus" if key == "opacus" else "torch")
+    version = {"jax-privacy-constant": J.VERSION, "jax-privacy-expected": J.VERSION, "dp-transformers": T.VERSION,
+               "opacus": _version("opacus"), "opacus-ddp": _version("opacus")}.get(key, _version("torch"))
+    try:
+        if key.startswith("jax-privacy"):
+            nb = J.CONSTANT if key.endswith("constant") else "expected"
+            return J.classify_jax_privacy(nb, trials=trials, seed=seed), version
+        if key == "dp-transformers":
+            return T.classify_dp_transformers(trials=trials, seed=seed), version
+        if key == "opacus-ddp":
+            with E.OpacusDDPStep(world_size=2) as step:
+                return classify_step(step, trials=trials, seed=seed), version
+        step = {"opacus": E.opacus_step, "loop-batch": E.loop_divide_by_batch,
+                "loop-constant": E.loop_divide_by_constant}[key]
+        return classify_step(step, trials=trials, seed=seed), version
+    except StepNotClassified as exc:
+        exc.evidence["version"] = version
+        raise
+
+
+def _report(reports: dict, mech: str) -> dict:
+    """The run at :data:`BEYOND_SETTING` checked as ``mech`` (computed once per mechanism)."""
+    if mech not in reports:
+        reports[mech] = check_run(CLAIM_RELEASE, BEYOND_SETTING["dataset_size"], accountant="rdp", mechanism=mech,
+                                  **{k: v for k, v in BEYOND_SETTING.items() if k != "dataset_size"}).to_json()
+    return reports[mech]
+
+
+def _refused_row(row: dict, exc: StepNotClassified, sgm: dict, seconds: float) -> dict:
+    """A code path the probe refuses: the first reason as its finding, the batch sizes it drew on each data set,
+    the claim it makes (the SGM's) and no bracket (no mechanism of the table runs it)."""
+    ev = exc.evidence
+    reason = (ev.get("reasons") or ["no rule"])[0]
+    sizes = {name: sorted(set(side["batch_sizes"])) for name, side in ev["neighbours"].items()}
+    shown = " and ".join(f"{', '.join(map(str, v))} of {ev['neighbours'][k]['records']}" for k, v in sizes.items())
+    sentence = (f"Its updates show batches of one size on both neighbouring data sets ({shown}), where Poisson "
+                "sampling varies the size. Its accountant analyses Poisson sampling, so none of the mechanisms "
+                "analysed here runs it, and its claim is not proven for this run."
+                if reason == "fixed batch size" else f"Not classified: {exc}")
+    row.update(rule=reason, mechanism=None, refused=str(exc), version=ev.get("version", row.get("version")),
+               batch_sizes=sizes, sentence=sentence, claimed=sgm["claimed_epsilon"], claim_stands=None,
+               neighbours=[{"name": n["name"], "verdict": "not covered", "forced": None, "certified": None}
+                           for n in sgm["neighbours"]],
+               advice=ADVICE.get(reason, ""), seconds=seconds)
+    return row
 
 
 def beyond_opacus(*, trials: int = 24, seed: int = 0, keys=None) -> dict:
@@ -200,15 +245,15 @@ def beyond_opacus(*, trials: int = 24, seed: int = 0, keys=None) -> dict:
         t0 = time.perf_counter()
         try:
             audit, row["version"] = classify_code_path(key, trials=trials, seed=seed)
+        except StepNotClassified as exc:
+            rows.append(_refused_row(row, exc, _report(reports, "sgm"), time.perf_counter() - t0))
+            continue
         except (RuntimeError, OSError) as exc:
             row.update(error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__, seconds=time.perf_counter() - t0)
             rows.append(row)
             continue
         mech = audit.mechanism.value
-        if mech not in reports:
-            reports[mech] = check_run(CLAIM_RELEASE, BEYOND_SETTING["dataset_size"], accountant="rdp", mechanism=mech,
-                                      **{k: v for k, v in BEYOND_SETTING.items() if k != "dataset_size"}).to_json()
-        rep = reports[mech]
+        rep = _report(reports, mech)
         row.update(rule=audit.rule, mechanism=mech, constant=audit.constant, sentence=audit.sentence,
                    claimed=rep["claimed_epsilon"], claim_stands=rep["claim_stands"],
                    neighbours=[{"name": n["name"], "verdict": n["verdict"],

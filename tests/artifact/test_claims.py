@@ -1113,6 +1113,9 @@ def _beyond_rows(**override):
         row = {"key": key, "library": lib, "how": how, "expected_rule": want, "version": "1"}
         if got == "error":
             row["error"] = "JAX Privacy 2.0.0's pinned wheels are for CPython 3.11 on Linux x86-64"
+        elif got == "fixed batch size":
+            row.update(rule=got, mechanism=None, neighbours=[{"name": "removal", "verdict": "not covered"},
+                                                             {"name": "addition", "verdict": "not covered"}])
         else:
             row.update(rule=got, mechanism={"public constant": "sgm", "Nq": "easgm", "floor(Nq)": "feasgm",
                                             "|B|": "asgm"}.get(got, "dpsur"),
@@ -1124,8 +1127,12 @@ def _beyond_rows(**override):
 def test_x3_holds_when_every_code_path_shows_its_divisor_and_fails_when_one_does_not(rd):
     _write(rd, "12_beyond_opacus.json", _beyond_rows())
     r = _claim("X3").evaluate(rd)
-    assert r["verdict"] == "reproduced" and len(r["findings"]) == 4  # every rule but a public constant
+    assert r["verdict"] == "reproduced" and len(r["findings"]) == 5  # every rule but a public constant; the refusal
+    assert any("not the Poisson sampling" in f for f in r["findings"])
     _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"opacus-ddp": "|B|"}))  # a divisor it was not written with
+    assert _claim("X3").evaluate(rd)["verdict"] == "not reproduced"
+    # dp-transformers classified as a rule (a sampling test that let fixed-size batches pass) contradicts it
+    _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"dp-transformers": "public constant"}))
     assert _claim("X3").evaluate(rd)["verdict"] == "not reproduced"
     _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"jax-privacy-expected": "error"}))  # could not run here
     r = _claim("X3").evaluate(rd)

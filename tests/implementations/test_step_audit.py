@@ -182,6 +182,25 @@ def test_jax_privacy_is_classified_for_both_of_its_normalize_by_settings():
     assert (b.rule, b.mechanism, b.constant) == ("public constant", Mechanism.SGM, CONSTANT)
 
 
+def test_dp_transformers_trainer_is_refused_for_its_fixed_size_batches():
+    """dp-transformers 1.0.0's OpacusDPTrainer, run for real (its pinned wheels, in a subprocess): its sampler
+    shuffles and cuts batches of per_device_train_batch_size, so every batch has round(N q) = 4 records, on D (7)
+    and D' (8) alike; it divides by that configured size (a constant, equal to |B| here)."""
+    from paperlib.implementations.dp_transformers_step import DpTransformersUnavailable, classify_dp_transformers
+
+    try:
+        with pytest.raises(StepNotClassified, match="fixed size") as info:
+            classify_dp_transformers(trials=16)
+    except DpTransformersUnavailable as exc:
+        pytest.skip(str(exc))
+    ev = info.value.evidence
+    assert ev["reasons"] == ["fixed batch size"]
+    for side in ev["neighbours"].values():
+        assert set(side["batch_sizes"]) == {4} and side["sampling"]["fixed_size_p"] < 1e-6
+        assert {"constant", "|B|"} <= set(side["labels"]) and np.median(side["nu"]) == pytest.approx(4, rel=0.02)
+        assert not side.get("batch_disagrees")  # the records the trainer read are the ones its update holds
+
+
 def test_opacus_under_distributed_data_parallel_is_still_feasgm():
     """Opacus 1.6.0 under DPDDP, world size 2 on gloo: each rank divides by int(N q) / 2 and the summed gradients
     are divided by 2 again, so the run divides by floor(N q), as one process does (not by a smaller number)."""

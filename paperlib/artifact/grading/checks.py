@@ -1123,7 +1123,8 @@ def check_practitioners(rd: Path) -> dict:
 # ---------------------------------------------------------------- X3: chapter 12, any code classified from its updates
 def check_beyond(rd: Path) -> dict:
     """X3 (chapter 12, beyond the paper): each code path of :data:`paperlib.practitioner.step.CODE_PATHS` shows, in
-    its own updates, the divisor it was written with. Reads ``12_beyond_opacus.json``. A code path whose divisor is
+    its own updates, the divisor it was written with, or is refused for the sampling it was written with
+    (dp-transformers' fixed-size batches). Reads ``12_beyond_opacus.json``. A code path whose divisor is
     another contradicts the claim; one that could not run here (JAX Privacy without its wheels, no gloo) is
     unsettled (partly reproduced). The classification is exact for the probe's trials (its tolerance is five
     standard errors of one trial's divisor, THEORY.md §11.7): no trials substitution."""
@@ -1132,17 +1133,27 @@ def check_beyond(rd: Path) -> dict:
     rows = [r for r in data.get("rows") or [] if isinstance(r, dict)]
     if not rows:
         raise NotRun(f"{name} has no rows")
+    from paperlib.implementations.step_audit import REFUSAL_REASONS
+
     parts, findings = [], []
     for r in rows:
-        what = f"{r.get('library')}, {r.get('how')}: divides by {r.get('expected_rule')}"
+        want, got = r.get("expected_rule"), r.get("rule")
+        refusal = want in REFUSAL_REASONS  # a code path the probe is to refuse, for this reason
+        what = f"{r.get('library')}, {r.get('how')}: " + (f"refused for its {want}" if refusal else f"divides by {want}")
         if r.get("error"):
             parts.append(part(what, True, f"not run here: {r['error']}", partial="not run here"))
             continue
-        ok = r.get("rule") == r.get("expected_rule")
+        ok = got == want
         verdicts = {n.get("name"): n.get("verdict") for n in r.get("neighbours") or []}
-        parts.append(part(what, ok, f"found {r.get('rule')} ({str(r.get('mechanism')).upper()}); the run at Opacus's "
-                                    f"MNIST example: {_verdict_words(verdicts)}"))
-        if ok and r.get("rule") != "public constant":
+        if r.get("mechanism"):
+            parts.append(part(what, ok, f"found {got} ({str(r.get('mechanism')).upper()}); the run at Opacus's "
+                                        f"MNIST example: {_verdict_words(verdicts)}"))
+        else:
+            parts.append(part(what, ok, f"refused: {got}; no mechanism analysed here runs it, so no bracket"))
+        if ok and refusal:
+            findings.append(f"{r.get('library')} {r.get('version', '')}, {r.get('how')}: its updates show a {got}, "
+                            "not the Poisson sampling its claim analyses; its claim is not proven for such a run")
+        elif ok and got != "public constant":
             findings.append(f"{r.get('library')} {r.get('version', '')}, {r.get('how')}: its updates show "
                             f"{str(r.get('mechanism')).upper()}, not the SGM its claim analyses; at Opacus's MNIST "
                             f"example the claim is {_verdict_words(verdicts)}")
