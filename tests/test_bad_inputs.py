@@ -444,6 +444,14 @@ def _api_rows():
         ("classify-step-rate", lambda: _classify(sampling_rate=0.0), ValueError, "sampling_rate"),
         ("classify-step-noise", lambda: _classify(noise_multiplier=1.0), ValueError, "noise_multiplier"),
         ("classify-step-trials-too-few", lambda: _classify(trials=8), ValueError, "trials"),
+        ("classify-jax-privacy-normalize-by", lambda: _pinned("jax_privacy_step", "classify_jax_privacy", "fixed"),
+         ValueError, "normalize_by"),
+        ("classify-jax-privacy-trials", lambda: _pinned("jax_privacy_step", "classify_jax_privacy", trials=8),
+         ValueError, "trials"),
+        ("classify-dp-transformers-trials", lambda: _pinned("dp_transformers_step", "classify_dp_transformers",
+                                                            trials=8), ValueError, "trials"),
+        ("classify-dp-transformers-rate", lambda: _pinned("dp_transformers_step", "classify_dp_transformers",
+                                                          sampling_rate=1.0), ValueError, "sampling_rate"),
         ("classify-step-not-callable", lambda: _classify(step=3), ValueError, "step"),
         ("classify-step-wrong-length", lambda: _classify(step=lambda g, **k: g[0][:3]), ValueError, "step"),
         ("audit-step-partial-run", lambda: _audit_step(dataset_size=100), ValueError, "sample_rate"),
@@ -455,6 +463,14 @@ def _classify(step=None, **kw):
     from paperlib.implementations.step_audit import classify_step
 
     return classify_step(step if step is not None else (lambda g, **k: g.sum(0)), **kw)
+
+
+def _pinned(module, name, *args, **kw):
+    """A pinned library's classifier with ``download=False``: a bad option is refused before any install."""
+    import importlib
+
+    fn = getattr(importlib.import_module(f"paperlib.implementations.{module}"), name)
+    return fn(*args, download=False, **kw)
 
 
 def _audit_step(**kw):
@@ -505,7 +521,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty",
            "real-audit-workers", "real-audit-scheduler", "run-steps-device", "export-estimate", "export-interval",
            "dist-root", "site-check-html_dir", "classify-step-records", "classify-step-rate", "classify-step-noise",
-           "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
+           "classify-step-trials-too-few", "classify-jax-privacy-normalize-by", "classify-jax-privacy-trials",
+           "classify-dp-transformers-trials", "classify-dp-transformers-rate", "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from paperlib.implementations.pinned import LibraryUnavailable, classify_in_subprocess, ensure_pinned, pinned_dir
-from paperlib.implementations.step_audit import StepAudit
+from paperlib.implementations.step_audit import StepAudit, probe_options
 
 __all__ = ["VERSION", "PINS", "DpTransformersUnavailable", "install_dir", "ensure_installed", "dp_transformers_step",
            "classify_dp_transformers"]
@@ -151,11 +151,14 @@ def classify_dp_transformers(*, download: bool = True, **probe) -> StepAudit:
 
     Raises
     ------
+    ValueError
+        A probe option out of its range (one line naming it), before anything is installed.
     DpTransformersUnavailable
         See :func:`ensure_installed`; also when the subprocess fails (its last line of error).
     StepNotClassified
         Its updates fit no known rule, or its batches are not Poisson sampling's (what its trainer shows).
     """
+    probe = probe_options(**probe)  # before installing anything
     return classify_in_subprocess(ensure_installed(download=download), f"dp-transformers {VERSION}",
                                   "paperlib.implementations.dp_transformers_step:dp_transformers_step", {}, probe,
                                   env={"TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_OFFLINE": "1",

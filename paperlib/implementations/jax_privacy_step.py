@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from paperlib.implementations.pinned import LibraryUnavailable, classify_in_subprocess, ensure_pinned, pinned_dir
-from paperlib.implementations.step_audit import StepAudit
+from paperlib.implementations.step_audit import StepAudit, probe_options
 
 __all__ = ["VERSION", "PINS", "JaxPrivacyUnavailable", "install_dir", "ensure_installed", "jax_privacy_step",
            "classify_jax_privacy"]
@@ -102,6 +102,8 @@ def classify_jax_privacy(normalize_by="expected", *, download: bool = True, **pr
 
     Raises
     ------
+    ValueError
+        ``normalize_by`` or a probe option out of its range (one line naming it), before anything is installed.
     JaxPrivacyUnavailable
         See :func:`ensure_installed`; also when the subprocess fails (its last line of error).
     StepNotClassified
@@ -109,6 +111,7 @@ def classify_jax_privacy(normalize_by="expected", *, download: bool = True, **pr
     """
     if normalize_by != "expected" and not (isinstance(normalize_by, (int, float)) and normalize_by > 0):
         raise ValueError(f"normalize_by must be 'expected' or a number > 0, got {normalize_by!r}")
+    probe = probe_options(**probe)  # before installing anything
     return classify_in_subprocess(ensure_installed(download=download), f"JAX Privacy {VERSION}",
                                   "paperlib.implementations.jax_privacy_step:jax_privacy_step",
                                   {"normalize_by": normalize_by}, probe,

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from paperlib.implementations.cache import PACKAGE_PARENT, cache_root
-from paperlib.implementations.step_audit import StepAudit, StepNotClassified
+from paperlib.implementations.step_audit import StepAudit, StepNotClassified, probe_options
 
 __all__ = ["LibraryUnavailable", "pinned_dir", "ensure_pinned", "classify_in_subprocess"]
 
@@ -116,6 +116,7 @@ def classify_in_subprocess(site: Path, what: str, step: str, kwargs: dict, probe
     ValueError
         A probe option out of its range (the message of :func:`~paperlib.implementations.step_audit.classify_step`).
     """
+    probe = probe_options(**probe)  # a bad option is the caller's, said here before anything starts
     module, name = step.split(":")
     full_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(PACKAGE_PARENT)]), **(env or {}))
     r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([module, name, kwargs, probe])], capture_output=True,

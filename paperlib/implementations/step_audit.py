@@ -63,7 +63,7 @@ from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 
 __all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM", "SAMPLING_ALPHA",
-           "REFUSAL_REASONS"]
+           "REFUSAL_REASONS", "probe_options"]
 
 #: a p-value below this in either exact test of the batches' sizes refuses the step as not Poisson sampling at
 #: its rate (two tests on each of two data sets: a Poisson step is refused with probability at most 4e-6)
@@ -224,6 +224,34 @@ def _rule_of(trials: list[dict], m: int, q: float, tol: float) -> tuple[set[str]
     return labels, const
 
 
+def probe_options(*, records: int = 7, sampling_rate: float = 0.5, noise_multiplier: float = 0.02,
+                  max_grad_norm: float = 1.0, noise_dims: int = 4000, trials: int = 24, seed: int = 0) -> dict:
+    """The probe's options of :func:`classify_step`, checked (its ranges) and returned as a dict: what a caller
+    that runs the step elsewhere (a subprocess) checks before it starts.
+
+    Raises
+    ------
+    ValueError
+        An option out of its range, one line naming it.
+    """
+    records = _int_in("records", records, 2, 64)
+    noise_dims = _int_in("noise_dims", noise_dims, 500, 100_000)
+    trials = _int_in("trials", trials, 4, 10_000)
+    seed = check_seed(seed)
+    q = check_probability(sampling_rate, "sampling_rate", open_left=True, open_right=True)
+    sigma = check_positive(noise_multiplier, "noise_multiplier")
+    if sigma > 0.1:
+        raise ParameterError("noise_multiplier", "noise_multiplier must be in (0, 0.1] (small, so that memberships "
+                                                 f"read), got {noise_multiplier!r}")
+    C = check_positive(max_grad_norm, "max_grad_norm")
+    need = max(_min_trials(records, q), _min_trials(records + 1, q))
+    if trials < need:
+        raise ParameterError("trials", f"trials must be at least {need} at records {records} and sampling_rate {q:g} "
+                                       f"(to tell Poisson sampling from a fixed batch size), got {trials}")
+    return {"records": records, "sampling_rate": q, "noise_multiplier": sigma, "max_grad_norm": C,
+            "noise_dims": noise_dims, "trials": trials, "seed": seed}
+
+
 def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.5, noise_multiplier: float = 0.02,
                   max_grad_norm: float = 1.0, noise_dims: int = 4000, trials: int = 24, seed: int = 0) -> StepAudit:
     """Find the normaliser rule of ``step`` (module docstring's protocol) from its updates.
@@ -252,20 +280,10 @@ def classify_step(step: Callable, *, records: int = 7, sampling_rate: float = 0.
         batch size, or another rate: :data:`SAMPLING_ALPHA`), a ValueError; ``evidence`` holds each data set's
         trials and the two tests of its batches' sizes.
     """
-    records = _int_in("records", records, 2, 64)
-    noise_dims = _int_in("noise_dims", noise_dims, 500, 100_000)
-    trials = _int_in("trials", trials, 4, 10_000)
-    seed = check_seed(seed)
-    q = check_probability(sampling_rate, "sampling_rate", open_left=True, open_right=True)
-    sigma = check_positive(noise_multiplier, "noise_multiplier")
-    if sigma > 0.1:
-        raise ParameterError("noise_multiplier", "noise_multiplier must be in (0, 0.1] (small, so that memberships "
-                                                 f"read), got {noise_multiplier!r}")
-    C = check_positive(max_grad_norm, "max_grad_norm")
-    need = max(_min_trials(records, q), _min_trials(records + 1, q))
-    if trials < need:
-        raise ParameterError("trials", f"trials must be at least {need} at records {records} and sampling_rate {q:g} "
-                                       f"(to tell Poisson sampling from a fixed batch size), got {trials}")
+    o = probe_options(records=records, sampling_rate=sampling_rate, noise_multiplier=noise_multiplier,
+                      max_grad_norm=max_grad_norm, noise_dims=noise_dims, trials=trials, seed=seed)
+    records, q, sigma, C = o["records"], o["sampling_rate"], o["noise_multiplier"], o["max_grad_norm"]
+    noise_dims, trials, seed = o["noise_dims"], o["trials"], o["seed"]
     if not callable(step):
         raise ValueError(f"step must be callable (the protocol of paperlib.implementations.step_audit), got {step!r}")
     tol = 5.0 / math.sqrt(2 * noise_dims)  # five standard errors of one trial's nu_noise
