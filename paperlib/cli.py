@@ -300,8 +300,8 @@ def _audit_step_options(a: argparse.ArgumentParser) -> None:
 
 def run_audit_step(args) -> int:
     """``audit-step``: the step's rule and mechanism, and with the run's settings the run's report; as text or
-    (``--json``) one JSON object. A bad option exits 2 naming it; a step that fits no rule exits 1 with the
-    normalisers that showed it (and, with ``--json``, every trial on stdout)."""
+    (``--json``) one JSON object. A bad option exits 2 naming it; a step that fits no rule, or whose batches are
+    not Poisson sampling's, exits 1 with the trials that showed it (and, with ``--json``, every trial on stdout)."""
     from paperlib.practitioner.check import format_statement
     from paperlib.practitioner.step import StepNotClassified, audit_step, load_step
 
@@ -338,7 +338,9 @@ def run_audit_step(args) -> int:
         nus = side["nu"]
         lines.append(f"  {name} ({side['records']} records): normaliser {min(nus):.3g} to {max(nus):.3g}, batches of "
                      f"{min(side['batch_sizes'])} to {max(side['batch_sizes'])}; {side['skipped']} skipped, "
-                     f"{side['nonfinite']} not finite")
+                     f"{side['nonfinite']} not finite; sizes as Poisson sampling's (p = "
+                     f"{side['sampling']['fixed_size_p']:.2g} for one size too often, "
+                     f"{side['sampling']['rate_p']:.2g} for the rate)")
     if r.check is not None:
         lines += ["", "The run, checked as the mechanism found; its claim is the SGM's, from the RDP accountant of "
                   "Opacus 1.6.0 (what a library that analyses its step as the SGM claims):", "",
