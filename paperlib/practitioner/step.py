@@ -234,8 +234,10 @@ def beyond_opacus(*, trials: int = 24, seed: int = 0, keys=None) -> dict:
     """Every code path of :data:`CODE_PATHS` classified, and its run at :data:`BEYOND_SETTING` checked as the
     mechanism found (the report of :func:`audit_step`). Returns ``{"setting", "rows"}``; a row holds the key,
     library, version, how it runs, the rule expected and found, the mechanism, the constant, the claim, each
-    neighbour's verdict with its bracket [forced, certified], the advice and the seconds; a code path that cannot
-    run here has ``error`` (its reason) and no finding."""
+    neighbour's verdict with its bracket [forced, certified], the advice and the seconds; a code path the probe
+    refuses has ``refused`` (the probe's message), its reason as ``rule``, its ``batch_sizes``, no mechanism and
+    the verdict "not covered" without a bracket; one that cannot run here has ``error`` (its reason) and no
+    finding."""
     import time
 
     rows, reports = [], {}
