@@ -532,9 +532,9 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
     context.route(re.compile(r"^(https?|wss?)://"), lambda route: route.abort())
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
-    failed_requests: list[str] = []
+    failed_requests: list[tuple[str, str]] = []  # (url, Chromium's reason)
     page_errors: list[str] = []
-    page.on("requestfailed", lambda req: failed_requests.append(req.url)
+    page.on("requestfailed", lambda req: failed_requests.append((req.url, req.failure or ""))
             if req.url.startswith("file:") else None)
     page.on("pageerror", lambda exc: page_errors.append(str(exc).splitlines()[0][:200]))
 
@@ -595,10 +595,16 @@ def check_site(html_dir, screenshots_dir=None, browser=None, visited: list[str] 
                 elif broken or not img["complete"]:
                     problems.append(f"{name}: image did not load (naturalWidth 0): src={img['src']!r}")
             image_urls = {urldefrag(i["url"])[0] for i in info["images"]}
-            for url in dict.fromkeys(failed_requests):
+            for url, why in dict.fromkeys(failed_requests):
                 if urldefrag(url)[0] in image_urls:
                     continue  # reported with the image above
-                problems.append(f"{name}: local resource failed to load: {_rel(_file_path(url) or Path(url), root)}")
+                fp = _file_path(url)
+                if "ERR_ABORTED" in why and fp is not None and fp.is_file() and fp.stat().st_size > 0:
+                    # the page cancelled a request of a file that is there (MathJax drops a font request it
+                    # no longer needs, seen once on a busy machine): not a broken reference
+                    continue
+                problems.append(f"{name}: local resource failed to load ({why or 'no reason given'}): "
+                                f"{_rel(fp or Path(url), root)}")
             for err in dict.fromkeys(page_errors):
                 if any(k.search(err) for k in KNOWN_JS_ERRORS):
                     continue

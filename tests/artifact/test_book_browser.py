@@ -155,6 +155,7 @@ Drawn by <a href="good.html">04_x.ipynb</a>.</p></figcaption></figure>
     if bad:
         (site / "bad.html").write_text(_PAGE.format(title="bad", nav=nav, body="""
 <h1>Bad</h1>
+<link rel="stylesheet" href="_static/missing.css">
 <img src="_images/missing.png" alt="missing">
 <p>The verdict is **reproduced** and `code` not rendered; $$x$$.</p>
 <figure id="fig-small"><img src="_images/small.png" alt="small"><figcaption>Figure 2.1: no provenance.</figcaption></figure>
@@ -194,7 +195,8 @@ def test_checker_reports_each_problem(browser, tmp_path):
     assert len(on_bad) == len(problems), text
     at_390 = [p for p in on_bad if "(at 390 px)" in p]
     at_1280 = [p for p in on_bad if p not in at_390]
-    assert len(at_1280) == 15 and len(at_390) == 7, text
+    assert len(at_1280) == 16 and len(at_390) == 7, text
+    assert any("local resource failed to load" in p and "_static/missing.css" in p for p in at_1280), text
     assert sum("table scrolls sideways" in p and "no cue" in p for p in on_bad) == 2, text
     assert any("figure scrolls sideways at 1280 px" in p and "fig.png" in p for p in at_1280), text
     assert any("image" in p and "_images/missing.png" in p for p in on_bad), text
