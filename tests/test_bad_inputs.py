@@ -444,6 +444,7 @@ def _api_rows():
         ("classify-step-rate", lambda: _classify(sampling_rate=0.0), ValueError, "sampling_rate"),
         ("classify-step-noise", lambda: _classify(noise_multiplier=1.0), ValueError, "noise_multiplier"),
         ("classify-step-trials-too-few", lambda: _classify(trials=8), ValueError, "trials"),
+        ("classify-step-rate-1e-12", lambda: _classify(sampling_rate=1e-12), ValueError, "sampling_rate"),
         ("classify-jax-privacy-normalize-by", lambda: _pinned("jax_privacy_step", "classify_jax_privacy", "fixed"),
          ValueError, "normalize_by"),
         ("classify-jax-privacy-trials", lambda: _pinned("jax_privacy_step", "classify_jax_privacy", trials=8),
@@ -521,7 +522,7 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "figure-legend-ncol", "legend-below-ncol", "figure-legend-empty",
            "real-audit-workers", "real-audit-scheduler", "run-steps-device", "export-estimate", "export-interval",
            "dist-root", "site-check-html_dir", "classify-step-records", "classify-step-rate", "classify-step-noise",
-           "classify-step-trials-too-few", "classify-jax-privacy-normalize-by", "classify-jax-privacy-trials",
+           "classify-step-trials-too-few", "classify-step-rate-1e-12", "classify-jax-privacy-normalize-by", "classify-jax-privacy-trials",
            "classify-dp-transformers-trials", "classify-dp-transformers-rate", "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
 
 

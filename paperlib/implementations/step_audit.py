@@ -159,9 +159,13 @@ def _size_law(m: int, q: float) -> np.ndarray:
     return pmf / pmf.sum()
 
 
-def _min_trials(m: int, q: float) -> int:
-    """The fewest non-empty batches with which one fixed size is refused at :data:`SAMPLING_ALPHA`."""
-    return math.ceil(math.log(SAMPLING_ALPHA / m) / math.log(_size_law(m, q).max()))
+def _min_trials(m: int, q: float) -> float:
+    """The fewest non-empty batches with which one fixed size is refused at :data:`SAMPLING_ALPHA` (inf where
+    Poisson sampling itself all but fixes the size: a rate near 0 or 1)."""
+    top = float(_size_law(m, q).max())
+    if top >= 1.0 - 1e-12:
+        return math.inf
+    return float(math.ceil(math.log(SAMPLING_ALPHA / m) / math.log(top)))
 
 
 def _sampling(sizes: list[int], m: int, q: float) -> dict:
@@ -174,7 +178,7 @@ def _sampling(sizes: list[int], m: int, q: float) -> dict:
     is read as one that does not."""
     sizes = [b for b in sizes if b > 0]
     law = _size_law(m, q)
-    out = {"batches": len(sizes), "needed": _min_trials(m, q)}
+    out = {"batches": len(sizes), "needed": int(_min_trials(m, q))}
     if len(sizes) < out["needed"]:
         return out
     counts = np.bincount(sizes, minlength=m + 1)
@@ -245,9 +249,13 @@ def probe_options(*, records: int = 7, sampling_rate: float = 0.5, noise_multipl
                                                  f"read), got {noise_multiplier!r}")
     C = check_positive(max_grad_norm, "max_grad_norm")
     need = max(_min_trials(records, q), _min_trials(records + 1, q))
+    if need > 10_000:
+        raise ParameterError("sampling_rate", f"sampling_rate {q:g} makes Poisson sampling's batch sizes too alike "
+                                              "to tell from a fixed batch size in 10000 trials; take a rate nearer "
+                                              "0.5 (the default)")
     if trials < need:
-        raise ParameterError("trials", f"trials must be at least {need} at records {records} and sampling_rate {q:g} "
-                                       f"(to tell Poisson sampling from a fixed batch size), got {trials}")
+        raise ParameterError("trials", f"trials must be at least {need:.0f} at records {records} and sampling_rate "
+                                       f"{q:g} (to tell Poisson sampling from a fixed batch size), got {trials}")
     return {"records": records, "sampling_rate": q, "noise_multiplier": sigma, "max_grad_norm": C,
             "noise_dims": noise_dims, "trials": trials, "seed": seed}
 
