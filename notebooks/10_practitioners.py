@@ -425,7 +425,8 @@ cifar = check_run("1.6.0", **cf_run)
 cf_rem, cf_add = cifar.neighbours
 show_table([{"neighbour": f"{e.name} ({e.sizes[0]:,} vs {e.sizes[1]:,})", "verdict": e.verdict,
              "forced": "∞ (update count)" if e.epsilon_forced == float("inf") else e.epsilon_forced,
-             "certified": "none known" if e.epsilon_certified is None else e.epsilon_certified}
+             "certified": ("none known" if e.epsilon_certified is None else
+                           "∞ (update count)" if e.epsilon_certified == float("inf") else e.epsilon_certified)}
             for e in cifar.neighbours]
            + [{"neighbour": "replace-one (size public)", "verdict": "–", "forced": cifar.replace_one["epsilon"],
                "certified": cifar.replace_one["epsilon"]}],

@@ -303,6 +303,7 @@ def run_audit_step(args) -> int:
     (``--json``) one JSON object. A bad option exits 2 naming it; a step that fits no rule, or whose batches are
     not Poisson sampling's, exits 1 with the trials that showed it (and, with ``--json``, every trial on stdout)."""
     from paperlib.practitioner.check import format_statement
+    from paperlib.implementations.step_audit import SAMPLING_ALPHA, StepProtocolError
     from paperlib.practitioner.step import StepNotClassified, audit_step, load_step
 
     def named(msg: str) -> str:
@@ -321,6 +322,8 @@ def run_audit_step(args) -> int:
             json.dump(_json_clean({"error": _first_line(exc), "evidence": exc.evidence}), sys.stdout)
             sys.stdout.write("\n")
         return _fail(_first_line(exc), 1)
+    except StepProtocolError as exc:  # the target's fault: its message names the protocol's own parameters
+        return _fail(_first_line(exc), 2)
     except (ParameterError, ValueError, TypeError) as exc:
         if os.environ.get("PAPERLIB_DEBUG"):
             raise
@@ -338,13 +341,14 @@ def run_audit_step(args) -> int:
         nus = side["nu"]
         lines.append(f"  {name} ({side['records']} records): normaliser {min(nus):.3g} to {max(nus):.3g}, batches of "
                      f"{min(side['batch_sizes'])} to {max(side['batch_sizes'])}; {side['skipped']} skipped, "
-                     f"{side['nonfinite']} not finite; sizes as Poisson sampling's (p = "
-                     f"{side['sampling']['fixed_size_p']:.2g} for one size too often, "
-                     f"{side['sampling']['rate_p']:.2g} for the rate)")
+                     f"{side['nonfinite']} not finite; batch sizes as Poisson sampling's at rate "
+                     f"{a.probe['sampling_rate']:g} draws them (exact tests of one size and of the rate: p = "
+                     f"{side['sampling']['fixed_size_p']:.2g} and {side['sampling']['rate_p']:.2g}, refused below "
+                     f"{SAMPLING_ALPHA:g})")
     if r.check is not None:
         lines += ["", "The run, checked as the mechanism found; its claim is the SGM's, from the RDP accountant of "
                   "Opacus 1.6.0 (what a library that analyses its step as the SGM claims):", "",
-                  format_statement(r.check)]
+                  format_statement(r.check, code="the step's code (classified from its updates)")]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

@@ -229,6 +229,8 @@ CLI_INVALID = [
     ("step-target-no-module", ["audit-step", "paperlib.no_such_module:f"], "TARGET"),
     ("step-target-not-callable", ["audit-step", "paperlib.implementations.step_examples:LOOP_BATCH_SIZE"], "TARGET"),
     ("step-target-no-file", ["audit-step", "/nonexistent/step.py:f"], "TARGET"),
+    # a callable that is not a step: the protocol named, not the probe's options
+    ("step-target-not-a-step", ["audit-step", "os:getcwd", "--trials", "16"], "step protocol"),
     ("step-records-one", _with(AS, records="1"), "--records"),
     ("step-probe-rate-one", _with(AS, **{"probe-rate": "1"}), "--probe-rate"),
     ("step-trials-two", _with(AS, trials="2"), "--trials"),
@@ -451,6 +453,8 @@ def _api_rows():
          ValueError, "trials"),
         ("classify-dp-transformers-trials", lambda: _pinned("dp_transformers_step", "classify_dp_transformers",
                                                             trials=8), ValueError, "trials"),
+        ("classify-dp-transformers-sampler", lambda: _pinned("dp_transformers_step", "classify_dp_transformers",
+                                                             sampler="shuffle"), ValueError, "sampler"),
         ("classify-dp-transformers-rate", lambda: _pinned("dp_transformers_step", "classify_dp_transformers",
                                                           sampling_rate=1.0), ValueError, "sampling_rate"),
         ("classify-step-not-callable", lambda: _classify(step=3), ValueError, "step"),
@@ -523,7 +527,8 @@ API_IDS = ["guarantee-N-zero", "guarantee-mechanism", "guarantee-q-nan", "guaran
            "real-audit-workers", "real-audit-scheduler", "run-steps-device", "export-estimate", "export-interval",
            "dist-root", "site-check-html_dir", "classify-step-records", "classify-step-rate", "classify-step-noise",
            "classify-step-trials-too-few", "classify-step-rate-1e-12", "classify-jax-privacy-normalize-by", "classify-jax-privacy-trials",
-           "classify-dp-transformers-trials", "classify-dp-transformers-rate", "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
+           "classify-dp-transformers-trials", "classify-dp-transformers-sampler",
+           "classify-dp-transformers-rate", "classify-step-not-callable", "classify-step-wrong-length", "audit-step-partial-run", "load-step-target"]
 
 
 @pytest.mark.parametrize("row", API_IDS)

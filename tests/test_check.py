@@ -232,8 +232,9 @@ def test_16_batch_dividing_the_dataset_removal_refuted_addition_refuted_by_the_c
     assert rem.verdict == "refuted" and rem.epsilon_forced > r.claimed_epsilon
     assert add.verdict == "refuted" and add.computed == "update count" and add.epsilon_forced == math.inf
     assert "240 vs 241 an epoch" in add.why and add.forced_attack["name"] == "count the updates"
-    assert add.epsilon_certified is None and add.to_json()["epsilon_certified"] is None
-    assert r.epsilon_certified is None and r.epsilon_forced == math.inf
+    # the exact epsilon of the sequence of updates is infinite: certified and forced agree (as the accountant's)
+    assert add.epsilon_certified == math.inf and add.to_json()["epsilon_certified_bracket"] == [math.inf, math.inf]
+    assert r.epsilon_certified == math.inf and r.epsilon_forced == math.inf
     assert not any(e.verdict == "not covered" for e in r.neighbours)
     tried = 0
     for m in r.remedies:

@@ -286,7 +286,7 @@ PLAIN = {
           "less privacy loss than an attack forces; Opacus 1.x at batch size 239 and DPSUR keep their claims",
     "X3": "Any DP-SGD code can be checked from one of its steps: JAX Privacy, Opacus in one or two processes and "
           "hand-written loops each show the divisor they were written with, and dp-transformers shows batches of "
-          "one size, not Poisson sampling"
+          "one size, not Poisson sampling, until its own Poisson sampler is put in"
 }
 
 CLAIMS: tuple[Claim, ...] = (
@@ -398,7 +398,7 @@ CLAIMS: tuple[Claim, ...] = (
           "Opacus in one process and under DistributedDataParallel with two processes divides by floor(N q) "
           "(FEASGM); a hand-written loop divides by |B| (ASGM), or by its configured batch size (SGM); "
           "dp-transformers 1.0.0's trainer draws batches of one configured size, not by Poisson sampling, and "
-          "is refused.",
+          "is refused; with the library's own Poisson sampler in its place it divides by a constant (SGM).",
           "not in the paper (our addition, chapter 12): the paper audits Opacus by its source and four methods' "
           "code; THEORY.md §11.7 gives the probe",
           _checks.check_beyond, ("12_beyond_opacus.json",), notebook="12_beyond_opacus",

@@ -818,11 +818,12 @@ def resolve_points(name: str, k: int, seed: int = 0, *, mode: str = "quick", roo
                                 f"{folder.resolve()} ({origin}; {size})")
         looked.append(f"{folder} ({origin}{'' if folder.exists() else ', which does not exist'})")
     try:
-        load_bundled(name, k, seed)  # TooFewPoints when k > BUNDLE_SIZE
+        split = load_bundled(name, k, seed)[2]["split"]  # TooFewPoints when k > BUNDLE_SIZE
     except DatasetUnavailable as exc:
         raise DatasetUnavailable(f"{name}: no dataset in {first}, and {_first_line(exc)}") from None
+    which = "training" if split == "train" else split  # the bundle's own split: MNIST's are training images
     return PointsChoice(name, None, SOURCE_BUNDLED,
-                        f"{k} of the {BUNDLE_SIZE} real {title} test points bundled with paperlib (sha256 "
+                        f"{k} of the {BUNDLE_SIZE} real {title} {which} points bundled with paperlib (sha256 "
                         f"checked): no {title} dataset in " + "; nor in ".join(looked))
 
 

@@ -21,6 +21,10 @@ trainer computes it). One change to its construction: the trainer builds its PRV
 multiplier, and prv-accountant 0.1.0 cannot discretise the probe's 0.02 (``RuntimeError: Discrete mean differs
 from continuous mean significantly``); it is built at 1.0 and the optimiser, created when training starts, gets
 the probe's noise multiplier. The accountants do not touch the update.
+
+``sampler="poisson"`` runs the same trainer with the library's own ``PoissonAuthorSampler`` (at the trainer's
+sampling rate) returned by ``_get_train_sampler`` in place of its shuffling sampler: what a user of the library
+can change to draw batches as its accountants assume.
 """
 
 from __future__ import annotations
@@ -89,10 +93,11 @@ def ensure_installed(download: bool = True) -> Path:
                          error=DpTransformersUnavailable)
 
 
-def dp_transformers_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, seed):
-    """One optimisation step of dp-transformers' ``OpacusDPTrainer`` on the probe (the module docstring); runs
-    where ``dp_transformers`` imports (the subprocess of :func:`classify_dp_transformers`). Returns ``(noisy
-    gradient, batch indices)``: the update from zero at learning rate 1, and the records the trainer read."""
+def dp_transformers_step(gradients, *, sampling_rate, noise_multiplier, max_grad_norm, seed, sampler="own"):
+    """One optimisation step of dp-transformers' ``OpacusDPTrainer`` on the probe (the module docstring), with its
+    own shuffling sampler (``sampler="own"``) or its ``PoissonAuthorSampler`` (``"poisson"``); runs where
+    ``dp_transformers`` imports (the subprocess of :func:`classify_dp_transformers`). Returns ``(noisy gradient,
+    batch indices)``: the update from zero at learning rate 1, and the records the trainer read."""
     import tempfile
 
     import numpy as np
@@ -137,30 +142,43 @@ def dp_transformers_step(gradients, *, sampling_rate, noise_multiplier, max_grad
                                  logging_strategy="no", log_level="error", remove_unused_columns=False)
         privacy = PrivacyArguments(noise_multiplier=ACCOUNTANT_NOISE_MULTIPLIER,
                                    per_sample_max_grad_norm=max_grad_norm, target_delta=1e-5)
-        trainer = OpacusDPTrainer(model=model, args=args, train_dataset=Records(), privacy_args=privacy,
-                                  optimizers=(torch.optim.SGD(model.parameters(), lr=1.0), None))
+        trainer_class = OpacusDPTrainer
+        if sampler == "poisson":  # the library's own Poisson sampler in place of its shuffling one
+            from dp_transformers.sampler import PoissonAuthorSampler
+
+            class PoissonTrainer(OpacusDPTrainer):
+                def _get_train_sampler(self):
+                    return PoissonAuthorSampler(self.author_mapping, self.sampling_probability)
+
+            trainer_class = PoissonTrainer
+        trainer = trainer_class(model=model, args=args, train_dataset=Records(), privacy_args=privacy,
+                                optimizers=(torch.optim.SGD(model.parameters(), lr=1.0), None))
         trainer.remove_callback(PrinterCallback)
         privacy.noise_multiplier = float(noise_multiplier)  # read when the trainer creates its DPOptimizer
         trainer.train()
     return (-weight.detach().reshape(-1)).double().numpy(), sorted(read)
 
 
-def classify_dp_transformers(*, download: bool = True, **probe) -> StepAudit:
-    """Classify dp-transformers' trainer in a subprocess (the module docstring). ``probe``: the options of
+def classify_dp_transformers(*, sampler: str = "own", download: bool = True, **probe) -> StepAudit:
+    """Classify dp-transformers' trainer in a subprocess (the module docstring), with its own sampler
+    (``sampler="own"``) or the library's Poisson sampler in its place (``"poisson"``). ``probe``: the options of
     :func:`~paperlib.implementations.step_audit.classify_step`.
 
     Raises
     ------
     ValueError
-        A probe option out of its range (one line naming it), before anything is installed.
+        ``sampler`` or a probe option out of its range (one line naming it), before anything is installed.
     DpTransformersUnavailable
         See :func:`ensure_installed`; also when the subprocess fails (its last line of error).
     StepNotClassified
         Its updates fit no known rule, or its batches are not Poisson sampling's (what its trainer shows).
     """
+    if sampler not in ("own", "poisson"):
+        raise ValueError(f"sampler must be 'own' or 'poisson', got {sampler!r}")
     probe = probe_options(**probe)  # before installing anything
     return classify_in_subprocess(ensure_installed(download=download), f"dp-transformers {VERSION}",
-                                  "paperlib.implementations.dp_transformers_step:dp_transformers_step", {}, probe,
+                                  "paperlib.implementations.dp_transformers_step:dp_transformers_step",
+                                  {"sampler": sampler}, probe,
                                   env={"TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_OFFLINE": "1",
                                        "TRANSFORMERS_OFFLINE": "1"},
                                   error=DpTransformersUnavailable)

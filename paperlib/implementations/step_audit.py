@@ -63,7 +63,7 @@ from paperlib.mechanisms.core import Mechanism
 from paperlib.mechanisms.registry import mechanism_spec
 
 __all__ = ["StepNotClassified", "StepAudit", "classify_step", "linear_probe", "RULE_MECHANISM", "SAMPLING_ALPHA",
-           "REFUSAL_REASONS", "probe_options"]
+           "REFUSAL_REASONS", "probe_options", "StepProtocolError"]
 
 #: a p-value below this in either exact test of the batches' sizes refuses the step as not Poisson sampling at
 #: its rate (two tests on each of two data sets: a Poisson step is refused with probability at most 4e-6)
@@ -77,6 +77,10 @@ RULE_MECHANISM = {"Nq": Mechanism.EASGM, "floor(Nq)": Mechanism.FEASGM, "|B|": M
 #: why a step is refused, the ``reasons`` of a :class:`StepNotClassified`'s evidence
 REFUSAL_REASONS = ("membership unread", "batch misreported", "noise scale", "too few batches", "fixed batch size",
                    "another rate", "no rule")
+
+
+class StepProtocolError(ValueError):
+    """The step does not follow the protocol of the module docstring (its signature, or what it returns)."""
 
 
 class StepNotClassified(ValueError):
@@ -118,17 +122,22 @@ class StepAudit:
 
 
 def _call(step: Callable, grads: np.ndarray, *, q: float, sigma: float, C: float, seed: int):
-    out = step(grads, sampling_rate=q, noise_multiplier=sigma, max_grad_norm=C, seed=seed)
+    try:
+        out = step(grads, sampling_rate=q, noise_multiplier=sigma, max_grad_norm=C, seed=seed)
+    except TypeError as exc:
+        raise StepProtocolError(f"step: does not follow the step protocol, step(gradients, *, sampling_rate, "
+                                f"noise_multiplier, max_grad_norm, seed) -> update: calling it raised TypeError: "
+                                f"{exc}") from exc
     batch = None
     if isinstance(out, tuple):
         if len(out) != 2:
-            raise ValueError(f"step: must return update or (update, batch), got a tuple of {len(out)}")
+            raise StepProtocolError(f"step: must return update or (update, batch), got a tuple of {len(out)}")
         out, batch = out
     if hasattr(out, "detach"):  # a torch tensor
         out = out.detach().cpu().numpy()
     u = np.asarray(out, dtype=np.float64).reshape(-1)
     if u.shape != (grads.shape[1],):
-        raise ValueError(f"step: must return an update of {grads.shape[1]} values (one per parameter), got {u.size}")
+        raise StepProtocolError(f"step: must return an update of {grads.shape[1]} values (one per parameter), got {u.size}")
     if batch is not None:
         batch = sorted(int(i) for i in np.asarray(batch).reshape(-1))
     return u, batch

@@ -275,7 +275,8 @@ def _charged_words(q_sample: float, q_charged: float) -> str:
 
 def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict:
     """The two datasets get different numbers of updates (THEORY.md §11.3c): the count is a perfect test, so the
-    forced epsilon is infinite; a certified epsilon of a release of the final model only is not known."""
+    forced epsilon is infinite, and the certified one with it (no finite epsilon holds for the sequence of
+    updates; a certified epsilon of a release of the final model only is not known)."""
     (T_a, T_b), (s_a, s_b) = pair.update_counts, pair.steps_per_epoch
     a, b = pair.sizes
     entry.computed, entry.update_counts = "update count", [T_a, T_b]
@@ -288,8 +289,9 @@ def _count_refutes(entry: NeighbourVerdict, pair: Neighbour) -> NeighbourVerdict
                            "gradients": "any", "test": f"the number of released updates ({T_a:,} on D, {T_b:,} on D')",
                            "method": entry.forced_method}
     entry.forced_is_attack = True
-    entry.certified_error = "no certified epsilon: the sequences of updates differ in length (a release of the " \
-                            "final model only has no known certificate)"
+    # the exact epsilon of the released sequence is infinite, so the certificate is too (as the accountant says)
+    entry.epsilon_certified, entry.epsilon_certified_bracket = math.inf, [math.inf, math.inf]
+    entry.note = "a release of the final model only has no known certificate"
     return entry
 
 
@@ -314,14 +316,14 @@ def _verdict(entry: NeighbourVerdict, claim: float) -> None:
     sizes = "{:,} vs {:,}".format(*entry.sizes)
     head = f"{entry.name} ({sizes})"
     why = entry.why
-    if entry.sgm and c is not None:
+    if entry.computed == "update count":  # first: the SGM's own rounds, counted, are refuted too
+        verdict, sentence = "refuted", (f"{head}: claim refuted: {why}; no analysis can certify a finite epsilon for "
+                                        f"the sequence of updates (forced epsilon = inf).")
+    elif entry.sgm and c is not None:
         verdict, sentence = "stands", f"{head}: the SGM claim stands ({why})."
     elif c is not None and c <= claim:
         verdict, sentence = "holds", (f"{head}: the claim holds: certified epsilon {c:.4g} <= claimed {claim:.4g} "
                                       f"({why}).")
-    elif entry.computed == "update count":
-        verdict, sentence = "refuted", (f"{head}: claim refuted: {why}; no analysis can certify a finite epsilon for "
-                                        f"the sequence of updates (forced epsilon = inf).")
     elif f is not None and attack and f > claim:
         verdict = "refuted"
         by = _attack_name(entry)

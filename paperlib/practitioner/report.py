@@ -235,17 +235,19 @@ def fmt_epsilon(x, digits=4) -> str:
     return f"{x:.{digits}g}" if math.isfinite(x) else "inf"
 
 
-def format_statement(report: CheckReport, width: int = 88) -> str:
+def format_statement(report: CheckReport, width: int = 88, code: str | None = None) -> str:
     """The report (a :class:`~paperlib.practitioner.report.CheckReport`) as a short statement (plain text, lines
-    of at most about ``width`` characters)."""
+    of at most about ``width`` characters). ``code``: what ran, in words, where it is not the release the report
+    names (``audit-step``: a step checked as the mechanism its updates show)."""
     import textwrap
 
     r, i = report, report.inputs
     wrap = lambda s: textwrap.fill(s, width)  # noqa: E731
     how = (f"batch size {i['batch_size']:,}" if i["batch_size"] is not None else f"sample rate {i['sample_rate']:g}")
-    code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
-            + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
-            if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
+    if code is None:
+        code = (f"Opacus {i['opacus_version']} (Poisson sampling, loss_reduction='{i['loss_reduction']}'"
+                + (", divisor: a public constant" if i.get("divisor") == "public" else "") + ")"
+                if r.implementation == "opacus" else f"{r.release} (Poisson sampling)")
     lines = [wrap(f"DP-SGD with {code} over {i['dataset_size']:,} records, {how}: sampling rate "
                   f"{r.sample_rate:.6g}, {r.steps:,} steps"
                   + (f" ({i['epochs']} epoch{'s' * (i['epochs'] != 1)} of {r.steps_per_epoch:,})" if i["epochs"] else "")
@@ -269,7 +271,7 @@ def format_statement(report: CheckReport, width: int = 88) -> str:
     for e in r.neighbours:
         lines.append(wrap(e.sentence))
     lines.append("")
-    if r.epsilon_certified is not None:
+    if r.epsilon_certified is not None and math.isfinite(r.epsilon_certified):
         attacks = all(e.forced_is_attack for e in r.neighbours)
         lower = (f"a named attack forces epsilon >= {fmt_epsilon(r.epsilon_forced)} on it" if attacks else
                  f"the lower end {fmt_epsilon(r.epsilon_forced)} is not forced by an attack")

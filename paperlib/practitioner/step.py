@@ -22,7 +22,8 @@ from paperlib.practitioner.check import check_run
 from paperlib.practitioner.report import CheckReport
 
 __all__ = ["StepReport", "StepNotClassified", "audit_step", "load_step", "CLAIM_RELEASE", "CODE_PATHS", "ADVICE",
-           "BEYOND_SETTING", "classify_code_path", "beyond_opacus"]
+           "PATH_ADVICE",
+           "BEYOND_SETTING", "LOADER_PATHS", "classify_code_path", "beyond_opacus"]
 
 #: whose accountant states the claim of a step analysed as the SGM: Opacus 1.6.0's RDP accountant
 CLAIM_RELEASE = "1.6.0"
@@ -131,12 +132,13 @@ def load_step(target: str) -> Callable:
 #: Privacy and dp-transformers: the pinned one).
 CODE_PATHS = {
     "jax-privacy-constant": ("JAX Privacy", "normalize_by fixed in advance", "public constant"),
-    "jax-privacy-expected": ("JAX Privacy", "normalize_by = the expected batch size computed from the data", "Nq"),
+    "jax-privacy-expected": ("JAX Privacy", "normalize_by = the expected batch size, from the data", "Nq"),
     "opacus": ("Opacus", "make_private with Poisson sampling, one process", "floor(Nq)"),
     "opacus-ddp": ("Opacus", "DistributedDataParallel, two processes on gloo", "floor(Nq)"),
     "loop-batch": ("PyTorch loop", "written by hand, divides by the batch it drew", "|B|"),
     "loop-constant": ("PyTorch loop", "written by hand, divides by a configured batch size", "public constant"),
-    "dp-transformers": ("dp-transformers", "its trainer with its own batch sampler, one process", "fixed batch size"),
+    "dp-transformers": ("dp-transformers", "its trainer, with its own sampler", "fixed batch size"),
+    "dp-transformers-poisson": ("dp-transformers", "its trainer, with its Poisson sampler put in", "public constant"),
 }
 #: what a user of code with each rule does (one sentence each)
 ADVICE = {
@@ -144,16 +146,26 @@ ADVICE = {
     "Nq": "Fix the divisor before seeing the data, for example the configured batch size, instead of computing "
           "it from the data set's size.",
     "floor(Nq)": "Divide by the configured batch size: call paperlib.practitioner.fix_normaliser(optimizer, "
-                 "batch_size) after make_private.",
+                 "batch_size) after make_private. Pick a batch size that divides neither the data set's size nor "
+                 "one less, so that neighbouring data sets get the same number of steps.",
     "|B|": "Divide by a batch size fixed in advance, not by the size of the batch drawn.",
     "separate draw": "Divide by a batch size fixed in advance, not by the size of a separate draw.",
     "fixed batch size": "Draw each batch by Poisson sampling at the rate the accountant is given, as Opacus's "
                         "DPDataLoader does; a claim computed for Poisson sampling is not proven for batches of a "
                         "fixed size.",
 }
+#: what a user of one code path does, where its own library offers the remedy (else :data:`ADVICE` of its rule)
+PATH_ADVICE = {
+    "dp-transformers": "Its divisor, the configured batch size, is already public. Return the library's own "
+                       "PoissonAuthorSampler from the trainer's _get_train_sampler, as the next code path does.",
+}
 #: the one setting every code path's run is checked at: Opacus's MNIST example, one epoch
 BEYOND_SETTING = {"dataset_size": 60_000, "sample_rate": 0.004, "steps": 250, "noise_multiplier": 1.3,
                   "n_params": 26_010}
+#: the code paths whose sampling rate is ``1/len(data_loader)`` (Opacus 1.x's ``make_private``): their run is
+#: checked as ``check --batch-size`` checks it, at the batch size and epochs that give :data:`BEYOND_SETTING`
+#: (240 records, one epoch), so that a neighbouring data set's own loader, and its number of steps, count too
+LOADER_PATHS = ("opacus", "opacus-ddp")
 
 
 def _version(package: str) -> str:
@@ -185,13 +197,15 @@ def classify_code_path(key: str, *, trials: int = 24, seed: int = 0) -> tuple[St
     if key not in CODE_PATHS:
         raise ValueError(f"key must be one of {', '.join(CODE_PATHS)}, got {key!r}")
     version = {"jax-privacy-constant": J.VERSION, "jax-privacy-expected": J.VERSION, "dp-transformers": T.VERSION,
+               "dp-transformers-poisson": T.VERSION,
                "opacus": _version("opacus"), "opacus-ddp": _version("opacus")}.get(key, _version("torch"))
     try:
         if key.startswith("jax-privacy"):
             nb = J.CONSTANT if key.endswith("constant") else "expected"
             return J.classify_jax_privacy(nb, trials=trials, seed=seed), version
-        if key == "dp-transformers":
-            return T.classify_dp_transformers(trials=trials, seed=seed), version
+        if key.startswith("dp-transformers"):
+            sampler = "poisson" if key.endswith("poisson") else "own"
+            return T.classify_dp_transformers(sampler=sampler, trials=trials, seed=seed), version
         if key == "opacus-ddp":
             with E.OpacusDDPStep(world_size=2) as step:
                 return classify_step(step, trials=trials, seed=seed), version
@@ -203,12 +217,19 @@ def classify_code_path(key: str, *, trials: int = 24, seed: int = 0) -> tuple[St
         raise
 
 
-def _report(reports: dict, mech: str) -> dict:
-    """The run at :data:`BEYOND_SETTING` checked as ``mech`` (computed once per mechanism)."""
-    if mech not in reports:
-        reports[mech] = check_run(CLAIM_RELEASE, BEYOND_SETTING["dataset_size"], accountant="rdp", mechanism=mech,
-                                  **{k: v for k, v in BEYOND_SETTING.items() if k != "dataset_size"}).to_json()
-    return reports[mech]
+def _report(reports: dict, mech: str, loader: bool = False) -> dict:
+    """The run at :data:`BEYOND_SETTING` checked as ``mech`` (computed once per mechanism and way of sampling):
+    at its sampling rate and steps, or (``loader``: :data:`LOADER_PATHS`) at the batch size and epochs that give
+    them."""
+    key = (mech, loader)
+    if key not in reports:
+        s = BEYOND_SETTING
+        how = ({"batch_size": round(s["sample_rate"] * s["dataset_size"]),
+                "epochs": round(s["steps"] * s["sample_rate"])} if loader else
+               {"sample_rate": s["sample_rate"], "steps": s["steps"]})
+        reports[key] = check_run(CLAIM_RELEASE, s["dataset_size"], accountant="rdp", mechanism=mech,
+                                 noise_multiplier=s["noise_multiplier"], n_params=s["n_params"], **how).to_json()
+    return reports[key]
 
 
 def _refused_row(row: dict, exc: StepNotClassified, sgm: dict, seconds: float) -> dict:
@@ -226,7 +247,7 @@ def _refused_row(row: dict, exc: StepNotClassified, sgm: dict, seconds: float) -
                batch_sizes=sizes, sentence=sentence, claimed=sgm["claimed_epsilon"], claim_stands=None,
                neighbours=[{"name": n["name"], "verdict": "not covered", "forced": None, "certified": None}
                            for n in sgm["neighbours"]],
-               advice=ADVICE.get(reason, ""), seconds=seconds)
+               advice=PATH_ADVICE.get(row["key"], ADVICE.get(reason, "")), seconds=seconds)
     return row
 
 
@@ -255,13 +276,13 @@ def beyond_opacus(*, trials: int = 24, seed: int = 0, keys=None) -> dict:
             rows.append(row)
             continue
         mech = audit.mechanism.value
-        rep = _report(reports, mech)
+        rep = _report(reports, mech, loader=key in LOADER_PATHS)
         row.update(rule=audit.rule, mechanism=mech, constant=audit.constant, sentence=audit.sentence,
                    claimed=rep["claimed_epsilon"], claim_stands=rep["claim_stands"],
                    neighbours=[{"name": n["name"], "verdict": n["verdict"],
                                 "forced": n["epsilon_forced"], "certified": n["epsilon_certified"]}
                                for n in rep["neighbours"]],
-                   advice=ADVICE[audit.rule], seconds=time.perf_counter() - t0)
+                   advice=PATH_ADVICE.get(key, ADVICE[audit.rule]), seconds=time.perf_counter() - t0)
         rows.append(row)
     return {"setting": dict(BEYOND_SETTING), "claim": f"the SGM's, from Opacus {CLAIM_RELEASE}'s RDP accountant",
             "rows": rows}

@@ -1137,3 +1137,12 @@ def test_x3_holds_when_every_code_path_shows_its_divisor_and_fails_when_one_does
     _write(rd, "12_beyond_opacus.json", _beyond_rows(**{"jax-privacy-expected": "error"}))  # could not run here
     r = _claim("X3").evaluate(rd)
     assert r["verdict"] == "partly reproduced" and "not run here" in json.dumps(r["parts"])
+
+
+def test_the_grade_table_names_each_chapter_it_links_to():
+    """A reader sees where a link leads before clicking: "chapter 4", not "chapter" on every row."""
+    from paperlib.artifact.grading.render import _where
+
+    assert _where({"notebook": "04_audit_figure2"}) == "{doc}`chapter 4 <notebooks/04_audit_figure2>`"
+    assert _where({"notebook": "12_beyond_opacus"}) == "{doc}`chapter 12 <notebooks/12_beyond_opacus>`"
+    assert _where({}) == "{doc}`introduction <intro>`"

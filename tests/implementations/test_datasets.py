@@ -459,6 +459,11 @@ def test_resolve_points_says_which_points_and_why(tmp_path, monkeypatch):
                       f"Fashion-MNIST dataset in {tmp_path / 'mine'} ($PAPERLIB_DATA); nor in {tmp_path / 'other'} "
                       "(an extra data folder, which does not exist)")
     assert D.resolve_points("synthetic", 5).source == D.SOURCE_SYNTHETIC
+    # the note names the bundle's own split: MNIST's bundled points are training images (the detail line agrees)
+    monkeypatch.setenv("PAPERLIB_DATA", str(tmp_path / "none"))
+    c = D.resolve_points("mnist", 5, 0)
+    assert c.source == D.SOURCE_BUNDLED and "real MNIST training points bundled" in c.note
+    assert D.load_bundled("mnist", 5, 0)[2]["split"] == "train"
 
 
 def test_resolve_points_extra_folder_is_used_and_a_broken_one_refused(tmp_path, monkeypatch):

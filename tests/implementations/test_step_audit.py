@@ -201,6 +201,19 @@ def test_dp_transformers_trainer_is_refused_for_its_fixed_size_batches():
         assert not side.get("batch_disagrees")  # the records the trainer read are the ones its update holds
 
 
+def test_dp_transformers_with_its_own_poisson_sampler_is_the_sgm_post_processed():
+    """The remedy chapter 12 gives its users: the same trainer with the library's PoissonAuthorSampler in place of
+    the shuffling one draws batches of varying size and divides by the configured batch size, 4: SGM."""
+    from paperlib.implementations.dp_transformers_step import DpTransformersUnavailable, classify_dp_transformers
+
+    try:
+        a = classify_dp_transformers(sampler="poisson", trials=16)
+    except DpTransformersUnavailable as exc:
+        pytest.skip(str(exc))
+    assert (a.rule, a.mechanism, a.constant) == ("public constant", Mechanism.SGM, 4.0)
+    assert len(set(a.neighbours["D"]["batch_sizes"])) > 1 and a.neighbours["D"]["sampling"]["fixed_size_p"] > 1e-3
+
+
 def test_opacus_under_distributed_data_parallel_is_still_feasgm():
     """Opacus 1.6.0 under DPDDP, world size 2 on gloo: each rank divides by int(N q) / 2 and the summed gradients
     are divided by 2 again, so the run divides by floor(N q), as one process does (not by a smaller number)."""

@@ -215,7 +215,10 @@ def _sub_bullets(text: str) -> list[str]:
 def _where(c: dict) -> str:
     """The chapter that shows a claim, as a MyST document link (the introduction for a claim without one)."""
     nb = c.get("notebook")
-    return f"{{doc}}`chapter <notebooks/{nb}>`" if nb else "{doc}`introduction <intro>`"
+    if not nb:
+        return "{doc}`introduction <intro>`"
+    num = nb.split("_", 1)[0]  # the book numbers its chapters by their notebooks' prefixes
+    return f"{{doc}}`chapter {int(num)} <notebooks/{nb}>`" if num.isdigit() else f"{{doc}}`chapter <notebooks/{nb}>`"
 
 
 def render_markdown(g: dict) -> str:
