@@ -59,7 +59,7 @@ from paperlib.practitioner.step import BEYOND_SETTING, CODE_PATHS, beyond_opacus
 from paperlib.artifact import notebook as pf
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.grading.checks import fmt_eps
-from paperlib.artifact.tables import number_of, show_table
+from paperlib.artifact.tables import LINE_BREAK, SOFT_BREAK, number_of, show_table
 
 T_START = pf.start_notebook(MODE)
 TRIALS = pf.pick(MODE, smoke=16, quick=24, full=48)  # calls of each step per data set
@@ -99,7 +99,7 @@ RAN = [r for r in ROWS if not r.get("error")]
 def _bracket(n):
     if n["forced"] is None:  # refused by the probe: no mechanism analysed here runs it
         return n["verdict"]
-    return f"{n['verdict']} [{fmt_eps(n['forced'])}, {fmt_eps(n['certified'])}]"
+    return f"{n['verdict']}{LINE_BREAK}[{fmt_eps(n['forced'])}, {fmt_eps(n['certified'])}]"
 
 
 def _found(r):
@@ -108,12 +108,14 @@ def _found(r):
     return f"{r['rule']}, {r['mechanism'].upper()}" if r.get("mechanism") else "not run"
 
 
-table = [[f"{r['library']} {r.get('version', '')}".strip(), r["how"], _found(r),
+# A soft break lets the long class name wrap, so the table fits the page.
+table = [[f"{r['library']} {r.get('version', '')}".strip(),
+          r["how"].replace("DistributedDataParallel", f"Distributed{SOFT_BREAK}DataParallel"), _found(r),
           f"{r['claimed']:.3g}" if "claimed" in r else "–",
           *(_bracket(n) for n in r.get("neighbours", [])), *(["–", "–"] if r.get("error") else [])]
          for r in ROWS]
 show_table(table, ["Library", "Code path", "Divisor found, mechanism", "Claimed ε", "Removal", "Addition"],
-           name="12_beyond", caption="Each code path's divisor, read off its updates, and its run checked as the "
+           name="12_beyond", markup=True, caption="Each code path's divisor, read off its updates, and its run checked as the "
            "mechanism found. The run is Opacus's MNIST example for one epoch; the claim is the SGM's, from an RDP "
            "accountant. The last two columns give the verdict and the bracket [forced, certified] of ε for each "
            "neighbour. A code path whose batches always have one size is not covered: no mechanism analysed here "

@@ -284,9 +284,9 @@ PLAIN = {
     "X1": "Our fix (dividing by the configured batch size) keeps Opacus within the guarantee it claims",
     "X2": "At the settings of Opacus's own MNIST example, the old releases and Opacus 1.x at batch size 240 claim "
           "less privacy loss than an attack forces; Opacus 1.x at batch size 239 and DPSUR keep their claims",
-    "X3": "Any DP-SGD code can be checked from one of its steps: JAX Privacy, Opacus in one or two processes and "
-          "hand-written loops each show the divisor they were written with, and dp-transformers shows batches of "
-          "one size, not Poisson sampling, until its own Poisson sampler is put in"
+    "X3": "Any DP-SGD code can be checked from one step: JAX Privacy, Opacus and hand-written loops show the "
+          "divisor they were written with; dp-transformers draws batches of one size, not Poisson sampling, "
+          "unless its Poisson sampler is used"
 }
 
 CLAIMS: tuple[Claim, ...] = (
