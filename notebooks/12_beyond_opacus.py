@@ -39,7 +39,8 @@
 # **The run.** The mechanism found is then checked at one setting for every code path:
 # Opacus's MNIST example for one epoch. Its claim is the SGM's, as an RDP accountant reports
 # it. Opacus, in one process or two, takes its sampling rate from its data loader. Its rows
-# are checked as chapter 10 checks such a run: a batch size of 240 for one epoch, so that a
+# are checked as chapter 10 checks such a run: a batch size of {glue:text}`nb12_loader_batch` for
+# {glue:text}`nb12_loader_epochs`, so that a
 # data set one record larger also gets its own number of steps. The other code paths sample
 # at a rate they are given. Chapter 10 explains the bracket of certified and forced
 # $\varepsilon$ and the verdicts.
@@ -55,7 +56,7 @@ import time
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from paperlib.practitioner.step import BEYOND_SETTING, CODE_PATHS, beyond_opacus
+from paperlib.practitioner.step import BEYOND_SETTING, CODE_PATHS, LOADER_SETTING, beyond_opacus
 from paperlib.artifact import notebook as pf
 from paperlib.artifact.provenance import save_result
 from paperlib.artifact.grading.checks import fmt_eps
@@ -68,6 +69,9 @@ glue("nb12_trials", f"{TRIALS}", display=False)
 glue("nb12_n_paths", f"{len(CODE_PATHS)}", display=False)
 for k, v in BEYOND_SETTING.items():
     glue(f"nb12_{k}", f"{v:,}" if isinstance(v, int) else f"{v:g}", display=False)
+glue("nb12_loader_batch", f"{LOADER_SETTING['batch_size']:,}", display=False)
+glue("nb12_loader_epochs", "one epoch" if LOADER_SETTING["epochs"] == 1 else f"{LOADER_SETTING['epochs']} epochs",
+     display=False)
 
 # %% [markdown]
 # ## 1. The code paths, classified
@@ -135,8 +139,9 @@ glue("nb12_not_run", ("What did not run here, and why: " + "; ".join(_missing) +
 # Opacus's rows need a word. Under `DistributedDataParallel` each rank divides by its share of
 # the floor of the expected batch size, and the ranks' gradients are then averaged. The two
 # divisions cancel, so the run divides by the floor, as one process does. On the addition
-# neighbour both rows are refuted without any bound: with a batch size of 240, which divides
-# 60,000, the larger data set's loader makes one more batch an epoch, and counting the updates
+# neighbour both rows are refuted without any bound: with a batch size of
+# {glue:text}`nb12_loader_batch`, which divides {glue:text}`nb12_dataset_size`, the larger
+# data set's loader makes one more batch an epoch, and counting the updates
 # tells the two data sets apart. Chapter 10 shows the same for this run.
 #
 # dp-transformers needs a word too. Its trainer shuffles the records and cuts them into

@@ -23,7 +23,7 @@ from paperlib.practitioner.report import CheckReport
 
 __all__ = ["StepReport", "StepNotClassified", "audit_step", "load_step", "CLAIM_RELEASE", "CODE_PATHS", "ADVICE",
            "PATH_ADVICE",
-           "BEYOND_SETTING", "LOADER_PATHS", "classify_code_path", "beyond_opacus"]
+           "BEYOND_SETTING", "LOADER_PATHS", "LOADER_SETTING", "classify_code_path", "beyond_opacus"]
 
 #: whose accountant states the claim of a step analysed as the SGM: Opacus 1.6.0's RDP accountant
 CLAIM_RELEASE = "1.6.0"
@@ -164,8 +164,11 @@ BEYOND_SETTING = {"dataset_size": 60_000, "sample_rate": 0.004, "steps": 250, "n
                   "n_params": 26_010}
 #: the code paths whose sampling rate is ``1/len(data_loader)`` (Opacus 1.x's ``make_private``): their run is
 #: checked as ``check --batch-size`` checks it, at the batch size and epochs that give :data:`BEYOND_SETTING`
-#: (240 records, one epoch), so that a neighbouring data set's own loader, and its number of steps, count too
+#: (:data:`LOADER_SETTING`), so that a neighbouring data set's own loader, and its number of steps, count too
 LOADER_PATHS = ("opacus", "opacus-ddp")
+#: the batch size and epochs of :data:`LOADER_PATHS`' run: those that give :data:`BEYOND_SETTING`
+LOADER_SETTING = {"batch_size": round(BEYOND_SETTING["sample_rate"] * BEYOND_SETTING["dataset_size"]),
+                  "epochs": round(BEYOND_SETTING["steps"] * BEYOND_SETTING["sample_rate"])}
 
 
 def _version(package: str) -> str:
@@ -224,9 +227,7 @@ def _report(reports: dict, mech: str, loader: bool = False) -> dict:
     key = (mech, loader)
     if key not in reports:
         s = BEYOND_SETTING
-        how = ({"batch_size": round(s["sample_rate"] * s["dataset_size"]),
-                "epochs": round(s["steps"] * s["sample_rate"])} if loader else
-               {"sample_rate": s["sample_rate"], "steps": s["steps"]})
+        how = dict(LOADER_SETTING) if loader else {"sample_rate": s["sample_rate"], "steps": s["steps"]}
         reports[key] = check_run(CLAIM_RELEASE, s["dataset_size"], accountant="rdp", mechanism=mech,
                                  noise_multiplier=s["noise_multiplier"], n_params=s["n_params"], **how).to_json()
     return reports[key]
