@@ -871,7 +871,7 @@ def render_pets(*, results: Path | None = None, notebooks_dir: str | Path = "not
         L += [f"#### Main Result {c.id if c.beyond_paper else c.id[1:]}: {_esc(_claims.item_label(c))}", "",
               f"{_esc(c.statement)} The paper: {_esc(c.paper)}. "
               + (f"Experiment {e['id']} checks it." if e else "Nothing to measure.")
-              + f" Last verdict: {_esc(_verdict(ctx, c.id))}.", ""]
+              + f" Last verdict: {_esc(_verdict(ctx, c.id).rstrip('.'))}.", ""]  # one full stop
     L += H("Experiments") + _pets_experiments(ctx)
     L += H("Limitations") + _limitations(ctx) + [""]
     L += H("Notes on Reusability") + _reuse_lines() + [""]

@@ -194,6 +194,17 @@ def test_limitations_name_the_claims_the_grade_does_not_confirm(results):
     assert "C2" not in lim
 
 
+def test_a_main_result_ends_its_verdict_with_one_full_stop(results):
+    """The verdict's plain sentence ends in a full stop of its own; the Main Results line adds none (it read
+    "holds, on its own setting.." before)."""
+    pv.write_json_atomic(results / "grade.json", {"claims": [
+        {"id": c.id, "verdict": "reproduced", "mode": "quick"} for c in claims.CLAIMS]})
+    text = appendix.render_pets(notebooks_dir=ROOT / "notebooks")
+    main = text.split("### Main Results and Claims")[1].split("### Experiments")[0]
+    assert main.count("Last verdict: reproduced (quick)") == len(claims.CLAIMS)
+    assert not re.search(r"[^.]\.\.(\s|$)", main), re.findall(r".{60}\.\.", main)
+
+
 def test_main_writes_the_pets_form(results, tmp_path):
     book = tmp_path / "book" / "appendix.md"
     assert appendix.main(["--book-page", str(book), "--notebooks", str(ROOT / "notebooks"),
