@@ -139,10 +139,10 @@ glue("nb12_not_run", ("What did not run here, and why: " + "; ".join(_missing) +
 # Opacus's rows need a word. Under `DistributedDataParallel` each rank divides by its share of
 # the floor of the expected batch size, and the ranks' gradients are then averaged. The two
 # divisions cancel, so the run divides by the floor, as one process does. On the addition
-# neighbour both rows are refuted without any bound: with a batch size of
-# {glue:text}`nb12_loader_batch`, which divides {glue:text}`nb12_dataset_size`, the loader of
-# the data set with one record added makes an extra batch each epoch, and counting the updates
-# tells the two data sets apart. Chapter 10 shows the same for this run.
+# neighbour both rows are refuted without any bound. A batch size of
+# {glue:text}`nb12_loader_batch` divides {glue:text}`nb12_dataset_size`, so the loader of the
+# data set with one record added makes an extra batch each epoch: counting the updates tells
+# the two data sets apart. Chapter 10 shows the same for this run.
 #
 # dp-transformers needs a word too. Its trainer shuffles the records and cuts them into
 # batches of the configured size, while its accountants are told the rate of Poisson
