@@ -45,6 +45,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Sequence
 
 from paperlib.fdp.mixture import LRMixture
 from paperlib.mechanisms.core import ANY, MECHANISMS, Mechanism
@@ -893,8 +894,26 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+#: a negative number argparse would take for an option: it knows ``-1`` and ``-0.5``, not ``-1e-5`` or ``-inf``
+_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)(e[-+]?\d+)?|-inf(inity)?", re.I)
+
+
+def _join_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--delta -1e-5`` as ``--delta=-1e-5``, so that a negative value reaches its option's range check
+    (argparse reads it as an unknown option and says only "expected one argument")."""
+    out: list[str] = []
+    for tok in argv:
+        if out and out[-1].startswith("--") and out[-1] != "--" and "=" not in out[-1] \
+                and _NEGATIVE_NUMBER.fullmatch(tok):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = _join_negative_values(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
     except ModuleNotFoundError as exc:  # audit-implementation's choices come from the torch-based package

@@ -250,6 +250,17 @@ def test_cli_invalid_input_is_one_line_naming_the_parameter(argv, param, capsys)
         assert "estimated" in line and "--yes" in line
 
 
+@pytest.mark.parametrize("value", ["-1e-5", "-0.5", "-1", "-inf"])
+def test_cli_a_negative_value_after_its_option_reaches_the_range_check(value, capsys):
+    """``--delta -1e-5`` is refused with delta's range, as ``--delta=-1e-5`` is (argparse alone took it for an
+    option and said only "expected one argument")."""
+    lines = []
+    for argv in (_with(EP, delta=value), _without(EP, "--delta") + [f"--delta={value}"]):
+        code, out, err = run_main(argv, capsys)
+        lines.append(assert_one_line_error(code, out, err, 2, "delta"))
+    assert lines[0] == lines[1] and "(0, 1)" in lines[0]
+
+
 @pytest.mark.skipif(_cuda(), reason="a CUDA GPU is present: --device cuda is valid here")
 def test_cli_device_cuda_without_gpu(capsys):
     code, out, err = run_main(_with(AU, device="cuda"), capsys)
