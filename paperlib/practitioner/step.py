@@ -19,6 +19,7 @@ from typing import Callable
 
 from paperlib.implementations.step_audit import StepAudit, StepNotClassified, classify_step
 from paperlib.practitioner.check import check_run
+from paperlib.practitioner.examples import MNIST
 from paperlib.practitioner.report import CheckReport
 
 __all__ = ["StepReport", "StepNotClassified", "audit_step", "load_step", "CLAIM_RELEASE", "CODE_PATHS", "ADVICE",
@@ -160,15 +161,14 @@ PATH_ADVICE = {
                        "PoissonAuthorSampler from the trainer's _get_train_sampler, as the next code path does.",
 }
 #: the one setting every code path's run is checked at: Opacus's MNIST example, one epoch
-BEYOND_SETTING = {"dataset_size": 60_000, "sample_rate": 0.004, "steps": 250, "noise_multiplier": 1.3,
-                  "n_params": 26_010}
+BEYOND_SETTING = {"dataset_size": MNIST["dataset_size"], "sample_rate": MNIST["sample_rate"], "steps": 250,
+                  "noise_multiplier": 1.3, "n_params": MNIST["n_params"]}
 #: the code paths whose sampling rate is ``1/len(data_loader)`` (Opacus 1.x's ``make_private``): their run is
 #: checked as ``check --batch-size`` checks it, at the batch size and epochs that give :data:`BEYOND_SETTING`
 #: (:data:`LOADER_SETTING`), so that a neighbouring data set's own loader, and its number of steps, count too
 LOADER_PATHS = ("opacus", "opacus-ddp")
 #: the batch size and epochs of :data:`LOADER_PATHS`' run: those that give :data:`BEYOND_SETTING`
-LOADER_SETTING = {"batch_size": round(BEYOND_SETTING["sample_rate"] * BEYOND_SETTING["dataset_size"]),
-                  "epochs": round(BEYOND_SETTING["steps"] * BEYOND_SETTING["sample_rate"])}
+LOADER_SETTING = {"batch_size": MNIST["batch_size"], "epochs": round(BEYOND_SETTING["steps"] * MNIST["sample_rate"])}
 
 
 def _version(package: str) -> str:
@@ -199,9 +199,9 @@ def classify_code_path(key: str, *, trials: int = 24, seed: int = 0) -> tuple[St
 
     if key not in CODE_PATHS:
         raise ValueError(f"key must be one of {', '.join(CODE_PATHS)}, got {key!r}")
-    version = {"jax-privacy-constant": J.VERSION, "jax-privacy-expected": J.VERSION, "dp-transformers": T.VERSION,
-               "dp-transformers-poisson": T.VERSION,
-               "opacus": _version("opacus"), "opacus-ddp": _version("opacus")}.get(key, _version("torch"))
+    library = CODE_PATHS[key][0]  # the pinned libraries' versions, else the installed one's
+    version = {"JAX Privacy": J.VERSION, "dp-transformers": T.VERSION}.get(library) or \
+        _version("opacus" if library == "Opacus" else "torch")
     try:
         if key.startswith("jax-privacy"):
             nb = J.CONSTANT if key.endswith("constant") else "expected"

@@ -12,6 +12,7 @@ import re
 import textwrap
 
 from paperlib.artifact.prose import clauses
+from paperlib.artifact.tables import chapter_of
 
 __all__ = ["CLAIM_GROUPS", "claim_group", "summary_counts", "reason_line", "OUR_ADDITION", "VERDICT_RULE", "PLAIN_ASPECT", "typeset", "setting_name", "verdict_label", "item_label", "id_item", "plain_sentence",
            "headline", "render_markdown", "render_text", "chapter_grade"]
@@ -217,8 +218,11 @@ def _where(c: dict) -> str:
     nb = c.get("notebook")
     if not nb:
         return "{doc}`introduction <intro>`"
-    num = nb.split("_", 1)[0]  # the book numbers its chapters by their notebooks' prefixes
-    return f"{{doc}}`chapter {int(num)} <notebooks/{nb}>`" if num.isdigit() else f"{{doc}}`chapter <notebooks/{nb}>`"
+    try:
+        num = f" {chapter_of(nb)}"  # the book numbers its chapters by their notebooks' prefixes
+    except ValueError:
+        num = ""
+    return f"{{doc}}`chapter{num} <notebooks/{nb}>`"
 
 
 def render_markdown(g: dict) -> str:
